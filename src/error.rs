@@ -1,0 +1,220 @@
+//! The two error types: [`ConfigError`] for bad configuration, [`Denied`] for a refused request.
+
+use core::{fmt, time::Duration};
+
+/// A limiter or rate was configured with a value that cannot work.
+///
+/// The message names the field and the value, e.g. `invalid limit = 0: must be at least 1`.
+/// Every constructor in this crate reports bad input this way: never a panic, never a silent
+/// clamp.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::Rate;
+///
+/// let err = Rate::per_second(0).unwrap_err();
+/// assert_eq!(err.field(), "limit");
+/// assert_eq!(err.to_string(), "invalid limit = 0: must be at least 1");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    field: &'static str,
+    value: Value,
+    reason: &'static str,
+}
+
+/// The offending value, kept as data so the error needs no allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Value {
+    /// A count: a limit, a burst, a number of buckets.
+    Count(u128),
+    /// A duration in nanoseconds.
+    Nanos(u128),
+    /// A rate, `limit` per `period_ns`.
+    Rate { limit: u64, period_ns: u128 },
+}
+
+impl ConfigError {
+    pub(crate) const fn new(field: &'static str, value: Value, reason: &'static str) -> Self {
+        ConfigError {
+            field,
+            value,
+            reason,
+        }
+    }
+
+    /// The name of the setting that was rejected (`"limit"`, `"period"`, `"burst"`, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use std::time::Duration;
+    ///
+    /// let err = Rate::new(5, Duration::ZERO).unwrap_err();
+    /// assert_eq!(err.field(), "period");
+    /// ```
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// Why the value was rejected, e.g. `"must be at least 1"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    ///
+    /// let err = Rate::per_hour(0).unwrap_err();
+    /// assert_eq!(err.reason(), "must be at least 1");
+    /// ```
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid {} = ", self.field)?;
+        match self.value {
+            Value::Count(n) => write!(f, "{n}")?,
+            Value::Nanos(ns) => write!(f, "{ns} ns")?,
+            Value::Rate { limit, period_ns } => write!(f, "{limit} per {period_ns} ns")?,
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ConfigError {}
+
+/// A request was refused. [`retry_after`](Denied::retry_after) says when the same request can
+/// succeed, or that it never can.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, Limiter, ManualClock, Rate};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let limiter = Gcra::builder(Rate::per_second(1)?).clock(clock.clone()).build()?;
+/// limiter.try_acquire()?;
+/// let denied = limiter.try_acquire().unwrap_err();
+/// assert_eq!(denied.retry_after(), Some(Duration::from_secs(1)));
+/// clock.advance(denied.retry_after().unwrap());
+/// assert!(limiter.try_acquire().is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Denied {
+    /// Nanoseconds until the request can succeed; `NEVER` when it cannot.
+    retry_after_ns: u64,
+}
+
+impl Denied {
+    const NEVER: u64 = u64::MAX;
+
+    /// A denial whose request can succeed after `retry_after`, or never (`None`). For code that
+    /// implements [`Limiter`](crate::Limiter) for its own types. A wait of `u64::MAX` ns or
+    /// more is clamped to `u64::MAX - 1` ns (584 years).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Denied;
+    /// use std::time::Duration;
+    ///
+    /// let d = Denied::new(Some(Duration::from_millis(5)));
+    /// assert_eq!(d.retry_after(), Some(Duration::from_millis(5)));
+    /// assert_eq!(Denied::new(None).retry_after(), None);
+    /// ```
+    pub fn new(retry_after: Option<Duration>) -> Denied {
+        match retry_after {
+            Some(d) => Denied::after_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            None => Denied::never(),
+        }
+    }
+
+    /// Denied for `ns` nanoseconds (clamped below the "never" sentinel).
+    #[inline]
+    pub(crate) const fn after_nanos(ns: u64) -> Denied {
+        Denied {
+            retry_after_ns: if ns == Self::NEVER {
+                Self::NEVER - 1
+            } else {
+                ns
+            },
+        }
+    }
+
+    /// Denied for good: more permits than the limiter can ever grant at once.
+    #[inline]
+    pub(crate) const fn never() -> Denied {
+        Denied {
+            retry_after_ns: Self::NEVER,
+        }
+    }
+
+    /// `Some(d)`: the same request can succeed after `d`, counted from the time of the call.
+    /// `None`: it can never succeed (it asks for more permits than the limiter can ever hold at
+    /// once).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Limiter, ManualClock, Rate};
+    ///
+    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.try_acquire_n(11).unwrap_err().retry_after(), None);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after_nanos().map(Duration::from_nanos)
+    }
+
+    /// [`retry_after`](Denied::retry_after) in nanoseconds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Denied;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(Denied::new(Some(Duration::from_micros(1))).retry_after_nanos(), Some(1_000));
+    /// ```
+    #[inline]
+    pub fn retry_after_nanos(&self) -> Option<u64> {
+        if self.retry_after_ns == Self::NEVER {
+            None
+        } else {
+            Some(self.retry_after_ns)
+        }
+    }
+
+    /// True when the request can never succeed (`retry_after()` is `None`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(hotlimit::Denied::new(None).is_never());
+    /// ```
+    #[inline]
+    pub fn is_never(&self) -> bool {
+        self.retry_after_ns == Self::NEVER
+    }
+}
+
+impl fmt::Display for Denied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.retry_after() {
+            Some(d) => write!(f, "rate limited: retry after {d:?}"),
+            None => f.write_str("rate limited: request exceeds what the limiter can ever grant"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Denied {}

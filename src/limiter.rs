@@ -1,0 +1,76 @@
+//! The [`Limiter`] trait every limiter implements.
+
+use crate::Denied;
+
+/// A rate limiter: take permits now, or be told when to retry.
+///
+/// Implementations read their own clock; each also has `*_at(.., now)` methods that take the
+/// time as an argument.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, Limiter, Rate};
+///
+/// fn admit(limiter: &impl Limiter) -> bool {
+///     limiter.try_acquire().is_ok()
+/// }
+///
+/// let limiter = Gcra::new(Rate::per_second(100)?)?;
+/// assert!(admit(&limiter));
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+pub trait Limiter: Send + Sync {
+    /// Take one permit now.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] when the permit is not available; it says when to retry.
+    fn try_acquire(&self) -> Result<(), Denied> {
+        self.try_acquire_n(1)
+    }
+
+    /// Take `permits` permits now, all or nothing. Zero permits always succeed.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] when the permits are not all available; `retry_after() == None` when they
+    /// never can be (more than the limiter can ever hold at once).
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied>;
+}
+
+impl<L: Limiter + ?Sized> Limiter for &L {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        (**self).try_acquire()
+    }
+
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        (**self).try_acquire_n(permits)
+    }
+}
+
+impl<L: Limiter + ?Sized> Limiter for alloc::sync::Arc<L> {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        (**self).try_acquire()
+    }
+
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        (**self).try_acquire_n(permits)
+    }
+}
+
+impl<L: Limiter + ?Sized> Limiter for alloc::boxed::Box<L> {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        (**self).try_acquire()
+    }
+
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        (**self).try_acquire_n(permits)
+    }
+}

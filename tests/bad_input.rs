@@ -1,0 +1,84 @@
+//! Every constructor's error cases: a `ConfigError` naming the field and the value, never a
+//! panic, never a silent clamp.
+
+use std::time::Duration;
+
+use hotlimit::{ConfigError, Gcra, ManualClock, Rate};
+
+fn gcra(rate: Rate, burst: Option<u64>) -> Result<Gcra<ManualClock>, ConfigError> {
+    let b = Gcra::builder(rate).clock(ManualClock::new());
+    match burst {
+        Some(burst) => b.burst(burst).build(),
+        None => b.build(),
+    }
+}
+
+#[test]
+fn rate_errors_name_field_and_value() {
+    let e = Rate::new(0, Duration::from_secs(1)).unwrap_err();
+    assert_eq!(
+        (e.field(), e.to_string().as_str()),
+        ("limit", "invalid limit = 0: must be at least 1")
+    );
+    let e = Rate::new(1, Duration::ZERO).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid period = 0 ns: must be at least 1 ns"
+    );
+    let e = Rate::new(1, Duration::MAX).unwrap_err();
+    assert_eq!(e.field(), "period");
+    assert!(
+        e.to_string().contains("18446744073709551615999999999 ns"),
+        "{e}"
+    );
+    assert!(Rate::new(1, Duration::from_nanos(u64::MAX)).is_ok());
+    assert!(Rate::new(1, Duration::from_nanos(u64::MAX) + Duration::from_nanos(1)).is_err());
+    for f in [Rate::per_second, Rate::per_minute, Rate::per_hour] {
+        assert_eq!(f(0).unwrap_err().field(), "limit");
+        assert!(f(u64::MAX).is_ok());
+    }
+}
+
+#[test]
+fn gcra_errors_name_field_and_value() {
+    // Emission interval under 1 ns.
+    let e = gcra(Rate::new(11, Duration::from_nanos(10)).unwrap(), None).unwrap_err();
+    assert_eq!(e.field(), "rate");
+    assert_eq!(
+        e.to_string(),
+        "invalid rate = 11 per 10 ns: emission interval period/limit is under 1 ns"
+    );
+    assert!(gcra(Rate::new(10, Duration::from_nanos(10)).unwrap(), None).is_ok());
+    // Burst 0.
+    let e = gcra(Rate::per_second(1).unwrap(), Some(0)).unwrap_err();
+    assert_eq!(e.to_string(), "invalid burst = 0: must be at least 1");
+    // b·I overflows u64.
+    let e = gcra(Rate::per_second(1).unwrap(), Some(u64::MAX)).unwrap_err();
+    assert_eq!(e.field(), "burst");
+    assert!(
+        e.to_string().contains("18446744073709551615") && e.to_string().contains("overflows"),
+        "{e}"
+    );
+    let max_burst = u64::MAX / 1_000_000_000;
+    assert!(gcra(Rate::per_second(1).unwrap(), Some(max_burst)).is_ok());
+    assert!(gcra(Rate::per_second(1).unwrap(), Some(max_burst + 1)).is_err());
+    // A huge limit over a long period: default burst = limit must fit too.
+    assert!(gcra(
+        Rate::new(u64::MAX, Duration::from_nanos(u64::MAX)).unwrap(),
+        None
+    )
+    .is_ok());
+    let e = gcra(
+        Rate::new(u64::MAX / 2, Duration::from_nanos(u64::MAX)).unwrap(),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.field(), "burst", "I = 3 ns, b·I overflows");
+}
+
+#[test]
+fn errors_are_std_errors() {
+    fn takes(_: &dyn std::error::Error) {}
+    takes(&Rate::per_second(0).unwrap_err());
+    takes(&hotlimit::Denied::new(None));
+}
