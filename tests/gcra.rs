@@ -1,0 +1,246 @@
+//! Gcra against its definition: the worked example, exact retries, clocks that misbehave,
+//! and property tests comparing every decision with the sequential model.
+
+mod model;
+
+use std::time::Duration;
+
+use hotlimit::{Clock, Gcra, Limiter, ManualClock, Rate};
+use model::gcra::GcraModel;
+use proptest::prelude::*;
+
+const S: u64 = 1_000_000_000;
+
+fn manual(rate: Rate, burst: Option<u64>) -> (Gcra<ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    let mut b = Gcra::builder(rate).clock(clock.clone());
+    if let Some(burst) = burst {
+        b = b.burst(burst);
+    }
+    (b.build().unwrap(), clock)
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+#[test]
+fn worked_example_three_per_minute() {
+    let (g, clock) = manual(Rate::per_minute(3).unwrap(), None);
+    for _ in 0..3 {
+        assert_eq!(g.try_acquire(), Ok(()));
+    }
+    for (t, wait) in [(1, 19), (5, 15), (10, 10), (15, 5)] {
+        clock.set(secs(t));
+        let d = g.try_acquire().unwrap_err();
+        assert_eq!(d.retry_after(), Some(secs(wait)), "at t={t}s");
+    }
+    clock.set(secs(21));
+    assert_eq!(g.try_acquire(), Ok(()));
+    clock.set(secs(22));
+    assert_eq!(g.try_acquire().unwrap_err().retry_after(), Some(secs(18)));
+}
+
+#[test]
+fn worked_example_exactly_at_twenty_seconds() {
+    let (g, clock) = manual(Rate::per_minute(3).unwrap(), None);
+    for _ in 0..3 {
+        g.try_acquire().unwrap();
+    }
+    clock.set(secs(20));
+    assert_eq!(g.try_acquire(), Ok(()));
+    assert!(g.try_acquire().is_err());
+}
+
+#[test]
+fn waiting_exactly_retry_after_succeeds() {
+    let (g, clock) = manual(Rate::new(7, Duration::from_millis(900)).unwrap(), Some(3));
+    g.try_acquire_n(3).unwrap();
+    for n in [1, 2, 3, 1, 3] {
+        let d = g.try_acquire_n(n).unwrap_err();
+        let wait = d.retry_after().unwrap();
+        assert!(wait > Duration::ZERO);
+        clock.advance(wait - Duration::from_nanos(1));
+        assert!(
+            g.try_acquire_n(n).is_err(),
+            "one ns early must still be denied"
+        );
+        clock.advance(Duration::from_nanos(1));
+        assert_eq!(g.try_acquire_n(n), Ok(()), "exactly retry_after later");
+    }
+}
+
+#[test]
+fn more_than_burst_is_never_and_zero_is_free() {
+    let (g, _clock) = manual(Rate::per_second(10).unwrap(), Some(4));
+    let d = g.try_acquire_n(5).unwrap_err();
+    assert_eq!(d.retry_after(), None);
+    assert!(d.is_never());
+    assert_eq!(g.try_acquire_n(u32::MAX).unwrap_err().retry_after(), None);
+    assert_eq!(g.try_acquire_n(0), Ok(()));
+    assert_eq!(g.remaining(), 4, "neither call took anything");
+    g.try_acquire_n(4).unwrap();
+    assert_eq!(g.try_acquire_n(0), Ok(()));
+}
+
+#[test]
+fn clock_set_back_never_frees_permits() {
+    let (g, clock) = manual(Rate::per_second(2).unwrap(), None);
+    clock.set(secs(100));
+    g.try_acquire_n(2).unwrap();
+    assert!(g.try_acquire().is_err());
+    clock.set(secs(3));
+    assert!(g.try_acquire().is_err());
+    assert_eq!(g.remaining(), 0);
+    // Back at the original time, it is as if no time passed at all.
+    clock.set(secs(100));
+    assert!(g.try_acquire().is_err());
+    clock.set(Duration::from_millis(100_500));
+    assert_eq!(g.try_acquire(), Ok(()));
+}
+
+#[test]
+fn extreme_times_never_panic_or_overflow() {
+    let (g, clock) = manual(Rate::per_second(1000).unwrap(), None);
+    clock.set(Duration::from_nanos(u64::MAX));
+    // S' = now + I does not fit: denied for good rather than wrapped.
+    assert_eq!(g.try_acquire().unwrap_err().retry_after(), None);
+    clock.set(Duration::from_nanos(u64::MAX - 10 * S));
+    assert!(g.try_acquire_n(1000).is_ok());
+    assert!(g.try_acquire().is_err());
+    // Back to 0 from the end of time: locked until the state drains, never over-admitting.
+    clock.set(Duration::ZERO);
+    let d = g.try_acquire().unwrap_err();
+    assert!(d.retry_after().unwrap() > secs(365 * 24 * 3600));
+    assert_eq!(g.remaining_at(u64::MAX), 1000);
+    // Duration::MAX saturates the manual clock instead of panicking.
+    clock.advance(Duration::MAX);
+    assert_eq!(clock.now(), u64::MAX);
+}
+
+#[test]
+fn extreme_rates_build_and_work() {
+    // One permit per ~584 years.
+    let g = Gcra::builder(Rate::new(1, Duration::from_nanos(u64::MAX)).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    assert!(g.try_acquire_at(0).is_ok());
+    assert_eq!(
+        g.try_acquire_at(0).unwrap_err().retry_after_nanos(),
+        Some(u64::MAX - 1)
+    );
+    // One permit per nanosecond, a burst of a billion.
+    let g = Gcra::builder(Rate::new(S, Duration::from_secs(1)).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    assert!(g.try_acquire_n_at(u32::MAX, 0).is_err());
+    assert!(g.try_acquire_n_at(1_000_000_000, 0).is_ok());
+    assert_eq!(
+        g.try_acquire_at(0).unwrap_err().retry_after_nanos(),
+        Some(1)
+    );
+}
+
+#[test]
+fn emission_interval_rounds_up() {
+    // 3/s: I = ceil(1e9 / 3) so the limiter never runs faster than 3 per second.
+    let (g, _) = manual(Rate::per_second(3).unwrap(), None);
+    assert_eq!(g.emission_interval(), Duration::from_nanos(333_333_334));
+    g.try_acquire_n_at(3, 0).unwrap();
+    assert!(
+        g.try_acquire_at(333_333_333).is_err(),
+        "one ns before I is denied"
+    );
+    assert_eq!(g.try_acquire_at(333_333_334), Ok(()));
+}
+
+#[test]
+fn debug_and_accessors() {
+    let (g, _) = manual(Rate::per_minute(3).unwrap(), Some(2));
+    assert_eq!(g.burst(), 2);
+    assert_eq!(g.rate(), Rate::per_minute(3).unwrap());
+    assert_eq!(g.emission_interval(), secs(20));
+    let s = format!("{g:?}");
+    assert!(s.contains("Gcra") && s.contains("burst: 2"), "{s}");
+}
+
+#[test]
+fn default_clock_limiter_works() {
+    let g = Gcra::new(Rate::per_hour(5).unwrap()).unwrap();
+    for _ in 0..5 {
+        g.try_acquire().unwrap();
+    }
+    let d = g.try_acquire().unwrap_err();
+    let wait = d.retry_after().unwrap();
+    assert!(
+        wait > Duration::from_secs(700) && wait <= Duration::from_secs(720),
+        "{wait:?}"
+    );
+}
+
+/// One step of a random trace.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Advance the clock, then ask for n permits.
+    Forward { gap: u64, n: u32 },
+    /// Set the clock back by `back` (saturating at 0), then ask.
+    Back { back: u64, n: u32 },
+    /// Jump near the end of the clock's range, then ask.
+    NearEnd { below_max: u64, n: u32 },
+}
+
+fn config() -> impl Strategy<Value = (u64, u64, u64)> {
+    // (limit, period_ns, burst), all valid: period ≥ limit and b·I fits.
+    (1u64..=1_000, 1u64..=1_000_000_000_000, 1u64..=2_000).prop_filter_map(
+        "valid config",
+        |(limit, period, burst)| {
+            if period < limit {
+                return None;
+            }
+            let i = period.div_ceil(limit);
+            burst.checked_mul(i)?;
+            Some((limit, period, burst))
+        },
+    )
+}
+
+fn trace(burst: u64, period: u64) -> impl Strategy<Value = Vec<Step>> {
+    let n_max = (burst + 2).min(u64::from(u32::MAX)) as u32;
+    let n = prop_oneof![8 => 0..=n_max, 1 => Just(u32::MAX), 1 => Just(1)];
+    let step = prop_oneof![
+        12 => (0..=period / 2 + 1, n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
+        3 => (0..=period.saturating_mul(3), n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
+        2 => (0..=period, n.clone()).prop_map(|(back, n)| Step::Back { back, n }),
+        1 => (0..=period.saturating_mul(4), n).prop_map(|(below_max, n)| Step::NearEnd { below_max, n }),
+    ];
+    prop::collection::vec(step, 1..120)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(10_000))]
+
+    /// Every decision and every retry_after equals the GCRA definition's.
+    #[test]
+    fn matches_reference_model(
+        (limit, period, burst, steps) in config().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), trace(b, p))
+        })
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let g = Gcra::builder(rate).burst(burst).clock(ManualClock::new()).build().unwrap();
+        let mut model = GcraModel::new(limit, period, burst);
+        let mut now: u64 = 0;
+        for (i, step) in steps.iter().enumerate() {
+            let n = match *step {
+                Step::Forward { gap, n } => { now = now.saturating_add(gap); n }
+                Step::Back { back, n } => { now = now.saturating_sub(back); n }
+                Step::NearEnd { below_max, n } => { now = u64::MAX - below_max; n }
+            };
+            let real = g.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos());
+            let want = model.acquire(n, now);
+            prop_assert_eq!(real, want, "step {} ({:?}) at now={}", i, step, now);
+        }
+    }
+}

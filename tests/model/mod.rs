@@ -1,0 +1,5 @@
+//! Sequential reference models: each guarantee written as plainly as possible, in u128 so
+//! that nothing overflows, for property tests to compare the real limiters against.
+#![allow(dead_code)]
+
+pub(crate) mod gcra;
