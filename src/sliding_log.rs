@@ -53,8 +53,9 @@ pub(crate) const MAX_SLOTS: u64 = 1 << 28;
 /// recorded at that newest time ("no time has passed"). A request at `now == u64::MAX`, where
 /// the clock's range is exhausted, is denied with `retry_after() == None`.
 ///
-/// A denial is read-only (two or three loads, no write). A grant reserves with one CAS on the
-/// cursor and claims each of its n slots with one CAS.
+/// A denial writes nothing (for one permit it is three loads: the cursor, the oldest slot, the
+/// cursor again), so under overload the lines stay shared. A grant reserves with one CAS on
+/// the cursor and claims each of its n slots with one CAS.
 ///
 /// # Examples
 ///
