@@ -239,7 +239,9 @@ impl<K, C> KeyPool<K, C> {
     ///
     /// ```
     /// use hotlimit::{KeyPool, ManualClock, Rate};
-    /// let pool = KeyPool::builder(vec![7, 8], Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// let pool = KeyPool::builder(vec![7, 8], Rate::per_second(1)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
     /// assert_eq!(pool.keys(), &[7, 8]);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
@@ -253,7 +255,9 @@ impl<K, C> KeyPool<K, C> {
     ///
     /// ```
     /// use hotlimit::{KeyPool, ManualClock, Rate};
-    /// let pool = KeyPool::builder(vec![7, 8], Rate::per_hour(40)?).clock(ManualClock::new()).build()?;
+    /// let pool = KeyPool::builder(vec![7, 8], Rate::per_hour(40)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
     /// assert_eq!(pool.max_uses(), 40);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
@@ -282,7 +286,9 @@ impl<K, C> KeyPool<K, C> {
     ///
     /// ```
     /// use hotlimit::{Clock, KeyPool, ManualClock, Rate};
-    /// let pool = KeyPool::builder(vec![7], Rate::per_minute(3)?).clock(ManualClock::new()).build()?;
+    /// let pool = KeyPool::builder(vec![7], Rate::per_minute(3)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
     /// assert_eq!(pool.clock().now(), 0);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```

@@ -356,11 +356,12 @@ impl<C> SlidingLog<C> {
                     return false;
                 }
                 // Release on success: publishes our cursor reservation (sequenced before) to
-                // any thread that Acquire-loads this stamp (see `acquire_slots`); with Relaxed
+                // any thread that Acquire-loads this stamp (see `acquire_slots`). With Relaxed,
                 // the loom models find a thread that sees the claim, reads the old cursor and
-                // denies while a slot is free, which a sequential caller would not. Relaxed on
-                // failure: we only re-check the value. The CAS is what makes the claim safe: it
-                // succeeds only from a value whose grant left the window at our `now`.
+                // denies while a slot is free (their frozen-clock counts come up short).
+                // Relaxed on failure: we only re-check the value. The CAS is what makes the
+                // claim safe: it succeeds only from a value whose grant left the window at our
+                // `now`.
                 match slot.compare_exchange_weak(seen, stamp, Ordering::Release, Ordering::Relaxed)
                 {
                     Ok(_) => break,
