@@ -75,7 +75,8 @@
 //! have been made after X's: it would have written s_e > (value then) ≥ s_X, and the value,
 //! s_X now, would be ≥ s_e > s_X by the invariant. So the invariant survives every write.
 //!
-//! Now take two committed grants g then g' on the same slot. When g' claimed, g was live, so
+//! Now take two committed grants g and g' on the same slot, g's claim first in the slot's
+//! modification order. When g' claimed, g was live, so
 //! the value v was ≥ s_g ≥ now_g + 1, and v ≤ bar(now_g') = now_g' − period + 1. Hence
 //! **now_g' ≥ now_g + period**: two grants of one slot are never inside one window of length
 //! `period`. A request for n ≤ `limit` permits claims n distinct slots, so the permits granted to
@@ -88,7 +89,9 @@
 //! the old value would erase its grant, and a third thread could claim the slot again inside
 //! the window. The loom model `rollback_never_erases_a_newer_grant` builds that interleaving, and
 //! the planted `BlindRollbackSlidingLog` fails it. Restoring bar(now) rather than the replaced
-//! value needs no memory per claimed slot and is still ≥ that value.
+//! value needs no memory per claimed slot and is still ≥ that value. The model
+//! `weighted_claim_all_or_nothing_with_rollback` checks the other side: a partial claim that is
+//! rolled back gives its slot back (grants plus what is left equal the limit).
 //!
 //! ## Exact for a sequential caller
 //!
@@ -120,9 +123,9 @@
 //! sit behind the cursor and are reused one lap later); stamps written slightly out of order
 //! by threads whose clock reads interleave (the ring is then not exactly sorted, and the
 //! slot at the cursor may be a few nanoseconds newer than the oldest). Every retry follows a
-//! successful CAS by another thread (a reservation, or a claim of one of our slots); weighted
-//! requests whose claims keep colliding back off and retry, so they are obstruction-free
-//! rather than lock-free.
+//! successful CAS by another thread (a reservation, or a claim of one of our slots) or a
+//! spurious failure of a weak CAS. Weighted requests whose claims keep colliding back off
+//! and retry, so they are obstruction-free rather than lock-free.
 //!
 //! ## Why `limit` timestamps are the minimum
 //!
@@ -130,8 +133,9 @@
 //! caller then polls. An exact limiter grants the next request precisely at t₁ + period, then
 //! (after that grant) the next precisely at t₂ + period, and so on: the state must determine
 //! every tᵢ. With times at 1 ns resolution in a period of P ns there are C(P, limit) such
-//! sets, so any exact state needs log₂ C(P, limit) ≈ limit · log₂(P / limit) bits: Θ(limit)
-//! words. Bounded memory means giving up exactness (a bucketed window, which may deny
+//! sets, so any exact state needs log₂ C(P, limit) ≈ limit · log₂(P / limit) bits: for a
+//! period much longer than `limit` nanoseconds, a word or so per permit, which is what the
+//! ring spends. Bounded memory means giving up exactness (a bucketed window, which may deny
 //! falsely but never over-admits).
 //!
 //! # KeyPool: handing out API keys

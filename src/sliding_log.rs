@@ -39,7 +39,7 @@ pub(crate) const MAX_SLOTS: u64 = 1 << 28;
 ///   slot by CAS, and a slot is claimed only when its previous grant is at least `period` older
 ///   than the claimant's `now` (the proof, including rolled-back weighted claims, is in the
 ///   [`guide`](crate::guide)).
-/// - **Exact for a sequential caller**: when calls do not overlap, every decision and every
+/// - **Exact for a sequential caller**: if calls never overlap, every decision and every
 ///   `retry_after` is the exact log's: a request for n permits at `now` is granted iff at most
 ///   `limit − n` earlier grants are still in the window. Under concurrency a request may be
 ///   denied while a permit is free (a racing reservation, a slot another thread's rolled-back
