@@ -43,3 +43,126 @@
 //! exactly r succeeds unless another grant took the capacity meanwhile.
 //!
 //! [`Gcra`]: crate::Gcra
+//!
+//! # SlidingLog: the exact sliding window
+//!
+//! [`SlidingLog`] keeps the last `limit` grant times in a ring of `limit` atomic slots and a
+//! cursor. A slot holds `t + 1` for a grant recorded at time t, or 0 for "never used"; the
+//! cursor counts the slots reserved so far, so slot `cursor mod limit` is the oldest. With
+//! `bar(now)` = now − period + 1 (0 when now < period), a slot is *free at `now`* iff its value
+//! is ≤ bar(now), i.e. its grant lies outside the half-open window (now − period, now].
+//!
+//! A request for n permits at `now`:
+//!
+//! 1. reads the cursor c and the slots c … c+n−1; if one is not free, it re-reads the cursor
+//!    and, if unchanged, is denied **without writing anything**;
+//! 2. reserves indices c … c+n−1 by a CAS of the cursor from c to c+n;
+//! 3. claims each of its n slots by a CAS from a free value to its stamp
+//!    s = max(now + 1, value of slot c−1), the newest grant ("no time has passed");
+//! 4. if a slot is no longer free when it comes to claim it (another thread, from another lap
+//!    of the ring, took it), it rolls back the slots it claimed, each by a CAS from s to
+//!    bar(now), and starts again.
+//!
+//! ## No over-admission, under any concurrency
+//!
+//! Fix one slot and look at its modification order. Call a claim *live* from its CAS until its
+//! owner's rollback CAS succeeds (a committed claim stays live forever). Invariant: **the
+//! slot's value is at least the stamp of every live claim.** A claim writes s > current value
+//! (the value was ≤ bar(now) ≤ now < s), so the invariant holds for it and for every claim
+//! before it. A rollback by X succeeds only while the value equals X's stamp s_X; it writes
+//! bar_X. For a claim e live at that moment and made before X's claim, the value at X's claim
+//! was ≥ s_e (invariant) and ≤ bar_X (X found it free), so bar_X ≥ s_e. No live claim e can
+//! have been made after X's: it would have written s_e > (value then) ≥ s_X, and the value,
+//! s_X now, would be ≥ s_e > s_X by the invariant. So the invariant survives every write.
+//!
+//! Now take two committed grants g and g' on the same slot, g's claim first in the slot's
+//! modification order. When g' claimed, g was live, so
+//! the value v was ≥ s_g ≥ now_g + 1, and v ≤ bar(now_g') = now_g' − period + 1. Hence
+//! **now_g' ≥ now_g + period**: two grants of one slot are never inside one window of length
+//! `period`. A request for n ≤ `limit` permits claims n distinct slots, so the permits granted to
+//! calls whose `now` lies in a window (t − period, t] occupy distinct slots: at most `limit`.
+//! Nothing here uses the cursor, the orderings beyond the atomicity of each CAS, or the order
+//! of the `now`s: it holds for clocks read concurrently and for clocks set back.
+//!
+//! The rollback is a CAS, not a store, for exactly this proof: a thread whose clock is a period
+//! past our stamp may claim the slot on top of our partial claim and commit; a blind store of
+//! the old value would erase its grant, and a third thread could claim the slot again inside
+//! the window. The loom model `rollback_never_erases_a_newer_grant` builds that interleaving, and
+//! the planted `BlindRollbackSlidingLog` fails it. Restoring bar(now) rather than the replaced
+//! value needs no memory per claimed slot and is still ≥ that value. The model
+//! `weighted_claim_all_or_nothing_with_rollback` checks the other side: a partial claim that is
+//! rolled back gives its slot back (grants plus what is left equal the limit).
+//!
+//! ## Exact for a sequential caller
+//!
+//! If calls never overlap, no CAS fails, the cursor equals the permits granted so far, and the
+//! ring from the cursor holds the last `limit` recorded times oldest first (padded with
+//! never-used slots). Stamps never decrease (each is ≥ the newest), so the ring is sorted, and
+//! the n slots from the cursor are the n oldest. The request is granted iff the n-th oldest
+//! of the last `limit` grants is out of the window, which is iff at most `limit − n` grants are
+//! in it: the exact log's rule (`tests/model/log.rs`, compared on every decision and every
+//! `retry_after` by property tests, including weighted requests, clocks set back and times at
+//! the end of the range).
+//!
+//! *Exact retry.* A denial for n permits reports r = t_n + period − now, where t_n is the
+//! n-th oldest recorded time. At now + r the n oldest are all ≤ t_n = (now + r) − period, so
+//! they are out of the window and the request succeeds (unless someone took them meanwhile).
+//! If t_n + period ≥ `u64::MAX` the slot frees only at the end of the clock's range, where no
+//! grant can be recorded: the denial says never.
+//!
+//! *Clocks that go backwards.* The freeness test uses the `now` given, and a smaller `now`
+//! only lowers bar(now): nothing is freed. A grant at a `now` below the newest recorded time is
+//! recorded at that newest time, which keeps the ring sorted and counts the grant for at least
+//! as long as its own time would.
+//!
+//! ## What concurrency costs
+//!
+//! Under concurrency a request can be denied while a permit is free; it is never granted when
+//! none is. The cases: a claim that lost a race to a thread from another lap of the ring (it
+//! retries at the next cursor); a weighted claim rolled back (its slots, restored to bar(now),
+//! sit behind the cursor and are reused one lap later); stamps written slightly out of order
+//! by threads whose clock reads interleave (the ring is then not exactly sorted, and the
+//! slot at the cursor may be a few nanoseconds newer than the oldest). Every retry follows a
+//! successful CAS by another thread (a reservation, or a claim of one of our slots) or a
+//! spurious failure of a weak CAS. Weighted requests whose claims keep colliding back off
+//! and retry, so they are obstruction-free rather than lock-free.
+//!
+//! ## Why `limit` timestamps are the minimum
+//!
+//! Suppose `limit` grants happen at distinct times t₁ < … < t_limit within one period, and the
+//! caller then polls. An exact limiter grants the next request precisely at t₁ + period, then
+//! (after that grant) the next precisely at t₂ + period, and so on: the state must determine
+//! every tᵢ. With times at 1 ns resolution in a period of P ns there are C(P, limit) such
+//! sets, so any exact state needs log₂ C(P, limit) ≈ limit · log₂(P / limit) bits: for a
+//! period much longer than `limit` nanoseconds, a word or so per permit, which is what the
+//! ring spends. Bounded memory means giving up exactness (a bucketed window, which may deny
+//! falsely but never over-admits).
+//!
+//! # KeyPool: handing out API keys
+//!
+//! An upstream service allows each of K keys `max_uses` = X calls per `period`. [`KeyPool`] is
+//! one [`SlidingLog`] of K·X slots where slot i belongs to key i mod K. Reservation index c
+//! uses slot c mod K·X, which belongs to key (c mod K·X) mod K = c mod K, because K divides
+//! K·X; so keys come out in cyclic order, with no per-key state.
+//!
+//! *No key over budget.* Key k owns the X slots ≡ k (mod K). By the slot argument above, any
+//! two uses of one slot are at least `period` apart, so in any window (t − period, t] key k is
+//! handed out at most once per slot: at most X times. This holds under any concurrency.
+//!
+//! *Cycling is optimal.* Each key's budget is a sliding window of X per `period`, so a key is
+//! usable at `now` iff its X-th most recent use is out of the window. In the cyclic order, the
+//! X-th most recent use of the key handed out by reservation c was reservation c − K·X: exactly
+//! the oldest of the last K·X grants, the slot the cursor points at. So for a sequential
+//! caller the pool grants iff fewer than K·X hand-outs lie in the window. Any assignment of
+//! keys, however clever, must deny when K·X hand-outs lie in the window (every key then has
+//! X), so the cycle denies only when every key is spent; and when all are spent, the first key
+//! to become usable is the one used longest ago, which is the one the cycle offers next. Keys
+//! never need reordering, and `retry_after` is exact.
+//!
+//! *Memory.* 8 bytes per key per use, at most 2²⁸ slots (2 GiB). A pool of a million keys ×
+//! 500 uses (5·10⁸ slots) is refused with a `ConfigError`; a bounded-memory variant built on a
+//! bucketed sliding window (trading a bounded false denial for O(buckets) memory) is not part
+//! of this crate yet.
+//!
+//! [`SlidingLog`]: crate::SlidingLog
+//! [`KeyPool`]: crate::KeyPool

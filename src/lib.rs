@@ -4,6 +4,8 @@
 //! | limiter | shared state | guarantee | memory |
 //! |---|---|---|---|
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
+//! | [`SlidingLog`] | a ring of `limit` `AtomicU64` grant times, a cursor | exact sliding window: in every window (t − period, t] at most `limit` permits, under any concurrency; a sequential caller gets exactly the exact log's decisions and `retry_after`; a denial is read-only | 8 bytes × `limit` |
+//! | [`KeyPool`] | a [`SlidingLog`] of K·`max_uses` slots, slot i → key i mod K | hands out API keys: no key more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key has used its budget | 8 bytes × K × `max_uses` |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
@@ -41,8 +43,10 @@ mod clock;
 mod error;
 mod gcra;
 pub mod guide;
+mod key_pool;
 mod limiter;
 mod rate;
+mod sliding_log;
 mod sync;
 
 #[cfg(feature = "std")]
@@ -53,8 +57,13 @@ pub use error::{ConfigError, Denied};
 #[doc(hidden)]
 pub use gcra::planted as __planted_gcra;
 pub use gcra::{Gcra, GcraBuilder};
+pub use key_pool::{KeyPool, KeyPoolBuilder};
 pub use limiter::Limiter;
 pub use rate::Rate;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use sliding_log::planted as __planted_sliding_log;
+pub use sliding_log::{SlidingLog, SlidingLogBuilder};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -82,3 +82,62 @@ fn errors_are_std_errors() {
     takes(&Rate::per_second(0).unwrap_err());
     takes(&hotlimit::Denied::new(None));
 }
+
+#[test]
+fn sliding_log_errors_name_field_and_value() {
+    let build = |limit: u64| {
+        hotlimit::SlidingLog::builder(Rate::new(limit, Duration::from_secs(1)).unwrap())
+            .clock(ManualClock::new())
+            .build()
+    };
+    assert!(build(1).is_ok());
+    assert_eq!(hotlimit::SlidingLog::MAX_LIMIT, 1 << 28);
+    let e = build((1 << 28) + 1).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid limit = 268435457: must be at most 2^28 = 268435456 (8 bytes each)"
+    );
+    // Far too large to allocate: an error, never an abort or a panic.
+    let e = build(u64::MAX).unwrap_err();
+    assert_eq!(e.field(), "limit");
+    assert!(e.to_string().contains("18446744073709551615"), "{e}");
+    // Any period works, from 1 ns to u64::MAX ns.
+    for period in [Duration::from_nanos(1), Duration::from_nanos(u64::MAX)] {
+        assert!(hotlimit::SlidingLog::builder(Rate::new(3, period).unwrap())
+            .clock(ManualClock::new())
+            .build()
+            .is_ok());
+    }
+}
+
+#[test]
+fn key_pool_errors_name_field_and_value() {
+    let build = |keys: usize, max_uses: u64| {
+        hotlimit::KeyPool::builder(
+            vec![0u8; keys],
+            Rate::new(max_uses, Duration::from_secs(600)).unwrap(),
+        )
+        .clock(ManualClock::new())
+        .build()
+    };
+    let e = build(0, 500).unwrap_err();
+    assert_eq!(
+        (e.field(), e.to_string().as_str()),
+        ("keys", "invalid keys = 0: must hold at least one key")
+    );
+    assert!(build(1, 1).is_ok());
+    assert!(build(500, 500).is_ok());
+    // max_uses alone too large.
+    let e = build(1, u64::MAX).unwrap_err();
+    assert_eq!(e.field(), "max_uses");
+    assert!(e.to_string().contains("18446744073709551615"), "{e}");
+    // keys × max_uses over 2^28 slots (a million keys × 500 uses is 5·10^8).
+    let e = build(1_000_000, 500).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid keys = 1000000: keys × max_uses must be at most 2^28 = 268435456 slots \
+         (8 bytes each)"
+    );
+    let e = build(2, 1 << 28).unwrap_err();
+    assert_eq!(e.field(), "keys");
+}

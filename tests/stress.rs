@@ -142,3 +142,223 @@ fn audit_catches_an_over_admission() {
     assert!(caught.is_err());
     assert_eq!(audit_gcra(vec![(0, 1), (0, 1), (10, 1)], 10, 2), 3);
 }
+
+#[test]
+fn sliding_log_frozen_clock_grants_exactly_the_limit() {
+    for limit in [1u64, 7, 1_000, 25_000] {
+        let clock = ManualClock::new();
+        clock.set(Duration::from_secs(42));
+        let log = hotlimit::SlidingLog::builder(Rate::per_second(limit).unwrap())
+            .clock(clock)
+            .build()
+            .unwrap();
+        let granted = AtomicU64::new(0);
+        let barrier = Barrier::new(THREADS);
+        thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    barrier.wait();
+                    let mut mine = 0;
+                    for _ in 0..limit + 10 {
+                        if log.try_acquire().is_ok() {
+                            mine += 1;
+                        }
+                    }
+                    // Relaxed: a counter read after the scope joins.
+                    granted.fetch_add(mine, Ordering::Relaxed);
+                });
+            }
+        });
+        assert_eq!(granted.into_inner(), limit, "limit {limit}");
+        assert!(log.try_acquire().is_err());
+    }
+}
+
+#[test]
+fn sliding_log_frozen_clock_weighted_never_exceeds_the_limit() {
+    let limit = 10_000;
+    let log = hotlimit::SlidingLog::builder(Rate::per_second(limit).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    let granted = AtomicU64::new(0);
+    thread::scope(|s| {
+        for t in 0..THREADS {
+            let (log, granted) = (&log, &granted);
+            s.spawn(move || {
+                let n = (t as u32 % 4) + 1;
+                for _ in 0..5_000 {
+                    if log.try_acquire_n(n).is_ok() {
+                        // Relaxed: read after join.
+                        granted.fetch_add(u64::from(n), Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let total = granted.into_inner();
+    // Never more than the limit. Fewer only by what all-or-nothing requests leave at the end,
+    // plus slots a rolled-back weighted claim left behind the cursor (a false denial, rare).
+    assert!(total <= limit, "over-admitted: {total} > {limit}");
+    assert!(total >= limit * 9 / 10, "granted only {total}");
+}
+
+/// The most permits granted to calls whose `now` lies in one window (t − period, t]: asserts
+/// it is at most `limit` and returns the total granted. `grants` are (now, permits).
+fn audit_log_windows(mut grants: Vec<(u64, u64)>, period: u64, limit: u64) -> u64 {
+    grants.sort_unstable();
+    let (mut oldest, mut in_window, mut total) = (0, 0u64, 0u64);
+    for &(t, n) in &grants {
+        in_window += n;
+        total += n;
+        // Drop grants at or before t − period: they are out of (t − period, t].
+        while grants[oldest].0 + period <= t {
+            in_window -= grants[oldest].1;
+            oldest += 1;
+        }
+        assert!(
+            in_window <= limit,
+            "{in_window} permits in the window ending at {t} ns (limit {limit})"
+        );
+    }
+    total
+}
+
+#[test]
+fn sliding_log_real_clock_audit_of_every_window() {
+    let clock = QuantaClock::new();
+    // 2,000 per 10 ms: the log fills and drains about 30 times during the run.
+    let (limit, period) = (2_000, Duration::from_millis(10));
+    let log = hotlimit::SlidingLog::builder(Rate::new(limit, period).unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let run = Duration::from_millis(if cfg!(miri) { 5 } else { 300 });
+    let barrier = Barrier::new(THREADS);
+    let grants: Vec<(u64, u64)> = thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (log, clock, barrier) = (&log, &clock, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let n = if t % 2 == 0 { 1 } else { 3 };
+                    let start = Instant::now();
+                    let mut mine = Vec::new();
+                    while start.elapsed() < run {
+                        let now = clock.now();
+                        if log.try_acquire_n_at(n, now).is_ok() {
+                            mine.push((now, u64::from(n)));
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let total = audit_log_windows(grants, period.as_nanos() as u64, limit);
+    assert!(total >= limit, "granted only {total}");
+}
+
+#[test]
+fn sliding_log_audit_catches_an_over_admission() {
+    let caught =
+        std::panic::catch_unwind(|| audit_log_windows(vec![(0, 1), (9, 1), (5, 1)], 10, 2));
+    assert!(caught.is_err());
+    // Half-open: a grant exactly one period earlier is out of the window.
+    assert_eq!(audit_log_windows(vec![(0, 1), (10, 1), (5, 1)], 10, 2), 3);
+}
+
+/// Panics if a key was handed out more than `max_uses` times within less than `period`.
+fn audit_keys(uses: &mut [(usize, u64)], max_uses: usize, period: u64) -> usize {
+    uses.sort_unstable();
+    for w in uses.windows(max_uses + 1) {
+        if w[0].0 == w[max_uses].0 {
+            assert!(
+                w[max_uses].1 - w[0].1 >= period,
+                "key {} used {} times in {} ns",
+                w[0].0,
+                max_uses + 1,
+                w[max_uses].1 - w[0].1
+            );
+        }
+    }
+    uses.len()
+}
+
+#[test]
+fn key_pool_eight_threads_no_key_over_budget() {
+    // Frozen clock: exactly K·X keys handed out, each key exactly X times.
+    let (keys, max_uses) = (7usize, 3u64);
+    let pool = hotlimit::KeyPool::builder(
+        (0..keys).collect(),
+        Rate::new(max_uses, Duration::from_millis(2)).unwrap(),
+    )
+    .clock(ManualClock::new())
+    .build()
+    .unwrap();
+    let mut uses: Vec<(usize, u64)> = thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                s.spawn(|| {
+                    (0..50)
+                        .filter_map(|_| pool.get_next_key().ok().map(|&k| (k, 0)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert_eq!(uses.len(), keys * max_uses as usize);
+    uses.sort_unstable();
+    for k in 0..keys {
+        assert_eq!(uses.iter().filter(|u| u.0 == k).count(), max_uses as usize);
+    }
+
+    // Real clock: every key audited over every window.
+    let clock = QuantaClock::new();
+    let period = Duration::from_millis(2);
+    let pool =
+        hotlimit::KeyPool::builder((0..keys).collect(), Rate::new(max_uses, period).unwrap())
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+    let run = Duration::from_millis(if cfg!(miri) { 5 } else { 300 });
+    let mut uses: Vec<(usize, u64)> = thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (pool, clock) = (&pool, &clock);
+                s.spawn(move || {
+                    let start = Instant::now();
+                    let mut mine = Vec::new();
+                    while start.elapsed() < run {
+                        let now = clock.now();
+                        if let Ok(&k) = pool.get_next_key_at(now) {
+                            mine.push((k, now));
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let total = audit_keys(&mut uses, max_uses as usize, period.as_nanos() as u64);
+    assert!(total >= keys * max_uses as usize, "granted only {total}");
+}
+
+#[test]
+fn key_audit_catches_a_key_over_budget() {
+    let caught = std::panic::catch_unwind(|| audit_keys(&mut [(0, 0), (1, 1), (0, 9)], 1, 10));
+    assert!(caught.is_err());
+    assert_eq!(audit_keys(&mut [(0, 0), (1, 1), (0, 10)], 1, 10), 3);
+}

@@ -1,0 +1,620 @@
+//! [`SlidingLog`]: the exact sliding window, a ring of `limit` atomic timestamps.
+//!
+//! The exact answer to "at most `limit` grants in any window of `period`" needs the times of
+//! the last `limit` grants; that much memory is the minimum for exactness (see the
+//! [`guide`](crate::guide)). The classic implementations keep a sorted set of timestamps behind
+//! a lock (a `TreeSet` in a synchronized method, a Redis sorted set). Here the log is a ring of
+//! `limit` `AtomicU64` slots, oldest grant first from a cursor:
+//!
+//! - slot word: `{ stamp: t + 1 }` for a grant recorded at time `t`, or `0` for "never used";
+//! - cursor: the number of slots reserved so far; slot `cursor % limit` holds the oldest grant.
+//!
+//! A request for n permits at `now` is granted iff the n oldest slots hold grants that left the
+//! window (now − period, now], i.e. stamps ≤ `bar` = now − period + 1 (or only never-used slots
+//! when now < period). It reserves n indices by CAS on the cursor, then **claims each slot by a
+//! CAS from its free value to the new stamp**. The slot CAS alone carries the guarantee; the
+//! cursor only decides which slots to try, so a stale or raced cursor can cost a false denial,
+//! never an over-admission.
+
+use core::fmt;
+
+use crossbeam_utils::CachePadded;
+
+use crate::error::{ConfigError, Value};
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
+
+/// The most slots one log may allocate: 2²⁸ (268,435,456 slots, 2 GiB of timestamps).
+pub(crate) const MAX_SLOTS: u64 = 1 << 28;
+
+/// An exact sliding-window limiter: at most `limit` permits in any window of length `period`,
+/// kept as a ring of the last `limit` grant times (8 bytes per permit of `limit`).
+///
+/// # Guarantee
+///
+/// Windows are half-open: a grant made exactly `period` ago no longer counts.
+///
+/// - **Never over-admits, under any concurrency**: for every t, the permits granted to calls
+///   whose `now` lies in (t − period, t] number at most `limit`. Each permit claims a distinct
+///   slot by CAS, and a slot is claimed only when its previous grant is at least `period` older
+///   than the claimant's `now` (the proof, including rolled-back weighted claims, is in the
+///   [`guide`](crate::guide)).
+/// - **Exact for a sequential caller**: if calls never overlap, every decision and every
+///   `retry_after` is the exact log's: a request for n permits at `now` is granted iff at most
+///   `limit − n` earlier grants are still in the window. Under concurrency a request may be
+///   denied while a permit is free (a racing reservation, a slot another thread's rolled-back
+///   claim left behind the cursor); it is never granted when one is not.
+/// - `retry_after` is when the n-th oldest grant leaves the window; waiting exactly that long
+///   and retrying the same request succeeds (if nobody else took the permits meanwhile).
+/// - Weighted requests are all or nothing; `n > limit` is denied with `retry_after() == None`.
+///
+/// Time that goes backwards never frees permits: the window is judged at the `now` given (so a
+/// smaller `now` frees nothing), and a grant at a `now` below the newest recorded grant is
+/// recorded at that newest time ("no time has passed"). A request at `now == u64::MAX`, where
+/// the clock's range is exhausted, is denied with `retry_after() == None`.
+///
+/// A denial writes nothing (for one permit it is three loads: the cursor, the oldest slot, the
+/// cursor again), so under overload the lines stay shared. A grant reserves with one CAS on
+/// the cursor and claims each of its n slots with one CAS.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Limiter, ManualClock, Rate, SlidingLog};
+/// use std::time::Duration;
+///
+/// // At most 3 per minute, in every window of one minute.
+/// let clock = ManualClock::new();
+/// let log = SlidingLog::builder(Rate::per_minute(3)?).clock(clock.clone()).build()?;
+/// log.try_acquire()?; // t = 0 s
+/// clock.set(Duration::from_secs(20));
+/// log.try_acquire_n(2)?; // t = 20 s
+/// clock.set(Duration::from_secs(30));
+/// // The oldest grant (t = 0) leaves the window at t = 60 s.
+/// assert_eq!(log.try_acquire().unwrap_err().retry_after(), Some(Duration::from_secs(30)));
+/// clock.set(Duration::from_secs(60));
+/// log.try_acquire()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SlidingLog<C = DefaultClock> {
+    /// Slots reserved so far (a `u64` that no real clock can wrap: 584 years at one grant per
+    /// ns). Slot `cursor % len` holds the oldest grant; `(cursor − 1) % len` the newest.
+    cursor: CachePadded<AtomicU64>,
+    /// `{ stamp: t + 1 }` of a grant recorded at time `t`; `0` = never used.
+    slots: alloc::vec::Vec<AtomicU64>,
+    /// `slots.len()`, i.e. the rate's limit, as a u64 (1 ..= [`MAX_SLOTS`]).
+    len: u64,
+    /// The period in nanoseconds, at least 1.
+    period: u64,
+    rate: Rate,
+    clock: C,
+}
+
+/// Builds a [`SlidingLog`]: see [`SlidingLog::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{ManualClock, Rate, SlidingLog};
+///
+/// let log = SlidingLog::builder(Rate::per_second(100)?).clock(ManualClock::new()).build()?;
+/// assert_eq!(log.limit(), 100);
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct SlidingLogBuilder<C> {
+    rate: Rate,
+    clock: C,
+}
+
+impl SlidingLog {
+    /// The largest `limit` a log accepts: 2²⁸ = 268,435,456 permits per period, which is 2 GiB
+    /// of timestamps. Exactness costs 8 bytes per permit; above this, use a bucketed window.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(hotlimit::SlidingLog::MAX_LIMIT, 1 << 28);
+    /// ```
+    pub const MAX_LIMIT: u64 = MAX_SLOTS;
+
+    /// A builder for `rate` with the default clock; change it before `build()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingLog};
+    ///
+    /// let log = SlidingLog::builder(Rate::per_minute(3)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(log.limit(), 3);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn builder(rate: Rate) -> SlidingLogBuilder<DefaultClock> {
+        SlidingLogBuilder {
+            rate,
+            clock: DefaultClock::default(),
+        }
+    }
+
+    /// An exact log for `rate` with the default clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlidingLogBuilder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Limiter, Rate, SlidingLog};
+    ///
+    /// let log = SlidingLog::new(Rate::per_second(1000)?)?;
+    /// assert!(log.try_acquire().is_ok());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn new(rate: Rate) -> Result<SlidingLog, ConfigError> {
+        SlidingLog::builder(rate).build()
+    }
+}
+
+impl<C> SlidingLogBuilder<C> {
+    /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, ManualClock, Rate, SlidingLog};
+    ///
+    /// let clock = ManualClock::new();
+    /// let log = SlidingLog::builder(Rate::per_second(1)?).clock(clock.clone()).build()?;
+    /// assert_eq!(log.clock().now(), 0);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clock<C2: Clock>(self, clock: C2) -> SlidingLogBuilder<C2> {
+        SlidingLogBuilder {
+            rate: self.rate,
+            clock,
+        }
+    }
+}
+
+impl<C: Clock> SlidingLogBuilder<C> {
+    /// Builds the log, allocating `limit` slots.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `limit` when it exceeds [`SlidingLog::MAX_LIMIT`] (2²⁸) or when
+    /// the memory for the slots cannot be allocated (reported, never an abort).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingLog};
+    ///
+    /// let err = SlidingLog::builder(Rate::per_second(1 << 40)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "limit");
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<SlidingLog<C>, ConfigError> {
+        let limit = self.rate.limit();
+        let slots = new_slots(
+            limit,
+            "limit",
+            Value::Count(u128::from(limit)),
+            "must be at most 2^28 = 268435456 (8 bytes each)",
+        )?;
+        Ok(SlidingLog::from_parts(slots, self.rate, self.clock))
+    }
+}
+
+/// Allocates `n` zeroed ("never used") slots, or reports `field = value`: more than
+/// [`MAX_SLOTS`] (with `too_many` as the reason), or an allocation that fails.
+pub(crate) fn new_slots(
+    n: u64,
+    field: &'static str,
+    value: Value,
+    too_many: &'static str,
+) -> Result<alloc::vec::Vec<AtomicU64>, ConfigError> {
+    if n > MAX_SLOTS {
+        return Err(ConfigError::new(field, value, too_many));
+    }
+    let cannot = || ConfigError::new(field, value, "cannot allocate that many 8-byte slots");
+    let len = usize::try_from(n).map_err(|_| cannot())?;
+    let mut slots = alloc::vec::Vec::new();
+    // Reserve first, so a failed allocation is an error rather than an abort.
+    slots.try_reserve_exact(len).map_err(|_| cannot())?;
+    slots.extend((0..len).map(|_| AtomicU64::new(0)));
+    Ok(slots)
+}
+
+impl<C> SlidingLog<C> {
+    /// A log over pre-allocated slots (1 ..= [`MAX_SLOTS`] of them, all 0).
+    pub(crate) fn from_parts(slots: alloc::vec::Vec<AtomicU64>, rate: Rate, clock: C) -> Self {
+        debug_assert!(!slots.is_empty() && slots.len() as u64 <= MAX_SLOTS);
+        SlidingLog {
+            cursor: CachePadded::new(AtomicU64::new(0)),
+            len: slots.len() as u64,
+            slots,
+            period: rate.period_nanos(),
+            rate,
+            clock,
+        }
+    }
+
+    /// The slot for index `i` (any u64: indices are taken modulo the ring's length).
+    #[inline(always)]
+    fn slot(&self, i: u64) -> &AtomicU64 {
+        // `i % len < len ≤ MAX_SLOTS` fits in usize wherever the slots were allocated.
+        &self.slots[(i % self.len) as usize]
+    }
+
+    /// The greatest stamp whose grant has left the window (now − period, now]: a slot is free
+    /// iff its stamp ≤ this. Stamp t + 1 ≤ now − period + 1 ⟺ t ≤ now − period. Before one
+    /// period has passed only never-used slots (stamp 0) are free.
+    #[inline(always)]
+    fn bar(&self, now: u64) -> u64 {
+        if now >= self.period {
+            // ≤ u64::MAX − period + 1 ≤ u64::MAX, as period ≥ 1.
+            now - self.period + 1
+        } else {
+            0
+        }
+    }
+
+    /// The denial for a request blocked by a slot holding `stamp` (> bar(now), so ≥ 1): retry
+    /// when that grant leaves the window, at t + period. If that instant is `u64::MAX` or
+    /// beyond, the clock's range ends first: never.
+    #[inline]
+    fn denied(&self, stamp: u64, now: u64) -> Denied {
+        match (stamp - 1).checked_add(self.period) {
+            // free_at > now because stamp > bar(now).
+            Some(free_at) if free_at < u64::MAX => Denied::after_nanos(free_at - now),
+            _ => Denied::never(),
+        }
+    }
+
+    /// Reserves and claims `n` slots (1 ≤ n ≤ len) at `now`; returns the first reserved index
+    /// (the slots are `first .. first + n`, modulo the length). All or nothing.
+    #[inline]
+    pub(crate) fn acquire_slots(&self, n: u64, now: u64) -> Result<u64, Denied> {
+        debug_assert!(n >= 1 && n <= self.len);
+        if now == u64::MAX {
+            // The stamp now + 1 would not fit: the clock's range is exhausted.
+            return Err(Denied::never());
+        }
+        let bar = self.bar(now);
+        let backoff = Backoff::new();
+        loop {
+            // Relaxed: the cursor only chooses which slots to try; the slot CASes below carry
+            // the guarantee. A stale value costs a retry or a false denial, never a grant.
+            let c = self.cursor.load(Ordering::Relaxed);
+            // Acquire (all slot loads here): a slot claimed by the reservation at `c` was
+            // written with Release after that reservation's cursor CAS, so if we see the claim
+            // we also see the cursor moved, and the re-check below retries instead of denying.
+            let mut worst = self.slot(c.wrapping_add(n - 1)).load(Ordering::Acquire);
+            // In a ring filled in order the n-th oldest slot is the newest of the n: if it is
+            // free, so are the others. Concurrent grants can leave the ring out of order, so
+            // check the others too (loads only) before reserving.
+            let mut i = 0;
+            while worst <= bar && i + 1 < n {
+                worst = worst.max(self.slot(c.wrapping_add(i)).load(Ordering::Acquire));
+                i += 1;
+            }
+            if worst > bar {
+                // Relaxed: see the Acquire above. Unchanged: the slot we read really is the
+                // n-th oldest, and the denial is returned with no write at all.
+                if self.cursor.load(Ordering::Relaxed) == c {
+                    return Err(self.denied(worst, now));
+                }
+                continue; // another reservation made progress: look again
+            }
+            // "No time has passed" for a `now` below the newest grant: record at the newest,
+            // so a sequential caller's ring stays in time order (oldest at the cursor).
+            let newest = if c == 0 {
+                0
+            } else {
+                // Relaxed: only keeps stamps in order; a stale value is still ≤ the true newest
+                // and costs exactness under concurrency, not safety.
+                self.slot(c - 1).load(Ordering::Relaxed)
+            };
+            let stamp = newest.max(now + 1);
+            // Relaxed (both): reserving indices c .. c + n only picks slots; it publishes
+            // nothing (the slot CASes that follow are Release on their own).
+            if self
+                .cursor
+                .compare_exchange_weak(c, c.wrapping_add(n), Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                backoff.spin();
+                continue;
+            }
+            if self.claim(c, n, bar, stamp) {
+                return Ok(c);
+            }
+            // A slot of ours was taken by a reservation from another lap of the ring (a thread
+            // whose clock is a period ahead, or one that reserved a lap earlier and is only now
+            // writing). Our claims are rolled back and our reservation is abandoned; retry.
+            backoff.spin();
+        }
+    }
+
+    /// Claims slots `c .. c + n` with `stamp`, each by CAS from a free value (≤ `bar`). On a
+    /// slot that is no longer free, rolls back the ones claimed and returns false.
+    #[inline]
+    fn claim(&self, c: u64, n: u64, bar: u64, stamp: u64) -> bool {
+        for i in 0..n {
+            let slot = self.slot(c.wrapping_add(i));
+            // Relaxed: the CAS below checks the value; a stale read just fails it.
+            let mut seen = slot.load(Ordering::Relaxed);
+            loop {
+                if seen > bar {
+                    self.roll_back(c, i, bar, stamp);
+                    return false;
+                }
+                // Release on success: publishes our cursor reservation (sequenced before) to
+                // any thread that Acquire-loads this stamp (see `acquire_slots`). With Relaxed,
+                // the loom models find a thread that sees the claim, reads the old cursor and
+                // denies while a slot is free (their frozen-clock counts come up short).
+                // Relaxed on failure: we only re-check the value. The CAS is what makes the
+                // claim safe: it succeeds only from a value whose grant left the window at our
+                // `now`.
+                match slot.compare_exchange_weak(seen, stamp, Ordering::Release, Ordering::Relaxed)
+                {
+                    Ok(_) => break,
+                    Err(current) => seen = current,
+                }
+            }
+        }
+        true
+    }
+
+    /// Undoes our claims of slots `c .. c + claimed`: each slot goes from our `stamp` to `bar`
+    /// (a grant time of now − period: already out of the window at our `now`, and at least the
+    /// value we replaced, so nothing any other grant relies on is lowered).
+    ///
+    /// A CAS, never a store: if our stamp is no longer there, another thread claimed the slot
+    /// on top of ours (legitimately: its `now` is a period past our stamp), and a blind store
+    /// would erase *its* grant and let a third thread take the slot again: over-admission.
+    /// Leaving the slot as it is can only cost a false denial.
+    #[cold]
+    fn roll_back(&self, c: u64, claimed: u64, bar: u64, stamp: u64) {
+        for i in 0..claimed {
+            // Relaxed: the rollback publishes nothing; on failure the slot is left alone.
+            let _ = self.slot(c.wrapping_add(i)).compare_exchange(
+                stamp,
+                bar,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Take `permits` permits at time `now` (nanoseconds on this limiter's clock), all or
+    /// nothing. This is the algorithm; [`Limiter::try_acquire_n`] is this with the clock read.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] with the wait until the n-th oldest grant leaves the window, or with
+    /// `retry_after() == None` when `permits` exceeds the limit (or `now == u64::MAX`).
+    /// `permits == 0` always succeeds and changes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingLog};
+    ///
+    /// let log = SlidingLog::builder(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
+    /// assert!(log.try_acquire_n_at(1, 0).is_ok());
+    /// assert!(log.try_acquire_n_at(1, 400_000_000).is_ok());
+    /// // Two permits need both grants gone: the one at 0.4 s leaves at 1.4 s.
+    /// let d = log.try_acquire_n_at(2, 1_000_000_000).unwrap_err();
+    /// assert_eq!(d.retry_after_nanos(), Some(400_000_000));
+    /// assert!(log.try_acquire_n_at(2, 1_400_000_000).is_ok());
+    /// assert!(log.try_acquire_n_at(3, 9_000_000_000).unwrap_err().is_never());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_n_at(&self, permits: u32, now: u64) -> Result<(), Denied> {
+        if permits == 0 {
+            return Ok(());
+        }
+        let n = u64::from(permits);
+        if n > self.len {
+            return Err(Denied::never());
+        }
+        self.acquire_slots(n, now).map(|_| ())
+    }
+
+    /// Take one permit at time `now`: [`try_acquire_n_at`](SlidingLog::try_acquire_n_at) with 1.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] with the wait until the oldest grant in the window leaves it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingLog};
+    ///
+    /// let log = SlidingLog::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert!(log.try_acquire_at(5).is_ok());
+    /// assert_eq!(log.try_acquire_at(6).unwrap_err().retry_after_nanos(), Some(999_999_999));
+    /// assert!(log.try_acquire_at(1_000_000_005).is_ok()); // exactly one period later
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
+        self.try_acquire_n_at(1, now)
+    }
+
+    /// The limit: the most permits in any window of `period`, and the number of slots.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingLog};
+    /// let log = SlidingLog::builder(Rate::per_hour(50)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(log.limit(), 50);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn limit(&self) -> u64 {
+        self.len
+    }
+
+    /// The configured rate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingLog};
+    /// let rate = Rate::per_minute(6)?;
+    /// let log = SlidingLog::builder(rate).clock(ManualClock::new()).build()?;
+    /// assert_eq!(log.rate(), rate);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// The limiter's clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, ManualClock, Rate, SlidingLog};
+    /// let log = SlidingLog::builder(Rate::per_minute(6)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(log.clock().now(), 0);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+}
+
+impl<C: Clock> Limiter for SlidingLog<C> {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        self.try_acquire_n_at(1, self.clock.now())
+    }
+
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.try_acquire_n_at(permits, self.clock.now())
+    }
+}
+
+impl<C> fmt::Debug for SlidingLog<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlidingLog")
+            .field("rate", &self.rate)
+            // Relaxed: a snapshot for display.
+            .field("reserved", &self.cursor.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Planted bugs for the loom models: each must make its model fail, which shows the models
+/// can fail. Compiled only under `--cfg hotlimit_loom`; not part of the API.
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub mod planted {
+    use super::*;
+
+    /// [`SlidingLog`] (single permits) whose slot claim is a load, a check, then a plain
+    /// store. The cursor CAS is kept, which shows that the cursor is not what makes the log
+    /// safe: with one slot, a thread that reserves the next lap reads the slot before the
+    /// previous reservation has written it, and both grant.
+    #[derive(Debug)]
+    pub struct RacySlidingLog<C>(pub SlidingLog<C>);
+
+    impl<C: Clock> RacySlidingLog<C> {
+        /// The broken acquire.
+        pub fn try_acquire(&self) -> Result<(), Denied> {
+            let log = &self.0;
+            let now = log.clock.now();
+            let bar = log.bar(now);
+            loop {
+                // Orderings as in the real code; the bug is the store, not an ordering.
+                let c = log.cursor.load(Ordering::Relaxed);
+                let seen = log.slot(c).load(Ordering::Acquire);
+                if seen > bar {
+                    return Err(log.denied(seen, now));
+                }
+                if log
+                    .cursor
+                    .compare_exchange(c, c + 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    log.slot(c).store(now + 1, Ordering::Release);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// [`SlidingLog`] whose rollback of a partial weighted claim is a plain store of the value
+    /// it replaced, not a CAS: it can erase a grant another thread made on top of the partial
+    /// claim, and a third thread then takes the same slot again.
+    #[derive(Debug)]
+    pub struct BlindRollbackSlidingLog<C>(pub SlidingLog<C>);
+
+    impl<C> BlindRollbackSlidingLog<C> {
+        /// The broken acquire: as [`SlidingLog::try_acquire_n_at`] but with a blind rollback.
+        pub fn try_acquire_n_at(&self, n: u64, now: u64) -> Result<(), Denied> {
+            let log = &self.0;
+            let bar = log.bar(now);
+            loop {
+                let c = log.cursor.load(Ordering::Relaxed);
+                let mut worst = 0;
+                for i in 0..n {
+                    worst = worst.max(log.slot(c + i).load(Ordering::Acquire));
+                }
+                if worst > bar {
+                    if log.cursor.load(Ordering::Relaxed) == c {
+                        return Err(log.denied(worst, now));
+                    }
+                    continue;
+                }
+                let newest = if c == 0 {
+                    0
+                } else {
+                    log.slot(c - 1).load(Ordering::Relaxed)
+                };
+                let stamp = newest.max(now + 1);
+                if log
+                    .cursor
+                    .compare_exchange(c, c + n, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                let mut replaced = alloc::vec::Vec::new();
+                let mut ok = true;
+                for i in 0..n {
+                    let slot = log.slot(c + i);
+                    let seen = slot.load(Ordering::Relaxed);
+                    if seen > bar
+                        || slot
+                            .compare_exchange(seen, stamp, Ordering::Release, Ordering::Relaxed)
+                            .is_err()
+                    {
+                        ok = false;
+                        break;
+                    }
+                    replaced.push(seen);
+                }
+                if ok {
+                    return Ok(());
+                }
+                for (i, seen) in replaced.into_iter().enumerate() {
+                    // The bug: a blind store.
+                    log.slot(c + i as u64).store(seen, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! KeyPool: keys come out in cycles, no key exceeds its budget in any window (audited over
+//! random traces), and the 500-keys-per-10-minutes scenario from the issue.
+
+mod model;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use hotlimit::{Clock, KeyPool, ManualClock, Rate};
+use model::log::LogModel;
+use proptest::prelude::*;
+
+fn pool<K>(keys: Vec<K>, rate: Rate) -> (KeyPool<K, ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    let pool = KeyPool::builder(keys, rate)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    (pool, clock)
+}
+
+/// Panics if some key was handed out more than `max_uses` times in a window (t − period, t].
+/// `uses` are (time, key index) pairs in any order.
+fn audit_per_key(uses: &[(u64, usize)], keys: usize, max_uses: u64, period: u64) {
+    let mut per_key = vec![Vec::new(); keys];
+    for &(t, k) in uses {
+        per_key[k].push(t);
+    }
+    for (k, times) in per_key.iter_mut().enumerate() {
+        times.sort_unstable();
+        // Any max_uses + 1 uses of one key must span at least `period`.
+        let x = max_uses as usize;
+        for w in times.windows(x + 1) {
+            assert!(
+                w[x] - w[0] >= period,
+                "key {k} used {} times within {} ns < period {period}: {w:?}",
+                x + 1,
+                w[x] - w[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn five_hundred_keys_one_use_per_ten_minutes() {
+    let keys: Vec<String> = (0..500).map(|i| format!("key-{i:03}")).collect();
+    let ten_min = Duration::from_secs(600);
+    let (pool, clock) = pool(keys, Rate::new(1, ten_min).unwrap());
+    let mut seen = HashSet::new();
+    for i in 0..500 {
+        clock.set(Duration::from_millis(i)); // spread over half a second
+        assert!(seen.insert(pool.get_next_key().unwrap().clone()));
+    }
+    assert_eq!(seen.len(), 500, "500 distinct keys");
+    // All used: denied until the first key's use leaves the window, 10 minutes after t = 0.
+    let d = pool.get_next_key().unwrap_err();
+    assert_eq!(d.retry_after(), Some(ten_min - Duration::from_millis(499)));
+    clock.set(ten_min - Duration::from_nanos(1));
+    assert!(pool.get_next_key().is_err());
+    clock.set(ten_min);
+    assert_eq!(
+        pool.get_next_key().unwrap(),
+        "key-000",
+        "serves again after 10 minutes"
+    );
+    assert!(pool.get_next_key().is_err(), "key-001 was used at 1 ms");
+    clock.set(ten_min + Duration::from_millis(499));
+    for i in 1..500 {
+        assert_eq!(pool.get_next_key().unwrap(), &format!("key-{i:03}"));
+    }
+    assert!(pool.get_next_key().is_err());
+}
+
+#[test]
+fn five_hundred_keys_all_at_once() {
+    let ten_min = Duration::from_secs(600);
+    let (pool, clock) = pool((0..500).collect(), Rate::new(1, ten_min).unwrap());
+    let got: HashSet<i32> = (0..500).map(|_| *pool.get_next_key().unwrap()).collect();
+    assert_eq!(got.len(), 500);
+    assert_eq!(
+        pool.get_next_key().unwrap_err().retry_after(),
+        Some(ten_min)
+    );
+    clock.advance(ten_min);
+    let again: HashSet<i32> = (0..500).map(|_| *pool.get_next_key().unwrap()).collect();
+    assert_eq!(again, got);
+}
+
+#[test]
+fn keys_cycle_in_order_with_several_uses_each() {
+    let (pool, clock) = pool(
+        vec!['a', 'b', 'c'],
+        Rate::new(2, Duration::from_secs(60)).unwrap(),
+    );
+    let order: String = (0..6).map(|_| *pool.get_next_key().unwrap()).collect();
+    assert_eq!(order, "abcabc");
+    let d = pool.get_next_key().unwrap_err();
+    assert_eq!(d.retry_after(), Some(Duration::from_secs(60)));
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(pool.get_next_key(), Ok(&'a'));
+}
+
+#[test]
+fn the_next_key_is_the_one_used_longest_ago() {
+    // Uses spread over time: when all are exhausted, the first key to become free is the one
+    // the cycle hands out next, so cycling never skips a free key.
+    let (pool, clock) = pool(
+        vec![0, 1, 2],
+        Rate::new(1, Duration::from_secs(30)).unwrap(),
+    );
+    for (t, want) in [(0, 0), (10, 1), (20, 2)] {
+        clock.set(Duration::from_secs(t));
+        assert_eq!(pool.get_next_key(), Ok(&want));
+    }
+    clock.set(Duration::from_secs(25));
+    assert_eq!(
+        pool.get_next_key().unwrap_err().retry_after(),
+        Some(Duration::from_secs(5))
+    );
+    clock.set(Duration::from_secs(30));
+    assert_eq!(pool.get_next_key(), Ok(&0));
+    clock.set(Duration::from_secs(40));
+    assert_eq!(pool.get_next_key(), Ok(&1));
+}
+
+#[test]
+fn clock_set_back_never_frees_a_key() {
+    let (pool, clock) = pool(vec!["k"], Rate::new(1, Duration::from_secs(10)).unwrap());
+    clock.set(Duration::from_secs(100));
+    pool.get_next_key().unwrap();
+    clock.set(Duration::from_secs(1));
+    assert!(pool.get_next_key().is_err());
+    clock.set(Duration::from_nanos(u64::MAX));
+    assert_eq!(pool.get_next_key().unwrap_err().retry_after(), None);
+}
+
+#[test]
+fn accessors_and_debug() {
+    let rate = Rate::per_minute(4).unwrap();
+    let (pool, _) = pool(vec!["x", "y"], rate);
+    assert_eq!(pool.keys(), &["x", "y"]);
+    assert_eq!(pool.max_uses(), 4);
+    assert_eq!(pool.rate(), rate);
+    assert_eq!(pool.clock().now(), 0);
+    let s = format!("{pool:?}");
+    assert!(s.contains("KeyPool") && s.contains("\"x\""), "{s}");
+}
+
+#[test]
+fn default_clock_pool_works() {
+    let pool = KeyPool::new(vec![1u8, 2], Rate::per_hour(1).unwrap()).unwrap();
+    assert_eq!(pool.get_next_key(), Ok(&1));
+    assert_eq!(pool.get_next_key(), Ok(&2));
+    assert!(pool.get_next_key().is_err());
+}
+
+#[test]
+fn audit_catches_a_key_over_budget() {
+    let caught = std::panic::catch_unwind(|| audit_per_key(&[(0, 0), (5, 0)], 1, 1, 10));
+    assert!(caught.is_err());
+    audit_per_key(&[(0, 0), (10, 0), (5, 1)], 2, 1, 10);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// Random traces (time steps forward and back): every decision is the exact log's over
+    /// K·X slots, and afterwards no key was handed out more than X times in any window.
+    #[test]
+    fn random_traces_keep_every_key_within_budget(
+        keys in 1usize..=6,
+        max_uses in 1u64..=4,
+        period in 1u64..=1_000,
+        steps in prop::collection::vec((0u64..=400, any::<bool>()), 1..200),
+    ) {
+        let rate = Rate::new(max_uses, Duration::from_nanos(period)).unwrap();
+        let (pool, _) = pool((0..keys).collect::<Vec<usize>>(), rate);
+        let mut model = LogModel::new(keys as u64 * max_uses, period);
+        let mut now = 0u64;
+        let mut uses = Vec::new();
+        for (gap, back) in steps {
+            now = if back { now.saturating_sub(gap / 4) } else { now + gap };
+            let got = pool.get_next_key_at(now);
+            let want = model.acquire(1, now);
+            prop_assert_eq!(got.map(|_| ()).map_err(|d| d.retry_after_nanos()), want);
+            if let Ok(&k) = got {
+                // Keys come out in cycles: the i-th grant gets key i mod K.
+                prop_assert_eq!(k, uses.len() % keys);
+                uses.push((now, k));
+            }
+        }
+        audit_per_key(&uses, keys, max_uses, period);
+    }
+}
