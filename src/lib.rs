@@ -42,8 +42,11 @@ mod error;
 mod gcra;
 pub mod guide;
 mod limiter;
+mod pacer;
 mod rate;
+mod reservation;
 mod sync;
+mod wait;
 
 #[cfg(feature = "std")]
 pub use clock::QuantaClock;
@@ -54,7 +57,15 @@ pub use error::{ConfigError, Denied};
 pub use gcra::planted as __planted_gcra;
 pub use gcra::{Gcra, GcraBuilder};
 pub use limiter::Limiter;
+pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use reservation::planted as __planted_reservation;
+pub use reservation::Reservation;
+#[cfg(feature = "std")]
+pub use wait::Precise;
+pub use wait::{Acquire, LimiterExt, Sleep};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]
