@@ -19,12 +19,16 @@ use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 /// whole ns) in the order the calls reserved them, whichever threads made them.
 ///
 /// **Falling behind.** If callers are late (the sender took longer than I, the OS
-/// descheduled a thread), a slot whose time has passed is returned at once. With the default
-/// `catch_up(0)` missed slots are dropped: the schedule restarts from now, no two slots are
-/// ever closer than I, and the achieved rate falls short by what was missed. With
+/// descheduled a thread), a slot whose time has passed is returned at once. With
 /// `catch_up(k)` up to k missed slots are kept and handed out immediately, back to back, so
-/// the long-run rate recovers after a stall of up to k·I (the GCRA bound still holds with
-/// burst k + 1: at most k + 1 + d/I slots in any interval of length d).
+/// the long-run rate recovers after a stall of up to k·I; the GCRA bound still holds with
+/// burst k + 1: at most k + 1 + ⌊d/I⌋ slots in any interval of length d. Slots missed beyond
+/// that are dropped and the schedule restarts from now. The default is
+/// [`DEFAULT_CATCH_UP`](Pacer::DEFAULT_CATCH_UP) (10 ms) worth of slots, because a load
+/// generator's job is the rate: on a shared machine stalls of milliseconds are routine, and
+/// without catch-up each one is rate lost for good (measured in `BENCHMARKS.md`: about half
+/// the target on a loaded 2-core machine). `catch_up(0)` gives strict spacing instead: no two
+/// slots are ever closer than I.
 ///
 /// [`Tick::lateness`] says how late each call returned against its slot (the slot's
 /// scheduled time, not the call's start), the figure a load generator reports to avoid
@@ -37,6 +41,7 @@ use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 ///
 /// let clock = ManualClock::new();
 /// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
+/// assert_eq!(pacer.catch_up(), 10); // 10 ms worth of slots
 /// // The ManualClock as the sleeper: simulated time, no real waiting.
 /// let slots: Vec<u64> = (0..3).map(|_| pacer.pace_with(&clock).unwrap().slot).collect();
 /// assert_eq!(slots, [0, 1_000_000, 2_000_000]); // one every 1 ms
@@ -67,7 +72,8 @@ pub struct Pacer<C = DefaultClock> {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct PacerBuilder<C> {
     rate: Rate,
-    catch_up: u64,
+    /// `None`: [`Pacer::DEFAULT_CATCH_UP`] worth of slots.
+    catch_up: Option<u64>,
     clock: C,
 }
 
@@ -110,25 +116,29 @@ impl Tick {
 }
 
 impl Pacer {
-    /// A builder for `rate` with the default clock and no catch-up.
+    /// How far behind schedule a pacer may fall and still make up the missed slots, unless
+    /// [`catch_up`](PacerBuilder::catch_up) says otherwise: 10 ms, in whole slots.
+    pub const DEFAULT_CATCH_UP: Duration = Duration::from_millis(10);
+
+    /// A builder for `rate` with the default clock and catch-up.
     ///
     /// # Examples
     ///
     /// ```
     /// use hotlimit::{ManualClock, Pacer, Rate};
     /// let pacer = Pacer::builder(Rate::per_second(50)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(pacer.catch_up(), 0);
+    /// assert_eq!(pacer.catch_up(), 0); // 10 ms is less than one 20 ms slot
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn builder(rate: Rate) -> PacerBuilder<DefaultClock> {
         PacerBuilder {
             rate,
-            catch_up: 0,
+            catch_up: None,
             clock: DefaultClock::default(),
         }
     }
 
-    /// A pacer for `rate` on the default clock, without catch-up.
+    /// A pacer for `rate` on the default clock and catch-up.
     ///
     /// # Errors
     ///
@@ -150,8 +160,8 @@ impl Pacer {
 }
 
 impl<C> PacerBuilder<C> {
-    /// How many missed slots may be made up after falling behind (default 0: none). See
-    /// [`Pacer`].
+    /// How many missed slots may be made up after falling behind (default:
+    /// [`Pacer::DEFAULT_CATCH_UP`] worth; 0 for strict spacing). See [`Pacer`].
     ///
     /// # Examples
     ///
@@ -162,7 +172,7 @@ impl<C> PacerBuilder<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn catch_up(mut self, slots: u64) -> Self {
-        self.catch_up = slots;
+        self.catch_up = Some(slots);
         self
     }
 
@@ -207,7 +217,10 @@ impl<C: Clock> PacerBuilder<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<Pacer<C>, ConfigError> {
-        let catch_up = self.catch_up;
+        let interval = self.rate.period_nanos().div_ceil(self.rate.limit()).max(1);
+        let catch_up = self
+            .catch_up
+            .unwrap_or(crate::wait::nanos(Pacer::DEFAULT_CATCH_UP) / interval);
         let overflow = ConfigError::new(
             "catch_up",
             Value::Count(u128::from(catch_up)),
@@ -285,7 +298,7 @@ impl<C> Pacer<C> {
     /// ```
     /// use hotlimit::{ManualClock, Pacer, Rate};
     /// let pacer = Pacer::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(pacer.catch_up(), 0);
+    /// assert_eq!(pacer.catch_up(), 0); // 10 ms is less than one 1 s slot
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn catch_up(&self) -> u64 {

@@ -130,7 +130,7 @@ pub struct Precise<C = crate::DefaultClock> {
 #[cfg(feature = "std")]
 impl Precise {
     /// The default margin before a deadline where sleeping stops and spinning starts.
-    pub const DEFAULT_SPIN: Duration = Duration::from_micros(200);
+    pub const DEFAULT_SPIN: Duration = Duration::from_micros(100);
 
     /// While more than this remains in the spin phase, the thread yields instead of spinning.
     pub const YIELD_ABOVE: Duration = Duration::from_micros(20);
