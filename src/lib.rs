@@ -4,12 +4,15 @@
 //! | limiter | shared state | guarantee | memory |
 //! |---|---|---|---|
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
+//! | [`Pacer`] | a `Gcra` | paces many threads to one target rate: each [`Pacer::pace`] returns at the caller's slot (one CAS to reserve it, then sleep and spin to it), slots one interval apart in reservation order, up to 10 ms of missed slots made up | 8 bytes of state |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
 //! request with a [`Denied`] that says when to retry. Time comes from a [`Clock`]: the
 //! [`DefaultClock`] ([`QuantaClock`], TSC-based) or a [`ManualClock`] for tests and
 //! simulations. See the [`guide`] for choosing a limiter and the proofs of the bounds.
+//! To wait instead of being refused: [`LimiterExt`] (blocking and async `acquire` for every
+//! limiter) and [`Gcra::reserve`] (a first-come-first-served place in line, one CAS).
 //!
 //! # Examples
 //!
