@@ -212,7 +212,9 @@ impl<C: Clock> Gcra<C> {
 
     /// Block until `permits` permits are granted, first come first served: one reservation,
     /// then a [`Precise`](crate::Precise) wait to its time. Never cancels, so it never wastes
-    /// capacity.
+    /// capacity. The wait is real time: on a [`ManualClock`](crate::ManualClock) it returns
+    /// only once something advances the clock, so tests use
+    /// [`acquire_with`](Gcra::acquire_with)`(n, &clock)` instead.
     ///
     /// (This inherent method takes precedence over
     /// [`LimiterExt::acquire`](crate::LimiterExt::acquire), which retries instead.)
@@ -233,7 +235,8 @@ impl<C: Clock> Gcra<C> {
     /// ```
     #[cfg(feature = "std")]
     pub fn acquire(&self, permits: u32) -> Result<(), Denied> {
-        self.acquire_with(permits, &crate::Precise::new())
+        self.reserve_n(permits, Duration::MAX)?.wait();
+        Ok(())
     }
 
     /// Block until `permits` permits are granted, or fail at once if they cannot be had within
@@ -258,7 +261,8 @@ impl<C: Clock> Gcra<C> {
     /// ```
     #[cfg(feature = "std")]
     pub fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
-        self.acquire_timeout_with(permits, timeout, &crate::Precise::new())
+        self.reserve_n(permits, timeout)?.wait();
+        Ok(())
     }
 
     /// [`acquire`](Gcra::acquire), letting time pass with `sleeper` (a [`ManualClock`]
@@ -456,6 +460,10 @@ impl<C: Clock> Reservation<'_, C> {
     /// ```
     #[cfg(feature = "std")]
     pub fn wait(self) -> u64 {
+        if self.gcra.clock().now() >= self.ready_at {
+            // Ready already (the common case under light load): no sleeper needed.
+            return self.keep();
+        }
         self.wait_with(&crate::Precise::new())
     }
 

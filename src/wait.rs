@@ -283,7 +283,12 @@ pub trait LimiterExt: Limiter {
     /// ```
     #[cfg(feature = "std")]
     fn acquire(&self, permits: u32) -> Result<(), Denied> {
-        self.acquire_with(permits, &Precise::new())
+        match self.try_acquire_n(permits) {
+            // Granted at once (the common case): no sleeper needed.
+            Ok(()) => Ok(()),
+            Err(denied) if denied.is_never() => Err(denied),
+            Err(_) => self.acquire_with(permits, &Precise::new()),
+        }
     }
 
     /// Block until `permits` permits are granted, or fail at once if they cannot be granted
@@ -311,7 +316,11 @@ pub trait LimiterExt: Limiter {
     /// ```
     #[cfg(feature = "std")]
     fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
-        self.acquire_timeout_with(permits, timeout, &Precise::new())
+        match self.try_acquire_n(permits) {
+            Ok(()) => Ok(()),
+            Err(denied) if denied.is_never() => Err(denied),
+            Err(_) => self.acquire_timeout_with(permits, timeout, &Precise::new()),
+        }
     }
 
     /// [`acquire`](LimiterExt::acquire), letting time pass with `sleeper` (a [`ManualClock`]
