@@ -322,7 +322,9 @@ impl<C> Pacer<C> {
 
 impl<C: Clock> Pacer<C> {
     /// Block until the caller may send its next request: reserve the next slot, sleep until
-    /// shortly before it, spin to it. Safe to call from many threads at once.
+    /// shortly before it, spin to it. Safe to call from many threads at once. The wait is real
+    /// time; on a [`ManualClock`](crate::ManualClock) use [`pace_with`](Pacer::pace_with)
+    /// with the clock.
     ///
     /// # Errors
     ///
