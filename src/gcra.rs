@@ -479,3 +479,15 @@ pub mod planted {
         }
     }
 }
+
+/// Crate-internal access for the reservation and pacer code (`src/reservation.rs`,
+/// `src/pacer.rs`), which build on the same TAT word and parameters.
+impl<C> Gcra<C> {
+    pub(crate) fn tat_word(&self) -> &AtomicU64 {
+        &self.tat
+    }
+
+    pub(crate) fn params(&self) -> (u64, u64) {
+        (self.interval, self.tolerance)
+    }
+}

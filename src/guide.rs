@@ -166,3 +166,78 @@
 //!
 //! [`SlidingLog`]: crate::SlidingLog
 //! [`KeyPool`]: crate::KeyPool
+//! # Waiting: blocking, async, reservations and the pacer
+//!
+//! *Which waiter.* Every limiter gets [`LimiterExt`]: `acquire`, `acquire_timeout`, their
+//! `_with` forms that take a [`Sleep`], and `acquire_async`. They loop on `try_acquire_n` and
+//! wait each denial's `retry_after`; they hold nothing while waiting, so a timeout or a
+//! dropped future never leaks a permit, but a waiter that wakes can lose its permit to a
+//! newcomer (not first-come-first-served). [`Gcra`] adds [`Reservation`]s and inherent
+//! `acquire*` methods built on them, which serve waiters strictly in order. [`Pacer`] is for
+//! load generators: threads call `pace()` and send when it returns.
+//!
+//! *Waking on time.* [`Precise`] sleeps with `thread::sleep` until a margin (100 µs by
+//! default) before the deadline, then spins on the clock (yielding to the OS while more than
+//! 20 µs remain). `thread::sleep` alone wakes late by the OS timer slack plus scheduling
+//! delay; the spin removes that on an idle core. No jitter is ever added. A [`ManualClock`]
+//! is also a [`Sleep`]: "sleeping" moves it to the deadline, so blocking code runs instantly
+//! and deterministically in tests. Async waiting is runtime-agnostic: `acquire_async` takes
+//! the runtime's sleep function (`|d| tokio::time::sleep(d)`), so the crate needs no runtime
+//! dependency; its precision is the runtime timer's.
+//!
+//! # Reservations: one CAS for a place in line
+//!
+//! A reservation for n permits at `now` with maximum wait W is the GCRA step with the
+//! tolerance widened by W: with base = max(S, now), allowed iff base + n·I ≤ now + τ + W; then
+//! S' = base + n·I is installed by one CAS and the permits are the caller's from
+//! r = max(now, S' − τ). With W = 0 this is exactly `try_acquire_n_at` (and r = now). The
+//! queue of waiters is the TAT itself, pushed into the future; the order of service is the
+//! order of the CASes.
+//!
+//! *The bound, counting each permit at its ready time r.* The proof for grants above goes
+//! through with r_k in place of now_k: S_k ≤ r_k + τ holds because r_k ≥ S_k − τ, and
+//! S_f ≥ r_f + n_f·I holds in both cases of the max (r_f = now_f ≤ base_f, or r_f = S_f − τ
+//! with τ ≥ n_f·I). So in any interval of length d at most b + ⌊d/I⌋ permits become ready.
+//!
+//! *Cancels.* A cancel CASes S from its S' back to S' − n·I = base, and succeeds only if S
+//! still equals S'. Call a reservation or grant *live* unless it was cancelled successfully.
+//! Invariant: the live operations' S' values strictly increase in linearization order, and the
+//! current S ≥ the last live S'. A grant or reservation keeps it (S' > S ≥ last live S'). A
+//! cancel of op j succeeds only if S = S'_j; any live op after j would have S' > S'_j and
+//! S ≥ that, so j is the last live op; it sets S to base_j ≥ the S at j's time ≥ the S' of the
+//! op that was last live then, which is the last live op now (ops between them that were live
+//! at j's time would have had to be cancelled while j was live, which the same argument
+//! forbids). Failed cancels and denials write nothing. With the invariant, consecutive live
+//! ops satisfy S'_k ≥ S'_{k−1} + n_k·I, which is all the bound's proof uses: **cancels never
+//! break the GCRA bound**, for any interleaving. Loom checks this with 3 threads, and a
+//! planted cancel that subtracts n·I blindly fails the same model.
+//!
+//! *When a cancel gives back exactly.* A successful cancel leaves S = max(S_before, now_j):
+//! the state as if the reservation had never been made, for every request at or after its
+//! `now` (a request with an older `now` sees a slightly later S: conservative). A cancel
+//! succeeds exactly when S still holds the S' it installed: nothing has landed since, or
+//! everything that did was itself given back (necessarily in reverse order) and was made at
+//! a `now` no later than that S'. Otherwise it **fails**: its permits are not given back and
+//! that capacity stays unused. Giving back a slot in the middle of the line
+//! would need a hole in the queue, and one word cannot hold holes; moving S back under later
+//! slots would hand them out twice (the planted bug). Blocking `acquire` on a `Gcra` never
+//! cancels (it only reserves within its timeout), so it never wastes capacity; cancels come
+//! from dropping a [`Reservation`] before it was kept or waited for.
+//!
+//! # The pacer
+//!
+//! [`Pacer`] is a GCRA with burst k + 1 (k = catch-up slots), whose state is seeded at build
+//! so that the first slot is the build time rather than a burst. `pace()` reserves one permit
+//! with unbounded wait and waits to the slot s = S' − τ (not clamped to `now`, so lateness
+//! behind schedule is visible in [`Tick`]). Slots are one interval apart in reservation order
+//! whichever thread reserved them. Falling more than k slots behind drops the excess and
+//! restarts the schedule from now. The default k is 10 ms worth of slots: measured on a
+//! loaded machine (BENCHMARKS.md), a pacer without catch-up loses every stall for good.
+//!
+//! [`LimiterExt`]: crate::LimiterExt
+//! [`Sleep`]: crate::Sleep
+//! [`Reservation`]: crate::Reservation
+//! [`Pacer`]: crate::Pacer
+//! [`Precise`]: crate::Precise
+//! [`ManualClock`]: crate::ManualClock
+//! [`Tick`]: crate::Tick

@@ -6,12 +6,15 @@
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
 //! | [`SlidingLog`] | a ring of `limit` `AtomicU64` grant times, a cursor | exact sliding window: in every window (t − period, t] at most `limit` permits, under any concurrency; a sequential caller gets exactly the exact log's decisions and `retry_after`; a denial is read-only | 8 bytes × `limit` |
 //! | [`KeyPool`] | a [`SlidingLog`] of K·`max_uses` slots, slot i → key i mod K | hands out API keys: no key more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key has used its budget | 8 bytes × K × `max_uses` |
+//! | [`Pacer`] | a `Gcra` | paces many threads to one target rate: each [`Pacer::pace`] returns at the caller's slot (one CAS to reserve it, then sleep and spin to it), slots one interval apart in reservation order, up to 10 ms of missed slots made up | 8 bytes of state |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
 //! request with a [`Denied`] that says when to retry. Time comes from a [`Clock`]: the
 //! [`DefaultClock`] ([`QuantaClock`], TSC-based) or a [`ManualClock`] for tests and
 //! simulations. See the [`guide`] for choosing a limiter and the proofs of the bounds.
+//! To wait instead of being refused: [`LimiterExt`] (blocking and async `acquire` for every
+//! limiter) and [`Gcra::reserve`] (a first-come-first-served place in line, one CAS).
 //!
 //! # Examples
 //!
@@ -45,25 +48,39 @@ mod gcra;
 pub mod guide;
 mod key_pool;
 mod limiter;
+mod pacer;
 mod rate;
+mod reservation;
 mod sliding_log;
 mod sync;
+mod wait;
 
 #[cfg(feature = "std")]
 pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use error::{ConfigError, Denied};
-#[cfg(hotlimit_loom)]
-#[doc(hidden)]
-pub use gcra::planted as __planted_gcra;
 pub use gcra::{Gcra, GcraBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
 pub use limiter::Limiter;
+pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
+pub use reservation::Reservation;
+pub use sliding_log::{SlidingLog, SlidingLogBuilder};
+#[cfg(feature = "std")]
+pub use wait::Precise;
+pub use wait::{Acquire, LimiterExt, Sleep};
+
+// Planted bugs for the loom models in `loom-tests/` (each model must be able to fail). They
+// exist only under `--cfg hotlimit_loom` and are not part of the API.
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use gcra::planted as __planted_gcra;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use reservation::planted as __planted_reservation;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use sliding_log::planted as __planted_sliding_log;
-pub use sliding_log::{SlidingLog, SlidingLogBuilder};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -4,3 +4,4 @@
 
 pub(crate) mod gcra;
 pub(crate) mod log;
+pub(crate) mod reservation;

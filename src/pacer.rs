@@ -1,0 +1,392 @@
+//! [`Pacer`]: many threads share one target rate; each call returns when its caller may send.
+//!
+//! Built on [`Gcra`] reservations: each call reserves the next slot with one CAS on the
+//! shared TAT and waits for it (sleep, then spin). Slots are handed out in the order the CASes
+//! land, one emission interval apart, so N threads together send at the target rate with no
+//! lock, no queue and no coordination beyond that word.
+
+use core::{fmt, time::Duration};
+
+use crate::error::{ConfigError, Value};
+use crate::wait::Sleep;
+use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
+
+/// Paces one or many threads to a shared target rate: for load generators and benchmark
+/// drivers that must send at a precise rate.
+///
+/// Each [`pace`](Pacer::pace) reserves the next slot (one CAS) and blocks until it; then the
+/// caller sends. Slots are one emission interval I = `period / limit` apart (rounded up to
+/// whole ns) in the order the calls reserved them, whichever threads made them.
+///
+/// **Falling behind.** If callers are late (the sender took longer than I, the OS
+/// descheduled a thread), a slot whose time has passed is returned at once. With
+/// `catch_up(k)` up to k missed slots are kept and handed out immediately, back to back, so
+/// the long-run rate recovers after a stall of up to k·I; the GCRA bound still holds with
+/// burst k + 1: at most k + 1 + ⌊d/I⌋ slots in any interval of length d. Slots missed beyond
+/// that are dropped and the schedule restarts from now. The default is
+/// [`DEFAULT_CATCH_UP`](Pacer::DEFAULT_CATCH_UP) (10 ms) worth of slots, because a load
+/// generator's job is the rate: on a shared machine stalls of milliseconds are routine, and
+/// without catch-up each one is rate lost for good (measured in `BENCHMARKS.md`: about half
+/// the target on a loaded 2-core machine). `catch_up(0)` gives strict spacing instead: no two
+/// slots are ever closer than I.
+///
+/// [`Tick::lateness`] says how late each call returned against its slot (the slot's
+/// scheduled time, not the call's start), the figure a load generator reports to avoid
+/// coordinated omission.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Clock, ManualClock, Pacer, Rate};
+///
+/// let clock = ManualClock::new();
+/// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
+/// assert_eq!(pacer.catch_up(), 10); // 10 ms worth of slots
+/// // The ManualClock as the sleeper: simulated time, no real waiting.
+/// let slots: Vec<u64> = (0..3).map(|_| pacer.pace_with(&clock).unwrap().slot).collect();
+/// assert_eq!(slots, [0, 1_000_000, 2_000_000]); // one every 1 ms
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+pub struct Pacer<C = DefaultClock> {
+    gcra: Gcra<C>,
+    catch_up: u64,
+    #[cfg(feature = "std")]
+    sleeper: crate::Precise,
+}
+
+/// Builds a [`Pacer`]: see [`Pacer::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{ManualClock, Pacer, Rate};
+///
+/// let pacer = Pacer::builder(Rate::per_second(100)?)
+///     .catch_up(10)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// assert_eq!(pacer.catch_up(), 10);
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct PacerBuilder<C> {
+    rate: Rate,
+    /// `None`: [`Pacer::DEFAULT_CATCH_UP`] worth of slots.
+    catch_up: Option<u64>,
+    clock: C,
+}
+
+/// One paced call: the slot it was given and when it returned.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{ManualClock, Pacer, Rate};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let pacer = Pacer::builder(Rate::per_second(10)?).clock(clock.clone()).build()?;
+/// let tick = pacer.pace_with(&clock).unwrap();
+/// assert_eq!((tick.slot, tick.now), (0, 0));
+/// assert_eq!(tick.lateness(), Duration::ZERO);
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tick {
+    /// The slot's scheduled time, nanoseconds on the pacer's clock.
+    pub slot: u64,
+    /// When the call returned, nanoseconds on the pacer's clock.
+    pub now: u64,
+}
+
+impl Tick {
+    /// How late the call returned against its slot: `now − slot`, or zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Tick;
+    /// use std::time::Duration;
+    /// assert_eq!(Tick { slot: 10, now: 25 }.lateness(), Duration::from_nanos(15));
+    /// ```
+    pub fn lateness(&self) -> Duration {
+        Duration::from_nanos(self.now.saturating_sub(self.slot))
+    }
+}
+
+impl Pacer {
+    /// How far behind schedule a pacer may fall and still make up the missed slots, unless
+    /// [`catch_up`](PacerBuilder::catch_up) says otherwise: 10 ms, in whole slots.
+    pub const DEFAULT_CATCH_UP: Duration = Duration::from_millis(10);
+
+    /// A builder for `rate` with the default clock and catch-up.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    /// let pacer = Pacer::builder(Rate::per_second(50)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(pacer.catch_up(), 0); // 10 ms is less than one 20 ms slot
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn builder(rate: Rate) -> PacerBuilder<DefaultClock> {
+        PacerBuilder {
+            rate,
+            catch_up: None,
+            clock: DefaultClock::default(),
+        }
+    }
+
+    /// A pacer for `rate` on the default clock and catch-up.
+    ///
+    /// # Errors
+    ///
+    /// As [`PacerBuilder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Pacer, Rate};
+    /// let pacer = Pacer::new(Rate::per_second(10_000)?)?;
+    /// let first = pacer.pace()?;
+    /// assert!(first.now >= first.slot);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn new(rate: Rate) -> Result<Pacer, ConfigError> {
+        Pacer::builder(rate).build()
+    }
+}
+
+impl<C> PacerBuilder<C> {
+    /// How many missed slots may be made up after falling behind (default:
+    /// [`Pacer::DEFAULT_CATCH_UP`] worth; 0 for strict spacing). See [`Pacer`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    /// let pacer = Pacer::builder(Rate::per_second(10)?).catch_up(5).clock(ManualClock::new()).build()?;
+    /// assert_eq!(pacer.catch_up(), 5);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn catch_up(mut self, slots: u64) -> Self {
+        self.catch_up = Some(slots);
+        self
+    }
+
+    /// The clock the schedule runs on. Default: [`DefaultClock`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    /// let pacer = Pacer::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// # let _ = pacer;
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clock<C2: Clock>(self, clock: C2) -> PacerBuilder<C2> {
+        PacerBuilder {
+            rate: self.rate,
+            catch_up: self.catch_up,
+            clock,
+        }
+    }
+}
+
+impl<C: Clock> PacerBuilder<C> {
+    /// Builds the pacer. Its first slot is the time of `build()`: a pacer built and used at
+    /// once starts without a burst.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] when the emission interval `period / limit` is under 1 ns (field
+    /// `rate`), or (`catch_up` + 1) × interval overflows u64 nanoseconds (field `catch_up`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    /// let err = Pacer::builder(Rate::per_second(1)?)
+    ///     .catch_up(u64::MAX)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "catch_up");
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<Pacer<C>, ConfigError> {
+        let interval = self.rate.period_nanos().div_ceil(self.rate.limit()).max(1);
+        let catch_up = self
+            .catch_up
+            .unwrap_or(crate::wait::nanos(Pacer::DEFAULT_CATCH_UP) / interval);
+        let overflow = ConfigError::new(
+            "catch_up",
+            Value::Count(u128::from(catch_up)),
+            "(catch_up + 1) × emission interval overflows u64 nanoseconds",
+        );
+        let burst = catch_up.checked_add(1).ok_or(overflow)?;
+        let gcra = Gcra::builder(self.rate)
+            .burst(burst)
+            .clock(self.clock)
+            .build()
+            .map_err(|e| if e.field() == "burst" { overflow } else { e })?;
+        // Start the schedule now: S = now + τ − I makes the first reservation ready at `now`
+        // (not `now − catch_up·I`, which would open with a burst of catch_up + 1). The pacer
+        // is not shared yet.
+        let (interval, tolerance) = gcra.params();
+        let start = gcra.clock().now().saturating_add(tolerance - interval);
+        // Relaxed: the pacer is not shared yet; handing it to other threads publishes it.
+        gcra.tat_word().store(start, crate::sync::Ordering::Relaxed);
+        Ok(Pacer {
+            gcra,
+            catch_up,
+            #[cfg(feature = "std")]
+            sleeper: crate::Precise::new(),
+        })
+    }
+}
+
+impl<C> Pacer<C> {
+    /// Take the next slot at time `now` without waiting: returns its scheduled time (which is
+    /// `now` or earlier if the schedule is behind and catch-up allows, later if ahead). This is
+    /// the algorithm; [`pace`](Pacer::pace) reads the clock and waits.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] with `retry_after() == None` only when the clock's range (584 years) is
+    /// exhausted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    /// let pacer = Pacer::builder(Rate::per_second(100)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(pacer.next_slot_at(0)?, 0);
+    /// assert_eq!(pacer.next_slot_at(0)?, 10_000_000);
+    /// assert_eq!(pacer.next_slot_at(0)?, 20_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn next_slot_at(&self, now: u64) -> Result<u64, Denied> {
+        let r = self.gcra.reserve_n_at(1, now, u64::MAX)?;
+        // The slot is S' − τ; `ready_at` clamps it to `now`, which would hide lateness.
+        let slot = r.scheduled();
+        r.keep();
+        Ok(slot)
+    }
+
+    /// The emission interval: slots are this far apart.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    /// use std::time::Duration;
+    /// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(pacer.interval(), Duration::from_millis(1));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn interval(&self) -> Duration {
+        self.gcra.emission_interval()
+    }
+
+    /// How many missed slots are made up after falling behind.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    /// let pacer = Pacer::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(pacer.catch_up(), 0); // 10 ms is less than one 1 s slot
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn catch_up(&self) -> u64 {
+        self.catch_up
+    }
+
+    /// The pacer's clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, ManualClock, Pacer, Rate};
+    /// let pacer = Pacer::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(pacer.clock().now(), 0);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clock(&self) -> &C {
+        self.gcra.clock()
+    }
+}
+
+impl<C: Clock> Pacer<C> {
+    /// Block until the caller may send its next request: reserve the next slot, sleep until
+    /// shortly before it, spin to it. Safe to call from many threads at once. The wait is real
+    /// time; on a [`ManualClock`](crate::ManualClock) use [`pace_with`](Pacer::pace_with)
+    /// with the clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_slot_at`](Pacer::next_slot_at): only when the clock's range is exhausted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Pacer, Rate};
+    ///
+    /// let pacer = Pacer::new(Rate::per_second(20_000)?)?; // one every 50 µs
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..2 {
+    ///         s.spawn(|| {
+    ///             for _ in 0..10 {
+    ///                 let tick = pacer.pace().unwrap();
+    ///                 assert!(tick.now >= tick.slot);
+    ///                 // send a request here
+    ///             }
+    ///         });
+    ///     }
+    /// });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn pace(&self) -> Result<Tick, Denied> {
+        self.pace_with(&self.sleeper)
+    }
+
+    /// [`pace`](Pacer::pace), letting time pass with `sleeper` (a
+    /// [`ManualClock`](crate::ManualClock) for simulated time).
+    ///
+    /// # Errors
+    ///
+    /// As [`next_slot_at`](Pacer::next_slot_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, ManualClock, Pacer, Rate};
+    /// let clock = ManualClock::new();
+    /// let pacer = Pacer::builder(Rate::per_second(4)?).clock(clock.clone()).build()?;
+    /// pacer.pace_with(&clock)?;
+    /// let tick = pacer.pace_with(&clock)?;
+    /// assert_eq!((tick.slot, clock.now()), (250_000_000, 250_000_000));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pace_with<S: Sleep + ?Sized>(&self, sleeper: &S) -> Result<Tick, Denied> {
+        let slot = self.next_slot_at(self.gcra.clock().now())?;
+        crate::wait::wait_until(self.gcra.clock(), slot, sleeper);
+        Ok(Tick {
+            slot,
+            now: self.gcra.clock().now(),
+        })
+    }
+}
+
+impl<C> fmt::Debug for Pacer<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pacer")
+            .field("gcra", &self.gcra)
+            .field("catch_up", &self.catch_up)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,507 @@
+//! Waiting for permits: [`Sleep`] (how a waiting thread lets time pass), [`Precise`] (sleep
+//! until shortly before the deadline, then spin to it), and [`LimiterExt`]: blocking
+//! `acquire` / `acquire_timeout` and an async `acquire_async` for every [`Limiter`].
+//!
+//! The generic waiters here are built on [`Denied::retry_after`]: try, and on a denial wait
+//! exactly as long as the limiter says, then try again. They hold nothing while they wait, so
+//! a waiter that gives up (a timeout, a dropped future) cannot leak permits. They are not
+//! fair: a waiter that wakes may find its permit taken by a thread that came later.
+//! [`Gcra`](crate::Gcra) also has first-come-first-served waiting built on
+//! [reservations](crate::Reservation); its inherent `acquire*` methods use them (an inherent
+//! method takes precedence over this trait's method of the same name).
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::{fmt, time::Duration};
+
+use alloc::boxed::Box;
+
+use crate::{Clock, Denied, Limiter, ManualClock};
+
+/// A clock that a thread can wait on: how a blocking waiter lets time pass.
+///
+/// [`Precise`] is the real one (sleep, then spin). [`ManualClock`] implements it by moving
+/// itself forward to the deadline, so blocking code runs instantly and deterministically in
+/// tests and simulations.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Clock, ManualClock, Sleep};
+///
+/// let clock = ManualClock::new();
+/// clock.sleep_until(5_000); // simulated: the clock jumps to the deadline
+/// assert_eq!(clock.now(), 5_000);
+/// ```
+pub trait Sleep: Clock {
+    /// Block until [`now`](Clock::now) reads at least `deadline` (nanoseconds on this clock).
+    /// Returns at once when the deadline has passed.
+    fn sleep_until(&self, deadline: u64);
+
+    /// Block for `dur`: [`sleep_until`](Sleep::sleep_until) `now() + dur`, saturating.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, ManualClock, Sleep};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.sleep(Duration::from_micros(3));
+    /// assert_eq!(clock.now(), 3_000);
+    /// ```
+    fn sleep(&self, dur: Duration) {
+        self.sleep_until(self.now().saturating_add(nanos(dur)));
+    }
+}
+
+impl<S: Sleep + ?Sized> Sleep for &S {
+    #[inline]
+    fn sleep_until(&self, deadline: u64) {
+        (**self).sleep_until(deadline)
+    }
+}
+
+/// Simulated waiting: the clock is moved forward to the deadline. With several threads
+/// sleeping on one `ManualClock` each moves it, so time can run ahead of the latest deadline;
+/// use one thread per clock for exact simulations.
+impl Sleep for ManualClock {
+    fn sleep_until(&self, deadline: u64) {
+        let now = self.now();
+        if now < deadline {
+            self.advance(Duration::from_nanos(deadline - now));
+        }
+    }
+}
+
+/// `Duration` to `u64` nanoseconds, saturating (584 years).
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Wait until `clock` reads at least `deadline`, letting time pass with `sleeper`. The two may
+/// be different clocks (a limiter's clock and a [`Precise`] sleeper): only differences of
+/// `clock`'s readings are handed to the sleeper, so their origins need not agree.
+pub(crate) fn wait_until<C: Clock + ?Sized, S: Sleep + ?Sized>(
+    clock: &C,
+    deadline: u64,
+    sleeper: &S,
+) {
+    loop {
+        let now = clock.now();
+        if now >= deadline {
+            return;
+        }
+        sleeper.sleep(Duration::from_nanos(deadline - now));
+    }
+}
+
+/// The real waiter: sleeps with `std::thread::sleep` until `spin` before the deadline, then
+/// spins on the clock to it.
+///
+/// `thread::sleep` oversleeps by the OS timer slack and scheduling delay (tens of µs on an
+/// idle Linux machine, milliseconds on a loaded one); the spin phase removes that error at the
+/// price of a busy core for up to `spin` per wait. In the spin phase the thread yields to the
+/// OS while more than [`Precise::YIELD_ABOVE`] remains, so several spinning threads on few
+/// cores let each other run; the last microseconds are a pure spin.
+///
+/// No jitter is added: every waiter wakes as close to its deadline as the machine allows. If a
+/// load generator wants randomised arrivals, it should randomise the schedule itself.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Clock, Precise, Sleep};
+/// use std::time::Duration;
+///
+/// let sleeper = Precise::new();
+/// let t0 = sleeper.now();
+/// sleeper.sleep(Duration::from_micros(200));
+/// assert!(sleeper.now() - t0 >= 200_000);
+/// ```
+#[cfg(feature = "std")]
+#[derive(Clone, Debug)]
+pub struct Precise<C = crate::DefaultClock> {
+    clock: C,
+    spin_ns: u64,
+}
+
+#[cfg(feature = "std")]
+impl Precise {
+    /// The default margin before a deadline where sleeping stops and spinning starts.
+    pub const DEFAULT_SPIN: Duration = Duration::from_micros(100);
+
+    /// While more than this remains in the spin phase, the thread yields instead of spinning.
+    pub const YIELD_ABOVE: Duration = Duration::from_micros(20);
+
+    /// A precise sleeper on a new [`DefaultClock`](crate::DefaultClock) with the default
+    /// spin margin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sleeper = hotlimit::Precise::new();
+    /// assert_eq!(sleeper.spin(), hotlimit::Precise::DEFAULT_SPIN);
+    /// ```
+    pub fn new() -> Precise {
+        Precise::with_clock(crate::DefaultClock::default())
+    }
+}
+
+#[cfg(feature = "std")]
+impl Default for Precise {
+    fn default() -> Self {
+        Precise::new()
+    }
+}
+
+#[cfg(feature = "std")]
+impl<C: Clock> Precise<C> {
+    /// A precise sleeper on `clock` with the default spin margin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Precise, QuantaClock};
+    /// let sleeper = Precise::with_clock(QuantaClock::new());
+    /// # let _ = sleeper;
+    /// ```
+    pub fn with_clock(clock: C) -> Precise<C> {
+        Precise {
+            clock,
+            spin_ns: nanos(Precise::DEFAULT_SPIN),
+        }
+    }
+
+    /// Sets the spin margin: sleep until `spin` before each deadline, then spin. Zero means
+    /// never spin (pure `thread::sleep`, late by the OS's wake-up error); larger values trade
+    /// CPU for precision on a loaded machine.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Precise;
+    /// use std::time::Duration;
+    ///
+    /// let sleeper = Precise::new().with_spin(Duration::from_micros(50));
+    /// assert_eq!(sleeper.spin(), Duration::from_micros(50));
+    /// ```
+    #[must_use]
+    pub fn with_spin(mut self, spin: Duration) -> Precise<C> {
+        self.spin_ns = nanos(spin);
+        self
+    }
+
+    /// The spin margin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(hotlimit::Precise::new().spin() > std::time::Duration::ZERO);
+    /// ```
+    pub fn spin(&self) -> Duration {
+        Duration::from_nanos(self.spin_ns)
+    }
+}
+
+#[cfg(feature = "std")]
+impl<C: Clock> Clock for Precise<C> {
+    #[inline]
+    fn now(&self) -> u64 {
+        self.clock.now()
+    }
+}
+
+#[cfg(feature = "std")]
+impl<C: Clock> Sleep for Precise<C> {
+    fn sleep_until(&self, deadline: u64) {
+        let yield_above = nanos(Precise::YIELD_ABOVE);
+        loop {
+            let now = self.clock.now();
+            if now >= deadline {
+                return;
+            }
+            let left = deadline - now;
+            if left > self.spin_ns {
+                std::thread::sleep(Duration::from_nanos(left - self.spin_ns));
+            } else if left > yield_above {
+                std::thread::yield_now();
+            } else {
+                core::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// Waiting for permits, for every [`Limiter`]: blocking [`acquire`](LimiterExt::acquire),
+/// [`acquire_timeout`](LimiterExt::acquire_timeout), their `_with` forms that take a
+/// [`Sleep`], and [`acquire_async`](LimiterExt::acquire_async).
+///
+/// All of them loop on [`Limiter::try_acquire_n`]: on a denial they wait the denial's
+/// [`retry_after`](Denied::retry_after) and try again. They hold no permits while waiting, so
+/// giving up never leaks any, but they are not first-come-first-served. `Gcra` has inherent
+/// methods of the same names built on [reservations](crate::Reservation), which are.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, LimiterExt, ManualClock, Rate};
+///
+/// let clock = ManualClock::new();
+/// let limiter = Gcra::builder(Rate::per_second(10)?).burst(1).clock(clock.clone()).build()?;
+/// // Generic code: any limiter, and a ManualClock as the sleeper (simulated time).
+/// fn take_three(l: &impl LimiterExt, clock: &ManualClock) {
+///     for _ in 0..3 {
+///         l.acquire_with(1, clock).unwrap();
+///     }
+/// }
+/// take_three(&limiter, &clock);
+/// assert_eq!(hotlimit::Clock::now(&clock), 200_000_000); // granted at 0, 100 and 200 ms
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+pub trait LimiterExt: Limiter {
+    /// Block until `permits` permits are granted, sleeping with a [`Precise`] sleeper.
+    ///
+    /// # Errors
+    ///
+    /// Only a [`Denied`] with `retry_after() == None`: the request can never be granted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Denied, Limiter, LimiterExt};
+    ///
+    /// struct Open; // any Limiter gets `acquire`
+    /// impl Limiter for Open {
+    ///     fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
+    ///         Ok(())
+    ///     }
+    /// }
+    /// Open.acquire(1)?;
+    /// # Ok::<(), Denied>(())
+    /// ```
+    #[cfg(feature = "std")]
+    fn acquire(&self, permits: u32) -> Result<(), Denied> {
+        match self.try_acquire_n(permits) {
+            // Granted at once (the common case): no sleeper needed.
+            Ok(()) => Ok(()),
+            Err(denied) if denied.is_never() => Err(denied),
+            Err(_) => self.acquire_with(permits, &Precise::new()),
+        }
+    }
+
+    /// Block until `permits` permits are granted, or fail at once if they cannot be granted
+    /// within `timeout` (when a denial's `retry_after` reaches past the deadline, this returns
+    /// that denial without sleeping). Sleeps with a [`Precise`] sleeper.
+    ///
+    /// # Errors
+    ///
+    /// The last [`Denied`] when the permits cannot be had within `timeout`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Limiter, LimiterExt, Denied};
+    /// use std::time::Duration;
+    ///
+    /// struct Closed;
+    /// impl Limiter for Closed {
+    ///     fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
+    ///         Err(Denied::new(Some(Duration::from_secs(60))))
+    ///     }
+    /// }
+    /// // A minute away: fails at once rather than sleeping 10 ms for nothing.
+    /// assert!(Closed.acquire_timeout(1, Duration::from_millis(10)).is_err());
+    /// ```
+    #[cfg(feature = "std")]
+    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
+        match self.try_acquire_n(permits) {
+            Ok(()) => Ok(()),
+            Err(denied) if denied.is_never() => Err(denied),
+            Err(_) => self.acquire_timeout_with(permits, timeout, &Precise::new()),
+        }
+    }
+
+    /// [`acquire`](LimiterExt::acquire), letting time pass with `sleeper` (a [`ManualClock`]
+    /// for simulated time).
+    ///
+    /// # Errors
+    ///
+    /// Only a [`Denied`] with `retry_after() == None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, Gcra, LimiterExt, ManualClock, Rate};
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = Gcra::builder(Rate::per_second(2)?).burst(1).clock(clock.clone()).build()?;
+    /// LimiterExt::acquire_with(&limiter, 1, &clock).unwrap();
+    /// LimiterExt::acquire_with(&limiter, 1, &clock).unwrap();
+    /// assert_eq!(clock.now(), 500_000_000);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    fn acquire_with<S: Sleep + ?Sized>(&self, permits: u32, sleeper: &S) -> Result<(), Denied> {
+        loop {
+            let denied = match self.try_acquire_n(permits) {
+                Ok(()) => return Ok(()),
+                Err(denied) => denied,
+            };
+            let Some(wait) = denied.retry_after() else {
+                return Err(denied);
+            };
+            sleeper.sleep(wait);
+        }
+    }
+
+    /// [`acquire_timeout`](LimiterExt::acquire_timeout), measuring the timeout on and letting
+    /// time pass with `sleeper`.
+    ///
+    /// # Errors
+    ///
+    /// The last [`Denied`] when the permits cannot be had within `timeout`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, Gcra, LimiterExt, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = Gcra::builder(Rate::per_second(1)?).clock(clock.clone()).build()?;
+    /// let t = Duration::from_millis(10);
+    /// assert!(LimiterExt::acquire_timeout_with(&limiter, 1, t, &clock).is_ok());
+    /// assert!(LimiterExt::acquire_timeout_with(&limiter, 1, t, &clock).is_err());
+    /// assert_eq!(clock.now(), 0); // the denial came without waiting
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    fn acquire_timeout_with<S: Sleep + ?Sized>(
+        &self,
+        permits: u32,
+        timeout: Duration,
+        sleeper: &S,
+    ) -> Result<(), Denied> {
+        let deadline = sleeper.now().saturating_add(nanos(timeout));
+        loop {
+            let denied = match self.try_acquire_n(permits) {
+                Ok(()) => return Ok(()),
+                Err(denied) => denied,
+            };
+            let Some(wait) = denied.retry_after_nanos() else {
+                return Err(denied);
+            };
+            let at = sleeper.now().saturating_add(wait);
+            if at > deadline {
+                return Err(denied);
+            }
+            sleeper.sleep_until(at);
+        }
+    }
+
+    /// A future that resolves when `permits` permits are granted, for any async runtime:
+    /// `sleep` makes the runtime's timer future for a duration, e.g.
+    /// `|d| tokio::time::sleep(d)` or `|d| async_io::Timer::after(d)`.
+    ///
+    /// The future holds no permits while it waits (it retries after each denial's
+    /// `retry_after`), so dropping it — a timeout, a `select!` that picks another branch —
+    /// never leaks permits. For a timeout, wrap it in the runtime's timeout. Each wait boxes
+    /// one timer future. Wake-ups are as precise as the runtime's timer (tokio's: 1 ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, Gcra, LimiterExt, ManualClock, Rate};
+    /// use std::future::{ready, Future};
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = Gcra::builder(Rate::per_second(4)?).burst(1).clock(clock.clone()).build()?;
+    /// // A simulated timer: advancing the manual clock "is" the sleep.
+    /// let sleep = |d| { clock.advance(d); ready(()) };
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// for _ in 0..2 {
+    ///     let mut fut = std::pin::pin!(LimiterExt::acquire_async(&limiter, 1, sleep));
+    ///     assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
+    /// }
+    /// assert_eq!(clock.now(), 250_000_000);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    fn acquire_async<F, Fut>(&self, permits: u32, sleep: F) -> Acquire<'_, Self, F, Fut>
+    where
+        F: FnMut(Duration) -> Fut + Unpin,
+        Fut: Future<Output = ()>,
+    {
+        Acquire {
+            limiter: self,
+            permits,
+            sleep,
+            timer: None,
+        }
+    }
+}
+
+impl<L: Limiter + ?Sized> LimiterExt for L {}
+
+/// The future of [`LimiterExt::acquire_async`]. Dropping it never leaks permits.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, LimiterExt, ManualClock, Rate};
+/// use std::future::{pending, Future};
+/// use std::task::{Context, Poll, Waker};
+///
+/// let limiter = Gcra::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+/// limiter.try_acquire_at(0).unwrap();
+/// // A timer that never fires: the future stays pending, then is dropped.
+/// let mut fut = Box::pin(LimiterExt::acquire_async(&limiter, 1, |_| pending::<()>()));
+/// assert!(fut.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+/// drop(fut);
+/// assert_eq!(limiter.remaining_at(1_000_000_000), 1); // nothing was taken
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct Acquire<'a, L: ?Sized, F, Fut> {
+    limiter: &'a L,
+    permits: u32,
+    sleep: F,
+    timer: Option<Pin<Box<Fut>>>,
+}
+
+impl<L, F, Fut> Future for Acquire<'_, L, F, Fut>
+where
+    L: Limiter + ?Sized,
+    F: FnMut(Duration) -> Fut + Unpin,
+    Fut: Future<Output = ()>,
+{
+    type Output = Result<(), Denied>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        loop {
+            if let Some(timer) = this.timer.as_mut() {
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                this.timer = None;
+            }
+            match this.limiter.try_acquire_n(this.permits) {
+                Ok(()) => return Poll::Ready(Ok(())),
+                Err(denied) => match denied.retry_after() {
+                    None => return Poll::Ready(Err(denied)),
+                    Some(wait) => this.timer = Some(Box::pin((this.sleep)(wait))),
+                },
+            }
+        }
+    }
+}
+
+impl<L: ?Sized, F, Fut> fmt::Debug for Acquire<'_, L, F, Fut> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Acquire")
+            .field("permits", &self.permits)
+            .field("waiting", &self.timer.is_some())
+            .finish_non_exhaustive()
+    }
+}
