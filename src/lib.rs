@@ -4,6 +4,7 @@
 //! | limiter | shared state | guarantee | memory |
 //! |---|---|---|---|
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
+//! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of rate and burst | never over one `Gcra`'s b + d/I; a thread uses its home shard (thread-local) and borrows from the others before it denies, so one busy thread still gets the global rate | S × 128 bytes |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
@@ -43,6 +44,7 @@ mod gcra;
 pub mod guide;
 mod limiter;
 mod rate;
+mod sharded;
 mod sync;
 
 #[cfg(feature = "std")]
@@ -55,6 +57,10 @@ pub use gcra::planted as __planted_gcra;
 pub use gcra::{Gcra, GcraBuilder};
 pub use limiter::Limiter;
 pub use rate::Rate;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use sharded::planted as __planted_sharded;
+pub use sharded::{ShardedGcra, ShardedGcraBuilder};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]
