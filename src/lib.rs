@@ -4,7 +4,7 @@
 //! | limiter | shared state | guarantee | memory |
 //! |---|---|---|---|
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
-//! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of rate and burst | never over one `Gcra`'s b + d/I; a thread uses its home shard (thread-local) and borrows from the others before it denies, so one busy thread still gets the global rate | S × 128 bytes |
+//! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of rate and burst | never over one `Gcra`'s b + d/I; a thread uses its home shard (thread-local) and borrows from the others before it denies, so one busy thread still gets the global rate | S × one padded line (128 bytes on x86-64) |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
@@ -29,6 +29,9 @@
 //!
 //! - `std` (default): the [`QuantaClock`] default clock and `std::error::Error` impls. Without
 //!   it the crate is `no_std` (it needs `alloc`), and limiters need a clock from `.clock(c)`.
+//!   `std` also gives [`ShardedGcra`] its per-thread home shard (a thread-local) and its
+//!   default shard count (the cores); without it every caller starts at shard 0 (pass a home
+//!   to `try_acquire_n_on`) and S defaults to 1.
 //!
 //! On targets without native 64-bit atomics, `portable-atomic`'s fallback provides
 //! `AtomicU64`; there it is not lock-free.

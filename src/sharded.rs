@@ -41,8 +41,10 @@ use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 ///   hold it whole, else splits it over the shards, all or nothing. A single permit is
 ///   denied only when every shard is empty.
 /// - **Skewed load gets the global rate**: one thread alone is served at Σ 1/I_k, which is
-///   1/I exactly when S divides `limit`, and otherwise below 1/I by less than a factor
-///   1/(1 + I·`limit`/l_max) (under 0.01 % for I ≥ 1 µs).
+///   1/I exactly when S divides `limit`, and otherwise below 1/I by a relative error under
+///   l_max/(I·`limit`) (under 0.1 % for I ≥ 1 µs). This is the steady state: right after an
+///   idle spell the shards the thread has not reached yet sit full and drop their refill, a
+///   one-time deficit (see the guide).
 /// - `retry_after` is exact in the sequential sense: the earliest time at which the shards
 ///   together hold the request.
 ///
