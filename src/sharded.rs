@@ -594,9 +594,6 @@ impl<C> ShardedGcra<C> {
             return Ok(());
         }
         let n = u64::from(permits);
-        if n > self.burst {
-            return Err(Denied::never());
-        }
         let s = self.shards.len();
         // No division when the thread index is already below S (threads ≤ shards).
         let home = if home < s { home } else { home % s };
@@ -611,6 +608,10 @@ impl<C> ShardedGcra<C> {
     #[cold]
     #[inline(never)]
     fn borrow(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
+        // Checked here, off the fast path: a request the home shard granted is within b.
+        if n > self.burst {
+            return Err(Denied::never());
+        }
         let s = self.shards.len();
         let mut total = self.shards[home].available(home_tat, now);
         for step in 1..s {
