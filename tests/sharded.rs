@@ -268,18 +268,26 @@ fn skewed_load_gets_the_global_rate() {
         // not yet borrowed from sit full and drop their refill: a one-time deficit, see the
         // guide.)
         let (mut sharded_grants, mut gcra_grants, mut grants) = (0u64, 0u64, Vec::new());
+        let (mut sharded_all, mut gcra_all) = (0u64, 0u64);
         let mut now = 0;
         while now <= 10 * S {
             let steady = now >= S;
             if g.try_acquire_n_on(0, 1, now).is_ok() {
                 sharded_grants += u64::from(steady);
+                sharded_all += 1;
                 grants.push((now, 1));
             }
             if one.try_acquire_at(now).is_ok() {
                 gcra_grants += u64::from(steady);
+                gcra_all += 1;
             }
             now += 37_000;
         }
+        // Over the whole run too, burst and warm-up included.
+        assert!(
+            sharded_all * 100 >= gcra_all * 99,
+            "limit {limit}: {sharded_all} < 99% of {gcra_all}"
+        );
         let interval = g.emission_interval().as_nanos() as u64;
         assert!(worst_excess(grants, interval, burst) <= 0);
         assert!(
