@@ -119,9 +119,10 @@
 //!
 //! *Sliding windows.* The same construction applies to a hard cap per window with no
 //! rounding at all: S windows with limits l_k (Σ l_k = `limit`) admit at most Σ l_k = `limit`
-//! in any window, because each shard's count in that window is at most l_k; borrowing and
-//! split requests work the same way, and give-backs of a window's count are exact when they
-//! hit the bucket they took from. Not offered yet; [`ShardedGcra`] is GCRA only.
+//! in any window, because each shard's count in that window is at most l_k, and borrowing
+//! works the same way (a grant is always one shard's grant). Splitting a request needs a
+//! give-back whose safety must be argued for the window's state as it is for GCRA above.
+//! Not offered yet: [`ShardedGcra`] is GCRA only.
 //!
 //! *No token lease.* A lease (one atomic op takes a batch that the thread spends locally)
 //! would strand up to batch − 1 permits per thread whenever load moves; borrowing already
