@@ -7,6 +7,7 @@
 //! | [`SlidingLog`] | a ring of `limit` `AtomicU64` grant times, a cursor | exact sliding window: in every window (t − period, t] at most `limit` permits, under any concurrency; a sequential caller gets exactly the exact log's decisions and `retry_after`; a denial is read-only | 8 bytes × `limit` |
 //! | [`KeyPool`] | a [`SlidingLog`] of K·`max_uses` slots, slot i → key i mod K | hands out API keys: no key more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key has used its budget | 8 bytes × K × `max_uses` |
 //! | [`Pacer`] | a `Gcra` | paces many threads to one target rate: each [`Pacer::pace`] returns at the caller's slot (one CAS to reserve it, then sleep and spin to it), slots one interval apart in reservation order, up to 10 ms of missed slots made up | 8 bytes of state |
+//! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of rate and burst | never over one `Gcra`'s b + d/I; a thread uses its home shard (thread-local) and borrows from the others before it denies, so one busy thread still gets the global rate | S × one padded line (128 bytes on x86-64) |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
@@ -33,6 +34,9 @@
 //!
 //! - `std` (default): the [`QuantaClock`] default clock and `std::error::Error` impls. Without
 //!   it the crate is `no_std` (it needs `alloc`), and limiters need a clock from `.clock(c)`.
+//!   `std` also gives [`ShardedGcra`] its per-thread home shard (a thread-local) and its
+//!   default shard count (the cores); without it every caller starts at shard 0 (pass a home
+//!   to `try_acquire_n_on`) and S defaults to 1.
 //!
 //! On targets without native 64-bit atomics, `portable-atomic`'s fallback provides
 //! `AtomicU64`; there it is not lock-free.
@@ -51,6 +55,7 @@ mod limiter;
 mod pacer;
 mod rate;
 mod reservation;
+mod sharded;
 mod sliding_log;
 mod sync;
 mod wait;
@@ -65,6 +70,7 @@ pub use limiter::Limiter;
 pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
 pub use reservation::Reservation;
+pub use sharded::{ShardedGcra, ShardedGcraBuilder};
 pub use sliding_log::{SlidingLog, SlidingLogBuilder};
 #[cfg(feature = "std")]
 pub use wait::Precise;
@@ -78,6 +84,9 @@ pub use gcra::planted as __planted_gcra;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use reservation::planted as __planted_reservation;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use sharded::planted as __planted_sharded;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use sliding_log::planted as __planted_sliding_log;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hotlimit::{ConfigError, Gcra, ManualClock, Rate};
+use hotlimit::{ConfigError, Gcra, ManualClock, Rate, ShardedGcra};
 
 fn gcra(rate: Rate, burst: Option<u64>) -> Result<Gcra<ManualClock>, ConfigError> {
     let b = Gcra::builder(rate).clock(ManualClock::new());
@@ -140,4 +140,64 @@ fn key_pool_errors_name_field_and_value() {
     );
     let e = build(2, 1 << 28).unwrap_err();
     assert_eq!(e.field(), "keys");
+}
+
+fn sharded(
+    rate: Rate,
+    burst: Option<u64>,
+    shards: Option<usize>,
+) -> Result<ShardedGcra<ManualClock>, ConfigError> {
+    let mut b = ShardedGcra::builder(rate).clock(ManualClock::new());
+    if let Some(burst) = burst {
+        b = b.burst(burst);
+    }
+    if let Some(shards) = shards {
+        b = b.shards(shards);
+    }
+    b.build()
+}
+
+#[test]
+fn sharded_errors_name_field_and_value() {
+    let per_sec = |n| Rate::per_second(n).unwrap();
+    // As Gcra: interval under 1 ns, burst 0, b·I overflowing.
+    let e = sharded(Rate::new(11, Duration::from_nanos(10)).unwrap(), None, None).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid rate = 11 per 10 ns: emission interval period/limit is under 1 ns"
+    );
+    let e = sharded(per_sec(1), Some(0), None).unwrap_err();
+    assert_eq!(e.to_string(), "invalid burst = 0: must be at least 1");
+    let e = sharded(per_sec(1), Some(u64::MAX), Some(1)).unwrap_err();
+    assert_eq!(e.field(), "burst");
+    assert!(e.to_string().contains("overflows"), "{e}");
+    // Zero shards; more shards than the limit or the burst (explicit: never a silent clamp).
+    let e = sharded(per_sec(10), None, Some(0)).unwrap_err();
+    assert_eq!(e.to_string(), "invalid shards = 0: must be at least 1");
+    let e = sharded(per_sec(3), None, Some(4)).unwrap_err();
+    assert_eq!(e.field(), "shards");
+    assert!(
+        e.to_string().starts_with("invalid shards = 4: more shards"),
+        "{e}"
+    );
+    assert_eq!(
+        sharded(per_sec(100), Some(3), Some(4)).unwrap_err().field(),
+        "shards"
+    );
+    assert!(sharded(per_sec(4), Some(4), Some(4)).is_ok());
+    let e = sharded(per_sec(4), Some(4), Some(usize::MAX)).unwrap_err();
+    assert!(e.to_string().contains(&usize::MAX.to_string()), "{e}");
+    // A shard's interval ⌈I·limit/l_k⌉ past u64: 999 shards, l_k = 1, I·1000 > u64::MAX.
+    let huge = Rate::new(1000, Duration::from_nanos(u64::MAX)).unwrap();
+    let e = sharded(huge, Some(999), Some(999)).unwrap_err();
+    assert_eq!(e.field(), "shards");
+    assert!(e.to_string().contains("interval"), "{e}");
+    assert!(sharded(huge, Some(999), Some(1)).is_ok());
+    // A shard's b_k·I_k past u64 while b·I fits: b = 3 over 2 shards, b_0 = 2, I_0 = 2·I.
+    let rate = Rate::new(2, Duration::from_nanos(u64::MAX / 10 * 6)).unwrap();
+    assert!(gcra(rate, Some(3)).is_ok());
+    let e = sharded(rate, Some(3), Some(2)).unwrap_err();
+    assert_eq!(e.field(), "burst");
+    assert!(e.to_string().contains("a shard's burst"), "{e}");
+    assert!(sharded(rate, Some(3), Some(1)).is_ok());
 }

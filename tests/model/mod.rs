@@ -5,3 +5,4 @@
 pub(crate) mod gcra;
 pub(crate) mod log;
 pub(crate) mod reservation;
+pub(crate) mod sharded;

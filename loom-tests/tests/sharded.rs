@@ -1,0 +1,86 @@
+//! ShardedGcra under loom: two threads with different home shards borrow from each other's
+//! shard. No over-admission, a single permit is denied only when both shards are empty, and a
+//! split request is all or nothing. The planted `RacyBorrow` (a borrow by load, compute,
+//! store) must fail the same model.
+#![cfg(hotlimit_loom)]
+
+use std::time::Duration;
+
+use hotlimit::__planted_sharded::RacyBorrow;
+use hotlimit::{ManualClock, Rate, ShardedGcra};
+use loom::sync::Arc;
+use loom::thread;
+
+/// 2 per 20 ns over 2 shards: each shard has burst 1 and refills one per 20 ns. The clock
+/// stays at 0.
+fn limiter(clock: &ManualClock) -> ShardedGcra<ManualClock> {
+    ShardedGcra::builder(Rate::new(2, Duration::from_nanos(20)).unwrap())
+        .shards(2)
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+}
+
+/// Each thread asks twice for one permit from its own home; the second ask must borrow. Exactly
+/// the global burst (2) is granted whatever the interleaving: never more (no lost update on a
+/// borrowed shard), never less (a denial means both shards were found empty).
+#[test]
+fn borrowing_grants_exactly_the_burst() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let g = Arc::new(limiter(&clock));
+        let g2 = g.clone();
+        let t = thread::spawn(move || {
+            (0..2)
+                .filter(|_| g2.try_acquire_n_on(1, 1, 0).is_ok())
+                .count()
+        });
+        let mine = (0..2)
+            .filter(|_| g.try_acquire_n_on(0, 1, 0).is_ok())
+            .count();
+        let theirs = t.join().unwrap();
+        assert_eq!(mine + theirs, 2, "mine={mine} theirs={theirs}");
+        assert_eq!(g.remaining_at(0), 0);
+        // The state is exactly two grants: each shard frees its permit at 20 ns, not before.
+        assert!(g.try_acquire_n_on(0, 1, 19).is_err());
+        assert!(g.try_acquire_n_on(0, 2, 20).is_ok());
+    });
+}
+
+/// A request for 2 must split over both shards while the other thread takes 1 from its home:
+/// exactly one of them wins, and a losing split gives back what it took (nothing stranded,
+/// nothing over-admitted).
+#[test]
+fn split_request_is_all_or_nothing() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let g = Arc::new(limiter(&clock));
+        let g2 = g.clone();
+        let t = thread::spawn(move || g2.try_acquire_n_on(1, 1, 0).is_ok());
+        let split = g.try_acquire_n_on(0, 2, 0).is_ok();
+        let single = t.join().unwrap();
+        assert!(split ^ single, "split={split} single={single}");
+        let expect_left = if split { 0 } else { 1 };
+        assert_eq!(g.remaining_at(0), expect_left);
+    });
+}
+
+/// The planted bug: the borrower reads shard 1's permit as free and stores over it while shard
+/// 1's owner takes the same permit with its (correct) CAS: 3 grants with a global burst of 2.
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn racy_borrow_is_caught() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let g = Arc::new(RacyBorrow(limiter(&clock)));
+        let g2 = g.clone();
+        let t = thread::spawn(move || usize::from(g2.try_acquire_on(1).is_ok()));
+        let mine = (0..2).filter(|_| g.try_acquire_on(0).is_ok()).count();
+        let theirs = t.join().unwrap();
+        assert!(
+            mine + theirs <= 2,
+            "over-admitted: {} grants with a global burst of 2",
+            mine + theirs
+        );
+    });
+}

@@ -1,0 +1,1039 @@
+//! [`ShardedGcra`]: a GCRA split into S cache-padded shards that borrow from each other.
+//!
+//! The scaling recipe for one global limit spread over replicas is to give each replica
+//! rate/S (as in distributed rate limiting: each node enforces its share). Alone that wastes
+//! capacity when load is skewed: one busy thread would get only 1/S of the rate. Here each
+//! shard is an independent GCRA state word holding its share of the rate and of the burst; a
+//! thread takes from its home shard (one thread-local read picks it) and, on a local denial,
+//! **borrows** from the other shards before it denies. Every grant is a grant of exactly one
+//! shard's GCRA, so the global bound is the sum of the shards' bounds, and the shards' rates
+//! are chosen so that sum never exceeds one [`Gcra`](crate::Gcra) with the same rate and
+//! burst (the proof is in the [`guide`](crate::guide#sharded-gcra-the-sum-of-the-shards)).
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::{fmt, time::Duration};
+
+use crossbeam_utils::CachePadded;
+
+use crate::error::{ConfigError, Value};
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
+
+/// A smooth-rate limiter (GCRA) split into S cache-padded shards, one per core by default, so
+/// that threads on different cores do not share a hot cache line; a thread whose home shard
+/// is empty borrows from the others before it denies.
+///
+/// # Guarantee
+///
+/// Let I = `period / limit` rounded up (the interval of a [`Gcra`](crate::Gcra) with the same
+/// rate) and b the burst (default `limit`). Shard k holds l_k of the `limit` and b_k of the
+/// burst (Σ l_k = `limit`, Σ b_k = b exactly; the remainders go to the first shards) and runs
+/// GCRA with interval I_k = ⌈I · `limit` / l_k⌉ and burst b_k.
+///
+/// - **Never over the global guarantee: in any interval of length d at most b + ⌊d / I⌋
+///   permits are granted**, the same bound as one `Gcra`, under any concurrency. The shard
+///   intervals are rounded up *from I*, so Σ 1/I_k ≤ 1/I (see the
+///   [`guide`](crate::guide#sharded-gcra-the-sum-of-the-shards)).
+/// - **A denial only when the shards together cannot serve the request**: sequentially, a
+///   request for n is granted iff Σ_k (permits shard k could grant now) ≥ n. It takes the
+///   whole request from the home shard if it can, else from the first other shard that can
+///   hold it whole, else splits it over the shards, all or nothing. A single permit is
+///   denied only when every shard is empty.
+/// - **Skewed load gets the global rate**: one thread alone is served at Σ 1/I_k, which is
+///   1/I exactly when S divides `limit`, and otherwise below 1/I by a relative error under
+///   l_max/(I·`limit`) (under 0.1 % for I ≥ 1 µs). This is the steady state: right after an
+///   idle spell the shards the thread has not reached yet sit full and drop their refill, a
+///   one-time deficit (see the guide).
+/// - `retry_after` is exact in the sequential sense: the earliest time at which the shards
+///   together hold the request.
+///
+/// What sharding costs compared with one `Gcra`, precisely:
+///
+/// - *Fractions.* Each shard counts whole permits, so up to S − 1 permits' worth of partial
+///   refill can sit spread over shards where one `Gcra` would have summed it into a permit.
+/// - *Full shards.* A full shard drops its refill, as a full `Gcra` does; but one shard can be
+///   full while another is not (when demand is below the rate and falls unevenly), so the
+///   burst available after a quiet spell can be below b. Under sustained demand every shard is
+///   drained and refills at its full rate.
+/// - *Races between multi-permit requests.* A request that must be split over shards checks
+///   the sum first (read only), then takes from each shard; if a concurrent request took
+///   permits in between and the total falls short, it gives back what it took and is denied
+///   (with `retry_after` possibly zero). Giving back succeeds when no other grant hit that
+///   shard since; otherwise those permits (fewer than n) stay consumed until they drain
+///   ("stranded"). This needs two concurrent requests, at least one of them split; sequential
+///   use never strands a permit, and single-permit requests never split.
+///
+/// The home shard is a thread-local index assigned round-robin to threads as they first use
+/// any `ShardedGcra`, modulo S; a thread keeps its home for life. Without the `std` feature
+/// (no thread-locals) every caller's home is shard 0 (still correct, by borrowing, but not
+/// scaling): pass a home yourself with [`try_acquire_n_on`](ShardedGcra::try_acquire_n_on),
+/// e.g. the current CPU.
+///
+/// Time that goes backwards never frees permits, and a request whose state would pass
+/// `u64::MAX` ns is denied with `retry_after() == None`, as for `Gcra`.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Limiter, ManualClock, Rate, ShardedGcra};
+/// use std::time::Duration;
+///
+/// // 4 per second over 2 shards: each shard holds 2 of the burst and refills one every 500 ms.
+/// let clock = ManualClock::new();
+/// let limiter = ShardedGcra::builder(Rate::per_second(4)?)
+///     .shards(2)
+///     .clock(clock.clone())
+///     .build()?;
+/// // One caller alone gets the whole global burst: its home shard, then borrowing.
+/// for _ in 0..4 {
+///     limiter.try_acquire()?;
+/// }
+/// let denied = limiter.try_acquire().unwrap_err();
+/// assert_eq!(denied.retry_after(), Some(Duration::from_millis(500)));
+/// clock.advance(Duration::from_millis(500));
+/// // Both shards have refilled one permit each: the global rate, 4 per second.
+/// limiter.try_acquire_n(2)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ShardedGcra<C = DefaultClock> {
+    /// The shards, each on its own cache line(s). Never empty.
+    shards: Box<[CachePadded<Shard>]>,
+    /// The global burst b = Σ b_k.
+    burst: u64,
+    /// The global emission interval I = ⌈period / limit⌉.
+    interval: u64,
+    rate: Rate,
+    clock: C,
+}
+
+/// One shard: a GCRA state word and its share of the rate and burst. The constants sit on the
+/// same line as the state they are used with.
+struct Shard {
+    /// The shard's theoretical arrival time, ns on the limiter's clock. 0 means "never used".
+    tat: AtomicU64,
+    /// I_k = ⌈I · limit / l_k⌉, at least 1.
+    interval: u64,
+    /// τ_k = b_k · I_k; fits in u64 by construction.
+    tolerance: u64,
+    /// b_k, at least 1.
+    burst: u64,
+}
+
+/// Builds a [`ShardedGcra`]: see [`ShardedGcra::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{ManualClock, Rate, ShardedGcra};
+///
+/// let limiter = ShardedGcra::builder(Rate::per_second(1_000)?)
+///     .shards(4)
+///     .burst(100)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// assert_eq!((limiter.shards(), limiter.burst()), (4, 100));
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct ShardedGcraBuilder<C> {
+    rate: Rate,
+    burst: Option<u64>,
+    shards: Option<usize>,
+    clock: C,
+}
+
+impl ShardedGcra {
+    /// A builder for `rate` with the default clock, burst and shard count; change any of them
+    /// before `build()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_minute(60)?)
+    ///     .shards(3)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.burst(), 60);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn builder(rate: Rate) -> ShardedGcraBuilder<DefaultClock> {
+        ShardedGcraBuilder {
+            rate,
+            burst: None,
+            shards: None,
+            clock: DefaultClock::default(),
+        }
+    }
+
+    /// A limiter for `rate` with burst `rate.limit()`, one shard per available core (at most
+    /// `min(limit, burst)`), and the default clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`ShardedGcraBuilder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Limiter, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::new(Rate::per_second(1_000_000)?)?;
+    /// assert!(limiter.try_acquire().is_ok());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn new(rate: Rate) -> Result<ShardedGcra, ConfigError> {
+        ShardedGcra::builder(rate).build()
+    }
+}
+
+impl<C> ShardedGcraBuilder<C> {
+    /// The global burst b, split over the shards. Default: the rate's `limit`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(100)?)
+    ///     .shards(2)
+    ///     .burst(5)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!((limiter.shard_burst(0), limiter.shard_burst(1)), (Some(3), Some(2)));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn burst(mut self, burst: u64) -> Self {
+        self.burst = Some(burst);
+        self
+    }
+
+    /// The number of shards S. Default: `std::thread::available_parallelism()` with the `std`
+    /// feature (1 without it, or if it is unknown), lowered to `min(limit, burst)` since each
+    /// shard needs at least one permit of rate and of burst. An explicit S above that is an
+    /// error, not a silent clamp.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(100)?)
+    ///     .shards(8)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.shards(), 8);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, ManualClock, Rate, ShardedGcra};
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = ShardedGcra::builder(Rate::per_second(1)?).clock(clock.clone()).build()?;
+    /// assert_eq!(limiter.clock().now(), 0);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clock<C2: Clock>(self, clock: C2) -> ShardedGcraBuilder<C2> {
+        ShardedGcraBuilder {
+            rate: self.rate,
+            burst: self.burst,
+            shards: self.shards,
+            clock,
+        }
+    }
+}
+
+/// The default shard count before clamping: the available parallelism.
+#[cfg(feature = "std")]
+fn default_shards() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Without `std` there is no portable way to count cores: one shard unless told otherwise.
+#[cfg(not(feature = "std"))]
+fn default_shards() -> usize {
+    1
+}
+
+impl<C: Clock> ShardedGcraBuilder<C> {
+    /// Builds the limiter.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] when the emission interval `period / limit` is under 1 ns (field
+    /// `rate`); when the burst is 0 (field `burst`); when the shard count is 0 or above
+    /// `min(limit, burst)` (field `shards`); when a shard's interval I_k (about S × I) does
+    /// not fit in u64 nanoseconds (field `shards`); or when a shard's b_k × I_k does not
+    /// (field `burst`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let err = ShardedGcra::builder(Rate::per_second(3)?)
+    ///     .shards(4)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "shards");
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<ShardedGcra<C>, ConfigError> {
+        let rate = self.rate;
+        let (limit, period) = (rate.limit(), rate.period_nanos());
+        if period < limit {
+            return Err(ConfigError::new(
+                "rate",
+                rate.as_value(),
+                "emission interval period/limit is under 1 ns",
+            ));
+        }
+        let interval = period.div_ceil(limit);
+        let burst = self.burst.unwrap_or(limit);
+        if burst == 0 {
+            return Err(ConfigError::new(
+                "burst",
+                Value::Count(0),
+                "must be at least 1",
+            ));
+        }
+        if burst.checked_mul(interval).is_none() {
+            return Err(ConfigError::new(
+                "burst",
+                Value::Count(u128::from(burst)),
+                "burst × emission interval overflows u64 nanoseconds",
+            ));
+        }
+        let most = limit.min(burst);
+        let shards =
+            match self.shards {
+                Some(0) => {
+                    return Err(ConfigError::new(
+                        "shards",
+                        Value::Count(0),
+                        "must be at least 1",
+                    ))
+                }
+                Some(s) if s as u128 > u128::from(most) => return Err(ConfigError::new(
+                    "shards",
+                    Value::Count(s as u128),
+                    "more shards than the rate's limit or the burst: each shard needs at least \
+                     one permit of each",
+                )),
+                Some(s) => s as u64,
+                None => (default_shards().max(1) as u64).min(most),
+            };
+        // I · limit < period + limit ≤ 2^65: u128. Shard k's interval is rounded up from
+        // I · limit / l_k, so 1/I_k ≤ l_k / (I · limit) and Σ 1/I_k ≤ 1/I.
+        let scaled = u128::from(interval) * u128::from(limit);
+        let mut built = Vec::with_capacity(shards as usize);
+        for k in 0..shards {
+            let share = limit / shards + u64::from(k < limit % shards);
+            let burst_k = burst / shards + u64::from(k < burst % shards);
+            let Ok(interval_k) = u64::try_from(scaled.div_ceil(u128::from(share))) else {
+                return Err(ConfigError::new(
+                    "shards",
+                    Value::Count(u128::from(shards)),
+                    "a shard's emission interval (shards × period/limit) overflows u64 \
+                     nanoseconds",
+                ));
+            };
+            let Some(tolerance) = burst_k.checked_mul(interval_k) else {
+                return Err(ConfigError::new(
+                    "burst",
+                    Value::Count(u128::from(burst)),
+                    "a shard's burst × emission interval overflows u64 nanoseconds",
+                ));
+            };
+            built.push(CachePadded::new(Shard {
+                tat: AtomicU64::new(0),
+                interval: interval_k,
+                tolerance,
+                burst: burst_k,
+            }));
+        }
+        Ok(ShardedGcra {
+            shards: built.into_boxed_slice(),
+            burst,
+            interval,
+            rate,
+            clock: self.clock,
+        })
+    }
+}
+
+impl Shard {
+    /// Permits this shard could grant at `now` with state `tat`: ⌊(τ − (max(S, now) − now))/I⌋
+    /// (0 if negative), and no more than keep max(S, now) + m·I within u64.
+    #[inline]
+    fn available(&self, tat: u64, now: u64) -> u64 {
+        let base = if tat > now { tat } else { now };
+        let ahead = base - now;
+        if ahead > self.tolerance {
+            return 0;
+        }
+        let by_burst = (self.tolerance - ahead) / self.interval;
+        let by_range = (u64::MAX - base) / self.interval;
+        by_burst.min(by_range)
+    }
+
+    /// As [`available`](Shard::available) without the u64 range cap: the count of permits
+    /// released by time `now`, nondecreasing in `now`, which the retry search needs.
+    #[inline]
+    fn released(&self, tat: u64, now: u64) -> u64 {
+        let ahead = tat.saturating_sub(now);
+        self.tolerance.saturating_sub(ahead) / self.interval
+    }
+
+    /// Takes exactly `n ≥ 1` permits at `now` if this shard holds them: the GCRA grant, as in
+    /// `Gcra`. On a denial returns the state it saw, having written nothing.
+    #[inline]
+    fn try_take(&self, n: u64, now: u64) -> Result<(), u64> {
+        // Relaxed: the shard's TAT is its whole state; the CAS below fails if it is stale.
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        if n > self.burst {
+            return Err(tat);
+        }
+        // n ≤ b_k, so n·I_k ≤ τ_k fits in u64.
+        let cost = n * self.interval;
+        let slack = self.tolerance - cost;
+        let backoff = Backoff::new();
+        loop {
+            let base = if tat > now { tat } else { now };
+            if base - now > slack {
+                return Err(tat);
+            }
+            let Some(next) = base.checked_add(cost) else {
+                return Err(tat);
+            };
+            // Relaxed (both): a CAS on the shard's one state word linearizes its grants by
+            // itself; no other memory is published or consumed with it.
+            match self
+                .tat
+                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Ok(()),
+                Err(current) => {
+                    tat = current;
+                    backoff.spin();
+                }
+            }
+        }
+    }
+
+    /// Takes as many as it can of `need ≥ 1` permits at `now`, at least one: `(before, after,
+    /// taken)` for a later [`give_back`](Shard::give_back), or `None` if the shard is empty.
+    fn take_up_to(&self, need: u64, now: u64) -> Option<(u64, u64, u64)> {
+        // Relaxed: as in `try_take`.
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        let backoff = Backoff::new();
+        loop {
+            let m = self.available(tat, now).min(need);
+            if m == 0 {
+                return None;
+            }
+            let base = if tat > now { tat } else { now };
+            // m ≤ available: base + m·I_k ≤ u64::MAX and m·I_k ≤ τ_k.
+            let next = base + m * self.interval;
+            // Relaxed (both): as in `try_take`.
+            match self
+                .tat
+                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Some((tat, next, m)),
+                Err(current) => {
+                    tat = current;
+                    backoff.spin();
+                }
+            }
+        }
+    }
+
+    /// Undoes a take from `take_up_to` if it is still the shard's latest write: exactly as if
+    /// it never happened. Otherwise the taken permits stay consumed (stranded) and this
+    /// returns false. Strong CAS: a spurious failure would strand permits for nothing.
+    fn give_back(&self, before: u64, after: u64) -> bool {
+        // Relaxed (both): the state word alone decides; succeeding only when the value is
+        // still `after` is what makes the undo exact (the guide proves takes then undo in
+        // LIFO order, so `after` cannot be another take's value).
+        self.tat
+            .compare_exchange(after, before, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
+/// The calling thread's index, assigned round-robin on its first call: one thread-local read.
+#[cfg(all(feature = "std", not(hotlimit_loom)))]
+#[inline]
+fn thread_index() -> usize {
+    use core::cell::Cell;
+    /// The next index to hand out.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    std::thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|cell| {
+        let index = cell.get();
+        if index != usize::MAX {
+            return index;
+        }
+        // Relaxed: only the counter's own atomicity matters (distinct threads get distinct
+        // indices, round-robin); nothing is published with it.
+        let next = NEXT.fetch_add(1, Ordering::Relaxed);
+        // Any value but the "unassigned" sentinel; on 32-bit targets this wraps round-robin.
+        let index = (next % (usize::MAX as u64)) as usize;
+        cell.set(index);
+        index
+    })
+}
+
+/// Without `std` (and under loom, whose threads share one OS thread) there are no
+/// thread-locals to rely on: every caller's home is shard 0.
+#[cfg(not(all(feature = "std", not(hotlimit_loom))))]
+#[inline]
+fn thread_index() -> usize {
+    0
+}
+
+impl<C> ShardedGcra<C> {
+    /// Take `permits` permits at time `now` (nanoseconds on this limiter's clock), all or
+    /// nothing, starting from the calling thread's home shard. This is the algorithm;
+    /// [`Limiter::try_acquire_n`] is this with the clock read.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] with the wait until the shards together hold the request, or with
+    /// `retry_after() == None` when `permits` exceeds the global burst. `permits == 0` always
+    /// succeeds and changes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?)
+    ///     .shards(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// // 3 is more than either shard holds (2 each): split over both, all or nothing.
+    /// assert!(limiter.try_acquire_n_at(3, 0).is_ok());
+    /// assert!(limiter.try_acquire_n_at(2, 0).is_err());
+    /// assert!(limiter.try_acquire_n_at(5, 0).unwrap_err().is_never());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_n_at(&self, permits: u32, now: u64) -> Result<(), Denied> {
+        self.try_acquire_n_on(thread_index(), permits, now)
+    }
+
+    /// Take one permit at time `now`: [`try_acquire_n_at`](ShardedGcra::try_acquire_n_at)
+    /// with 1.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] with the wait until some shard holds a permit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(2)?)
+    ///     .shards(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert!(limiter.try_acquire_at(0).is_ok());
+    /// assert!(limiter.try_acquire_at(0).is_ok()); // borrowed from the other shard
+    /// assert_eq!(limiter.try_acquire_at(0).unwrap_err().retry_after_nanos(), Some(1_000_000_000));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
+        self.try_acquire_n_on(thread_index(), 1, now)
+    }
+
+    /// Take `permits` permits at time `now` with shard `home % S` as the home shard: tried
+    /// first, then the others in order `home + 1, home + 2, ...`. For callers that pick their
+    /// own home (the current CPU, a worker id), and for deterministic tests.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_n_at`](ShardedGcra::try_acquire_n_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?)
+    ///     .shards(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire_n_on(1, 2, 0).unwrap(); // shard 1's whole share
+    /// assert_eq!(limiter.shard_remaining_at(1, 0), Some(0));
+    /// assert_eq!(limiter.shard_remaining_at(0, 0), Some(2));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_n_on(&self, home: usize, permits: u32, now: u64) -> Result<(), Denied> {
+        if permits == 0 {
+            return Ok(());
+        }
+        let n = u64::from(permits);
+        let s = self.shards.len();
+        // No division when the thread index is already below S (threads ≤ shards).
+        let home = if home < s { home } else { home % s };
+        match self.shards[home].try_take(n, now) {
+            Ok(()) => Ok(()),
+            Err(tat) => self.borrow(home, n, now, tat),
+        }
+    }
+
+    /// The slow path after a local denial: the other shards whole, then a split, then the
+    /// denial. `home_tat` is the home shard's state as the failed take saw it.
+    #[cold]
+    #[inline(never)]
+    fn borrow(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
+        // Checked here, off the fast path: a request the home shard granted is within b.
+        if n > self.burst {
+            return Err(Denied::never());
+        }
+        let s = self.shards.len();
+        let mut total = self.shards[home].available(home_tat, now);
+        for step in 1..s {
+            let k = wrap(home + step, s);
+            match self.shards[k].try_take(n, now) {
+                Ok(()) => return Ok(()),
+                Err(tat) => total += self.shards[k].available(tat, now),
+            }
+        }
+        // Read only so far. Only when the shards together hold n do we write.
+        if total >= n && self.gather(home, 0, n, now) {
+            return Ok(());
+        }
+        Err(self.denial(n, now))
+    }
+
+    /// Takes `need` permits from shards `home + step, home + step + 1, ...`, as many as each
+    /// holds; on a shortfall gives back, in reverse order, what it took. Recursion depth ≤ S.
+    fn gather(&self, home: usize, step: usize, need: u64, now: u64) -> bool {
+        if need == 0 {
+            return true;
+        }
+        let s = self.shards.len();
+        if step == s {
+            return false;
+        }
+        let shard = &self.shards[wrap(home + step, s)];
+        match shard.take_up_to(need, now) {
+            None => self.gather(home, step + 1, need, now),
+            Some((before, after, taken)) => {
+                if self.gather(home, step + 1, need - taken, now) {
+                    return true;
+                }
+                // Stranded if another grant hit this shard since: see the type's docs.
+                let _ = shard.give_back(before, after);
+                false
+            }
+        }
+    }
+
+    /// The denial for `n` at `now`: the earliest t ≥ now at which the shards together have
+    /// released n permits, or "never" if at that time the state would not fit in u64.
+    fn denial(&self, n: u64, now: u64) -> Denied {
+        let at = if n == 1 {
+            // The earliest single permit: min_k (S_k − τ_k + I_k), in i128 as S_k < τ_k is
+            // possible. No search needed.
+            let mut first = i128::MAX;
+            for shard in self.shards.iter() {
+                // Relaxed: a snapshot; the retry time is advisory under concurrency.
+                let tat = shard.tat.load(Ordering::Relaxed);
+                let t = i128::from(tat) - i128::from(shard.tolerance) + i128::from(shard.interval);
+                first = first.min(t);
+            }
+            // The earliest is at most max_k S_k ≤ u64::MAX.
+            u64::try_from(first.max(i128::from(now))).unwrap_or(u64::MAX)
+        } else {
+            self.search(n, now)
+        };
+        if self.total_at(at, Shard::available) < n {
+            // Concurrent grants since the first look, or the clock's range is exhausted.
+            if self.total_at(at, Shard::released) >= n {
+                return Denied::never();
+            }
+        }
+        Denied::after_nanos(at - now)
+    }
+
+    /// The smallest t ≥ now at which Σ released(t) ≥ n, by binary search (released is
+    /// nondecreasing in t); O(S · log(range)). Under concurrent changes the result is only a
+    /// hint, but the search always ends.
+    fn search(&self, n: u64, now: u64) -> u64 {
+        if self.total_at(now, Shard::released) >= n {
+            return now;
+        }
+        // At t = max_k S_k every shard is full: Σ b_k = b ≥ n.
+        let mut hi = now;
+        for shard in self.shards.iter() {
+            // Relaxed: a snapshot, as above.
+            hi = hi.max(shard.tat.load(Ordering::Relaxed));
+        }
+        let mut lo = now; // invariant: total(lo) < n ≤ total(hi), unless concurrently changed
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.total_at(mid, Shard::released) >= n {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    }
+
+    /// Σ_k f(shard k, its state, t).
+    fn total_at(&self, t: u64, f: fn(&Shard, u64, u64) -> u64) -> u64 {
+        self.shards
+            .iter()
+            // Relaxed: a snapshot, as above.
+            .map(|shard| f(shard, shard.tat.load(Ordering::Relaxed), t))
+            .sum()
+    }
+
+    /// How many permits a request at `now` could take, summed over the shards (a snapshot:
+    /// other threads may take them first). Reads the state, never writes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(10)?)
+    ///     .shards(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire_n_at(7, 0).unwrap();
+    /// assert_eq!(limiter.remaining_at(0), 3);
+    /// assert_eq!(limiter.remaining_at(200_000_000), 5); // each shard refills one per 200 ms
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn remaining_at(&self, now: u64) -> u64 {
+        self.total_at(now, Shard::available)
+    }
+
+    /// How many permits shard `k` could grant at `now`, or `None` if there is no shard `k`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(10)?)
+    ///     .shards(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire_n_on(0, 1, 0).unwrap();
+    /// assert_eq!(limiter.shard_remaining_at(0, 0), Some(4));
+    /// assert_eq!(limiter.shard_remaining_at(2, 0), None);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn shard_remaining_at(&self, k: usize, now: u64) -> Option<u64> {
+        let shard = self.shards.get(k)?;
+        // Relaxed: a snapshot of the shard's one state word.
+        Some(shard.available(shard.tat.load(Ordering::Relaxed), now))
+    }
+
+    /// The number of shards S.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// let limiter = ShardedGcra::builder(Rate::per_second(2)?).shards(2).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.shards(), 2);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The global burst b = Σ b_k.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// let limiter = ShardedGcra::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.burst(), 5);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn burst(&self) -> u64 {
+        self.burst
+    }
+
+    /// Shard `k`'s burst b_k, or `None` if there is no shard `k`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// let limiter = ShardedGcra::builder(Rate::per_second(7)?).shards(3).clock(ManualClock::new()).build()?;
+    /// let shares: Vec<_> = (0..3).map(|k| limiter.shard_burst(k).unwrap()).collect();
+    /// assert_eq!(shares, [3, 2, 2]);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn shard_burst(&self, k: usize) -> Option<u64> {
+        self.shards.get(k).map(|shard| shard.burst)
+    }
+
+    /// The global emission interval I = ⌈period / limit⌉: the bound's interval.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// use std::time::Duration;
+    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.emission_interval(), Duration::from_millis(250));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn emission_interval(&self) -> Duration {
+        Duration::from_nanos(self.interval)
+    }
+
+    /// Shard `k`'s emission interval I_k = ⌈I · limit / l_k⌉, or `None` if there is no
+    /// shard `k`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// use std::time::Duration;
+    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).shards(2).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.shard_emission_interval(1), Some(Duration::from_millis(500)));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn shard_emission_interval(&self, k: usize) -> Option<Duration> {
+        self.shards
+            .get(k)
+            .map(|shard| Duration::from_nanos(shard.interval))
+    }
+
+    /// The configured (global) rate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// let rate = Rate::per_second(4)?;
+    /// let limiter = ShardedGcra::builder(rate).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.rate(), rate);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// The shard that the calling thread's requests start from (`try_acquire_n_at` and the
+    /// [`Limiter`] methods): its round-robin thread index modulo S; 0 without `std`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).shards(2).clock(ManualClock::new()).build()?;
+    /// assert!(limiter.home_shard() < 2);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn home_shard(&self) -> usize {
+        thread_index() % self.shards.len()
+    }
+
+    /// The limiter's clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, ManualClock, Rate, ShardedGcra};
+    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.clock().now(), 0);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+}
+
+/// `i % s` for `i < 2s`: the shard `step` places after the home.
+#[inline]
+fn wrap(i: usize, s: usize) -> usize {
+    if i >= s {
+        i - s
+    } else {
+        i
+    }
+}
+
+impl<C: Clock> ShardedGcra<C> {
+    /// How many permits could be taken now over all shards:
+    /// [`remaining_at`](ShardedGcra::remaining_at) with the clock read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Limiter, ManualClock, Rate, ShardedGcra};
+    /// let limiter = ShardedGcra::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire()?;
+    /// assert_eq!(limiter.remaining(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remaining(&self) -> u64 {
+        self.remaining_at(self.clock.now())
+    }
+}
+
+impl<C: Clock> Limiter for ShardedGcra<C> {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        self.try_acquire_n_on(thread_index(), 1, self.clock.now())
+    }
+
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.try_acquire_n_on(thread_index(), permits, self.clock.now())
+    }
+}
+
+impl fmt::Debug for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shard")
+            .field("burst", &self.burst)
+            .field("interval_ns", &self.interval)
+            // Relaxed: a snapshot for display.
+            .field("tat_ns", &self.tat.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl<C> fmt::Debug for ShardedGcra<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardedGcra")
+            .field("rate", &self.rate)
+            .field("burst", &self.burst)
+            .field("interval_ns", &self.interval)
+            .field("shards", &self.shards)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Planted bugs for the loom models: each must make its model fail, which shows the models
+/// can fail. Compiled only under `--cfg hotlimit_loom`; not part of the API.
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub mod planted {
+    use super::*;
+
+    /// [`ShardedGcra`] whose *borrowing* is broken: it takes a permit from another shard by
+    /// load, compute, then a plain store. The home shard's own CAS is intact, so the bug needs
+    /// a borrower and that shard's owner to race: both see the permit free, both grant.
+    #[derive(Debug)]
+    pub struct RacyBorrow<C>(pub ShardedGcra<C>);
+
+    impl<C: Clock> RacyBorrow<C> {
+        /// The broken acquire of one permit with home shard `home`.
+        pub fn try_acquire_on(&self, home: usize) -> Result<(), Denied> {
+            let g = &self.0;
+            let now = g.clock.now();
+            let s = g.shards.len();
+            let home = home % s;
+            if g.shards[home].try_take(1, now).is_ok() {
+                return Ok(());
+            }
+            for step in 1..s {
+                let shard = &g.shards[wrap(home + step, s)];
+                // Relaxed: deliberately broken; the lost update is the bug, not the ordering.
+                let tat = shard.tat.load(Ordering::Relaxed);
+                if shard.available(tat, now) >= 1 {
+                    let base = if tat > now { tat } else { now };
+                    shard.tat.store(base + shard.interval, Ordering::Relaxed);
+                    return Ok(());
+                }
+            }
+            Err(g.denial(1, now))
+        }
+    }
+}
+
+#[cfg(all(test, not(hotlimit_loom)))]
+mod tests {
+    use super::*;
+
+    fn shard(burst: u64, interval: u64) -> Shard {
+        Shard {
+            tat: AtomicU64::new(0),
+            interval,
+            tolerance: burst * interval,
+            burst,
+        }
+    }
+
+    /// The guide's lemma: give-backs succeed only in LIFO order, and a successful one restores
+    /// exactly the state before its take; a give-back that is not the latest write fails and
+    /// leaves its permits taken (stranded) rather than erasing a later grant.
+    #[test]
+    fn give_backs_are_lifo_and_exact() {
+        let s = shard(5, 10);
+        let (a0, a1, a) = s.take_up_to(2, 100).unwrap();
+        let (b0, b1, b) = s.take_up_to(9, 100).unwrap();
+        assert_eq!((a, b), (2, 3), "the second take gets what is left");
+        assert_eq!((a0, a1, b0, b1), (0, 120, 120, 150));
+        assert!(
+            !s.give_back(a0, a1),
+            "A is not the latest take: B's grant must survive"
+        );
+        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), 100), 0);
+        assert!(s.give_back(b0, b1));
+        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), 100), 3);
+        assert!(s.give_back(a0, a1), "now A is the latest");
+        assert_eq!(s.tat.load(Ordering::Relaxed), 0, "exactly as before A");
+        // A permanent grant on top strands a pending give-back for good.
+        let (c0, c1, _) = s.take_up_to(1, 100).unwrap();
+        s.try_take(1, 100).unwrap();
+        assert!(!s.give_back(c0, c1));
+        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), 100), 3);
+    }
+
+    #[test]
+    fn available_and_released_at_the_end_of_time() {
+        let s = shard(4, 10);
+        s.tat.store(u64::MAX - 15, Ordering::Relaxed);
+        // Released: the whole burst once `now` passes the state; available: what still fits.
+        assert_eq!(s.released(s.tat.load(Ordering::Relaxed), u64::MAX), 4);
+        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), u64::MAX - 15), 1);
+        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), u64::MAX), 0);
+        assert!(s.try_take(1, u64::MAX - 5).is_err());
+        assert!(s.try_take(1, u64::MAX - 15).is_ok());
+    }
+
+    #[test]
+    fn wrap_is_modulo_below_twice() {
+        for s in 1..5 {
+            for i in 0..2 * s {
+                assert_eq!(wrap(i, s), i % s);
+            }
+        }
+    }
+}
