@@ -4,6 +4,7 @@
 //! | limiter | shared state | guarantee | memory |
 //! |---|---|---|---|
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
+//! | [`SlidingWindow`] | a ring of atomic bucket counters stamped with epochs, plus one decision word | hard cap: at most `limit` in every window of length `period`, never over-admits; a false denial only if `limit` were granted within `period` + one bucket width (an `approximate()` mode trades that for bounded over-admission) | 8 bytes × (buckets + 1) + 3 words |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
@@ -43,6 +44,7 @@ mod gcra;
 pub mod guide;
 mod limiter;
 mod rate;
+mod sliding_window;
 mod sync;
 
 #[cfg(feature = "std")]
@@ -55,6 +57,10 @@ pub use gcra::planted as __planted_gcra;
 pub use gcra::{Gcra, GcraBuilder};
 pub use limiter::Limiter;
 pub use rate::Rate;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use sliding_window::planted as __planted_sliding_window;
+pub use sliding_window::{SlidingWindow, SlidingWindowBuilder};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]
