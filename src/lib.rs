@@ -4,7 +4,7 @@
 //! | limiter | shared state | guarantee | memory |
 //! |---|---|---|---|
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
-//! | [`SlidingWindow`] | a ring of atomic bucket counters stamped with epochs, plus one decision word | hard cap: at most `limit` in every window of length `period`, never over-admits; a false denial only if `limit` were granted within `period` + one bucket width (an `approximate()` mode trades that for bounded over-admission) | 8 bytes × (buckets + 1) + 3 words |
+//! | [`SlidingWindow`] | a ring of atomic bucket counters stamped with epochs, plus one decision word | hard cap: at most `limit` in every window of length `period`, never over-admits; a false denial only if `limit` were granted within `period` + one bucket width (an `approximate()` mode trades that for bounded over-admission) | 8 bytes × (buckets + 1) + two cache lines |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
