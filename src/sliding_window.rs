@@ -606,7 +606,9 @@ impl<C> SlidingWindow<C> {
             let g = self.state.load(Ordering::Acquire);
             // Acquire: `high` is raised before `state`'s floor (see the fetch_max below).
             let high = self.floors.high.load(Ordering::Acquire);
-            let s = high - u64::from((high as u32).wrapping_sub(epoch32(g)));
+            // high ≥ s always (see above), so this never saturates; saturating rather than
+            // panicking if that were ever broken.
+            let s = high.saturating_sub(u64::from((high as u32).wrapping_sub(epoch32(g))));
             if f > s {
                 // Our time is past the floor: move it. `high` first, so that every reader of
                 // the new floor can rebuild its full value.

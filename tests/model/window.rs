@@ -56,10 +56,13 @@ impl WindowLog {
 
 /// The bucketed decision, sequentially, for non-decreasing times: bucket width w, floor
 /// f(now) = ⌊(now − lag) / w⌋ (saturating), lag = period − 1 (strict) or period − w
-/// (approximate). A request counts every grant in buckets ≥ f(now).
+/// (approximate). A request counts every grant in buckets ≥ f(τ), where τ = max(now, T(s)) is
+/// its effective time: s is the highest floor seen so far and T(s) = s·w + lag (T(0) = 0) the
+/// first time whose floor is s. For non-decreasing times τ = now. Grants are logged at τ.
 #[derive(Debug)]
 pub(crate) struct BucketModel {
     pub(crate) limit: u64,
+    pub(crate) floor_seen: u64,
     pub(crate) width: u64,
     pub(crate) lag: u64,
     pub(crate) log: WindowLog,
@@ -75,6 +78,7 @@ impl BucketModel {
         };
         BucketModel {
             limit,
+            floor_seen: 0,
             width,
             lag,
             log: WindowLog::new(),
@@ -96,7 +100,19 @@ impl BucketModel {
             .sum()
     }
 
-    /// Ok (and records the grant) or Err(retry after, in ns; None = never).
+    /// The effective time of a request at `now` (and remember its floor).
+    pub(crate) fn effective(&mut self, now: u64) -> u64 {
+        self.floor_seen = self.floor_seen.max(self.floor(now));
+        let start = if self.floor_seen == 0 {
+            0
+        } else {
+            self.floor_seen * self.width + self.lag
+        };
+        now.max(start)
+    }
+
+    /// Ok (and records the grant at its effective time) or Err(retry after, in ns from `now`;
+    /// None = never).
     pub(crate) fn acquire(&mut self, n: u64, now: u64) -> Result<(), Option<u64>> {
         if n == 0 {
             return Ok(());
@@ -104,12 +120,13 @@ impl BucketModel {
         if n > self.limit {
             return Err(None);
         }
-        if self.counted(now) + u128::from(n) <= u128::from(self.limit) {
-            self.log.record(now, n);
+        let tau = self.effective(now);
+        if self.counted(tau) + u128::from(n) <= u128::from(self.limit) {
+            self.log.record(tau, n);
             return Ok(());
         }
-        // The first bucket expiry T = (y + 1)·w + lag, y ≥ f(now), at which the request fits.
-        let mut y = self.floor(now);
+        // The first bucket expiry T = (y + 1)·w + lag, y ≥ f(τ), at which the request fits.
+        let mut y = self.floor(tau);
         loop {
             let t = (u128::from(y) + 1) * u128::from(self.width) + u128::from(self.lag);
             let t = u64::try_from(t).map_err(|_| None)?;
