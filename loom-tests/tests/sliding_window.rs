@@ -25,6 +25,14 @@ fn window(
         .unwrap()
 }
 
+/// A loom model with `bound` preemptions (the env default, 2, misses calls that run
+/// entirely inside another's; these two-thread models stay fast at 4).
+fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(bound);
+    builder.check(f);
+}
+
 /// How many single permits can be taken at `t` (mutates: call only after the threads joined).
 fn drain(w: &SlidingWindow<ManualClock>, t: u64) -> u64 {
     let mut k = 0;
@@ -67,7 +75,7 @@ fn frozen_clock_three_threads_exactly_limit() {
 /// bucket 2 is never forgotten before t = 4, and afterwards the count is exact.
 #[test]
 fn boundary_and_recycle_never_over_admit_nor_lose_a_count() {
-    loom::model(|| {
+    model(4, || {
         let clock = ManualClock::new();
         let w = Arc::new(window(1, 2, 2, &clock));
         let w2 = w.clone();
@@ -98,6 +106,32 @@ fn boundary_and_recycle_never_over_admit_nor_lose_a_count() {
     });
 }
 
+/// A stale call must never retire a newer bucket: limit 2 per 2 ns; one call takes 1 permit
+/// at t = 0, another takes 2 at t = 2 (bucket 2 reuses bucket 0's slot). If the t = 0 call,
+/// still holding floor 0, took bucket 2's stamp for an expired bucket and retired it, the 2
+/// permits would be forgotten while they still count. Reaching that needs the t = 2 call to
+/// run entirely inside the t = 0 call, so this model allows 4 preemptions (2 threads only).
+#[test]
+fn stale_call_never_retires_a_newer_bucket() {
+    model(4, || {
+        let clock = ManualClock::new();
+        let w = Arc::new(window(2, 2, 2, &clock));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_n_at(2, 2).is_ok());
+        let _early = w.try_acquire_at(0).is_ok();
+        let late = t.join().unwrap();
+        if late {
+            // Bucket 2 holds 2 permits until t = 4; the t = 0 permit is either in bucket 0
+            // (gone by t = 2) or was judged at t = 2 and denied.
+            assert_eq!(
+                drain(&w, 3),
+                0,
+                "over-admitted: bucket 2's permits were forgotten"
+            );
+        }
+    });
+}
+
 /// A granter preempted between its decision and its bucket update while the bucket expires:
 /// limit 2 per 2 ns (w = 1 ns, 2 slots); one call at t = 0, one at t = 3 (floor 2: slots 0 and
 /// 1 are retired). If the t = 0 call's bucket is retired before it records, it takes its own
@@ -105,7 +139,7 @@ fn boundary_and_recycle_never_over_admit_nor_lose_a_count() {
 /// one (judged at t = 3) count until t = 5, and then nothing.
 #[test]
 fn granter_preempted_while_its_bucket_expires() {
-    loom::model(|| {
+    model(4, || {
         let clock = ManualClock::new();
         let w = Arc::new(window(2, 2, 2, &clock));
         let w2 = w.clone();
