@@ -3,9 +3,9 @@
 //!
 //! The period is split into buckets of width w = ⌈period / n⌉; bucket e holds the permits
 //! granted at times in [e·w, (e+1)·w). Only the buckets a window can touch are kept, in a ring
-//! of R slots reused round-robin, so memory is O(buckets), independent of `limit` (the
-//! classic bucketed sliding window, as in Cloudflare's and Redis' counters, made lock-free and
-//! strict).
+//! of R slots reused round-robin, so memory is O(buckets), independent of `limit`: the
+//! classic bucketed ("rolling") window counter, made lock-free, and strict by counting the
+//! oldest partially-covered bucket whole.
 //!
 //! # The floor and the decision word
 //!
@@ -35,11 +35,16 @@
 //! The full floor s is rebuilt from `high` and the 32 low bits kept in `state`:
 //! s = high − ((high − s) mod 2^32), exact while high − s < 2^32 (`high` is raised before
 //! `state`'s floor, so high ≥ s). Slot epochs are compared with s through their signed 32-bit
-//! offset. Wrap-around: every 2^32 bucket widths (13.6 years at w = 100 ms). An idle limiter
-//! is safe for any length of time (full floors live in `high` and `swept`; a slot whose epoch
-//! is not one of the R live ones is retired, see [`SlidingWindow`]'s docs). A wrapped value
-//! could only be mistaken if a single call were suspended between two of its own atomic steps
-//! for about 2^31 bucket widths.
+//! offset. Initially `state` = `{ floor: 0, count: 0 }` and every slot is
+//! `{ epoch: 0, count: RETIRED }` (free), so no value needs reserving for "never used".
+//!
+//! Wrap-around: the 32-bit epochs repeat every 2^32 bucket widths (13.6 years at
+//! w = 100 ms, 71 minutes at w = 1 µs). An idle limiter is safe for any length of time: full
+//! floors live in `high` and `swept`, and after a gap of 2^31 buckets or more the sweep that
+//! moves the floor retires every live slot (no bucket is opened before `swept` has reached
+//! the floor, so every live slot it meets predates the gap). A wrapped value could only be
+//! mistaken if a single call were suspended between two of its own atomic steps for about
+//! 2^31 bucket widths.
 //!
 //! The proofs are in the [`guide`](crate::guide#slidingwindow-the-strict-bound).
 
