@@ -8,6 +8,7 @@
 //! | [`KeyPool`] | a [`SlidingLog`] of K·`max_uses` slots, slot i → key i mod K | hands out API keys: no key more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key has used its budget | 8 bytes × K × `max_uses` |
 //! | [`Pacer`] | a `Gcra` | paces many threads to one target rate: each [`Pacer::pace`] returns at the caller's slot (one CAS to reserve it, then sleep and spin to it), slots one interval apart in reservation order, up to 10 ms of missed slots made up | 8 bytes of state |
 //! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of rate and burst | never over one `Gcra`'s b + d/I; a thread uses its home shard (thread-local) and borrows from the others before it denies, so one busy thread still gets the global rate | S × one padded line (128 bytes on x86-64) |
+//! | [`SlidingWindow`] | a ring of atomic bucket counters stamped with epochs, plus one decision word | hard cap: at most `limit` in every window of length `period`, never over-admits; a false denial only if `limit` were granted within `period` + one bucket width (an `approximate()` mode trades that for bounded over-admission) | 8 bytes × (buckets + 1) + two cache lines |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
@@ -57,6 +58,7 @@ mod rate;
 mod reservation;
 mod sharded;
 mod sliding_log;
+mod sliding_window;
 mod sync;
 mod wait;
 
@@ -72,6 +74,7 @@ pub use rate::Rate;
 pub use reservation::Reservation;
 pub use sharded::{ShardedGcra, ShardedGcraBuilder};
 pub use sliding_log::{SlidingLog, SlidingLogBuilder};
+pub use sliding_window::{SlidingWindow, SlidingWindowBuilder};
 #[cfg(feature = "std")]
 pub use wait::Precise;
 pub use wait::{Acquire, LimiterExt, Sleep};
@@ -90,6 +93,9 @@ pub use sharded::planted as __planted_sharded;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use sliding_log::planted as __planted_sliding_log;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use sliding_window::planted as __planted_sliding_window;
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -201,3 +201,54 @@ fn sharded_errors_name_field_and_value() {
     assert!(e.to_string().contains("a shard's burst"), "{e}");
     assert!(sharded(rate, Some(3), Some(1)).is_ok());
 }
+
+#[test]
+fn sliding_window_errors_name_field_and_value() {
+    use hotlimit::SlidingWindow;
+    let build = |rate: Rate, buckets: usize| {
+        SlidingWindow::builder(rate)
+            .buckets(buckets)
+            .clock(ManualClock::new())
+            .build()
+    };
+    let e = build(Rate::per_second(1).unwrap(), 0).unwrap_err();
+    assert_eq!(e.to_string(), "invalid buckets = 0: must be at least 1");
+    // More buckets than nanoseconds in the period.
+    let e = build(Rate::new(1, Duration::from_nanos(5)).unwrap(), 6).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid buckets = 6: more buckets than nanoseconds in the period"
+    );
+    assert!(build(Rate::new(1, Duration::from_nanos(5)).unwrap(), 5).is_ok());
+    assert!(build(Rate::new(1, Duration::from_nanos(1)).unwrap(), 1).is_ok());
+    // The ring is capped.
+    let e = build(Rate::per_second(1).unwrap(), 65_537).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid buckets = 65537: must be at most 65536"
+    );
+    assert!(build(Rate::per_second(1).unwrap(), 65_536).is_ok());
+    let e = build(Rate::per_second(1).unwrap(), usize::MAX).unwrap_err();
+    assert_eq!(e.field(), "buckets");
+    // Counts are packed into 32 bits.
+    let e = build(Rate::per_second(u64::from(u32::MAX)).unwrap(), 10).unwrap_err();
+    assert_eq!(e.field(), "limit");
+    assert!(e
+        .to_string()
+        .starts_with("invalid limit = 4294967295: must be at most 4294967294"));
+    assert!(build(Rate::per_second(u64::from(u32::MAX) - 1).unwrap(), 10).is_ok());
+    assert_eq!(
+        build(Rate::per_second(u64::MAX).unwrap(), 10)
+            .unwrap_err()
+            .field(),
+        "limit"
+    );
+    // The longest period and the approximate mode build too.
+    let rate = Rate::new(3, Duration::from_nanos(u64::MAX)).unwrap();
+    assert!(build(rate, 65_536).is_ok());
+    let approx = SlidingWindow::builder(rate)
+        .approximate()
+        .clock(ManualClock::new())
+        .build();
+    assert!(approx.is_ok());
+}

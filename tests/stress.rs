@@ -477,3 +477,44 @@ fn sharded_real_clock_audit_of_every_interval() {
     let total = audit_gcra(grants, interval, 500);
     assert!(total >= 500, "granted only {total}");
 }
+
+#[test]
+fn sliding_window_frozen_clock_grants_exactly_the_limit() {
+    use hotlimit::SlidingWindow;
+    for (limit, buckets) in [(1u64, 1usize), (7, 3), (1_000, 10), (25_000, 16)] {
+        let clock = ManualClock::new();
+        clock.set(Duration::from_millis(1_234));
+        let w = SlidingWindow::builder(Rate::per_second(limit).unwrap())
+            .buckets(buckets)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let granted = AtomicU64::new(0);
+        let barrier = Barrier::new(THREADS);
+        thread::scope(|s| {
+            for t in 0..THREADS {
+                let (w, granted, barrier) = (&w, &granted, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut mine = 0;
+                    // Each thread alone could take the whole limit: they all race for it.
+                    // Odd threads ask for 1 or 2 at a time; the last permit may be stranded
+                    // for a 2, so they finish with 1s.
+                    for i in 0..limit + 10 {
+                        let n = if t % 2 == 1 && i % 3 == 0 { 2 } else { 1 };
+                        if w.try_acquire_n(n).is_ok() {
+                            mine += u64::from(n);
+                        }
+                    }
+                    while w.try_acquire().is_ok() {
+                        mine += 1;
+                    }
+                    // Relaxed: a counter read after the scope joins.
+                    granted.fetch_add(mine, Ordering::Relaxed);
+                });
+            }
+        });
+        assert_eq!(granted.into_inner(), limit, "limit {limit}");
+        assert!(w.try_acquire().is_err());
+    }
+}

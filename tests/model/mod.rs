@@ -6,3 +6,4 @@ pub(crate) mod gcra;
 pub(crate) mod log;
 pub(crate) mod reservation;
 pub(crate) mod sharded;
+pub(crate) mod window;

@@ -1,0 +1,193 @@
+//! SlidingWindow under loom: concurrent admissions on a frozen clock, around a bucket boundary
+//! and across a slot recycle never over-admit, and every permit is subtracted exactly once
+//! (none leaks, none is forgotten early). The planted `RacySlidingWindow` (sum the live
+//! buckets, then increment) must fail the same kind of model.
+#![cfg(hotlimit_loom)]
+
+use std::time::Duration;
+
+use hotlimit::__planted_sliding_window::RacySlidingWindow;
+use hotlimit::{Limiter, ManualClock, Rate, SlidingWindow};
+use loom::sync::Arc;
+use loom::thread;
+
+/// `limit` per `period` ns in `buckets` buckets, on `clock`.
+fn window(
+    limit: u64,
+    period: u64,
+    buckets: usize,
+    clock: &ManualClock,
+) -> SlidingWindow<ManualClock> {
+    SlidingWindow::builder(Rate::new(limit, Duration::from_nanos(period)).unwrap())
+        .buckets(buckets)
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+}
+
+/// A loom model with `bound` preemptions (the env default, 2, misses calls that run
+/// entirely inside another's; these two-thread models stay fast at 4).
+fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(bound);
+    builder.check(f);
+}
+
+/// How many single permits can be taken at `t` (mutates: call only after the threads joined).
+fn drain(w: &SlidingWindow<ManualClock>, t: u64) -> u64 {
+    let mut k = 0;
+    while w.try_acquire_at(t).is_ok() {
+        k += 1;
+    }
+    k
+}
+
+/// Three threads race for a limit of 2 on a frozen clock: exactly 2 win, and the count is
+/// exactly 2 afterwards: once the bucket expires, 2 are free again (nothing leaked, nothing
+/// subtracted twice).
+#[test]
+fn frozen_clock_three_threads_exactly_limit() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        // w = 2 ns, 3 slots; bucket 0 leaves the window at t = 5.
+        let w = Arc::new(window(2, 4, 2, &clock));
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let w = w.clone();
+                thread::spawn(move || w.try_acquire().is_ok())
+            })
+            .collect();
+        let granted = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&ok| ok)
+            .count();
+        assert_eq!(granted, 2);
+        assert_eq!(drain(&w, 4), 0, "bucket 0 still counts at t = 4");
+        assert_eq!(drain(&w, 5), 2, "exactly the two permits leave at t = 5");
+    });
+}
+
+/// Bucket boundary and slot recycle: with 1 per 2 ns (w = 1 ns, 2 slots), a grant at t = 0
+/// (bucket 0, slot 0) races one at t = 2 (bucket 2: floor 1, slot 0 recycled). If the t = 2
+/// call moves the floor first, the t = 0 call is judged at the floor's start (t = 2) and
+/// competes for the same permit. Whatever the interleaving: at least one grant, a permit in
+/// bucket 2 is never forgotten before t = 4, and afterwards the count is exact.
+#[test]
+fn boundary_and_recycle_never_over_admit_nor_lose_a_count() {
+    model(4, || {
+        let clock = ManualClock::new();
+        let w = Arc::new(window(1, 2, 2, &clock));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_at(2).is_ok());
+        let early = w.try_acquire_at(0).is_ok();
+        let late = t.join().unwrap();
+        assert!(early || late, "neither granted");
+        // The t = 2 call may be denied while the t = 0 grant is in flight (decided, not yet
+        // recorded): a false denial within the bound, since t = 0 is within period + w.
+        // A grant in bucket 2 counts at t = 2 and 3 and leaves at t = 4.
+        let free_at_3 = drain(&w, 3);
+        assert!(free_at_3 <= 1);
+        if late {
+            assert_eq!(free_at_3, 0, "a permit of bucket 2 was forgotten early");
+        }
+        // Permits drained at t = 3 land in bucket 3, which still counts at t = 4.
+        let free_at_4 = drain(&w, 4);
+        assert_eq!(
+            free_at_3 + free_at_4,
+            1,
+            "a permit leaked or was subtracted twice"
+        );
+        assert_eq!(
+            drain(&w, 6),
+            1,
+            "the count is exact once everything has left"
+        );
+    });
+}
+
+/// A stale call must never retire a newer bucket: limit 2 per 2 ns; one call takes 1 permit
+/// at t = 0, another takes 2 at t = 2 (bucket 2 reuses bucket 0's slot). If the t = 0 call,
+/// still holding floor 0, took bucket 2's stamp for an expired bucket and retired it, the 2
+/// permits would be forgotten while they still count. Reaching that needs the t = 2 call to
+/// run entirely inside the t = 0 call, so this model allows 4 preemptions (2 threads only).
+#[test]
+fn stale_call_never_retires_a_newer_bucket() {
+    model(4, || {
+        let clock = ManualClock::new();
+        let w = Arc::new(window(2, 2, 2, &clock));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_n_at(2, 2).is_ok());
+        let _early = w.try_acquire_at(0).is_ok();
+        let late = t.join().unwrap();
+        if late {
+            // Bucket 2 holds 2 permits until t = 4; the t = 0 permit is either in bucket 0
+            // (gone by t = 2) or was judged at t = 2 and denied.
+            assert_eq!(
+                drain(&w, 3),
+                0,
+                "over-admitted: bucket 2's permits were forgotten"
+            );
+        }
+    });
+}
+
+/// A granter preempted between its decision and its bucket update while the bucket expires:
+/// limit 2 per 2 ns (w = 1 ns, 2 slots); one call at t = 0, one at t = 3 (floor 2: slots 0 and
+/// 1 are retired). If the t = 0 call's bucket is retired before it records, it takes its own
+/// permit back out of the count. Afterwards: at most the t = 3 permit and possibly the stale
+/// one (judged at t = 3) count until t = 5, and then nothing.
+#[test]
+fn granter_preempted_while_its_bucket_expires() {
+    model(4, || {
+        let clock = ManualClock::new();
+        let w = Arc::new(window(2, 2, 2, &clock));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_at(3).is_ok());
+        let early = w.try_acquire_at(0).is_ok();
+        let late = t.join().unwrap();
+        assert!(early && late, "limit 2: both fit");
+        // The t = 3 permit still counts at 3 and 4; the t = 0 one either left with bucket 0
+        // (1 free at t = 3) or was judged at t = 3 (0 free).
+        let free_at_3 = drain(&w, 3);
+        assert!(
+            free_at_3 <= 1,
+            "a live permit was forgotten: {free_at_3} free at t = 3"
+        );
+        assert_eq!(drain(&w, 4), 0);
+        assert_eq!(drain(&w, 5), 2, "a permit leaked or was subtracted twice");
+    });
+}
+
+/// The planted bug: both threads sum 0 live permits, both increment: 2 grants with limit 1.
+/// Loom must find that interleaving.
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn racy_sum_then_increment_is_caught() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let w = Arc::new(RacySlidingWindow(window(1, 4, 2, &clock)));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire().is_ok());
+        let mine = w.try_acquire().is_ok();
+        let theirs = t.join().unwrap();
+        assert!(
+            !(mine && theirs),
+            "over-admitted: both granted with limit 1"
+        );
+    });
+}
+
+/// The same model passes for the real limiter: the planted bug, not the model, fails.
+#[test]
+fn real_limiter_passes_the_planted_model() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let w = Arc::new(window(1, 4, 2, &clock));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire().is_ok());
+        let mine = w.try_acquire().is_ok();
+        let theirs = t.join().unwrap();
+        assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
+    });
+}
