@@ -45,6 +45,8 @@ mod limiter;
 mod rate;
 mod sync;
 
+#[cfg(all(feature = "std", not(hotlimit_loom)))]
+pub use clock::CoarseClock;
 #[cfg(feature = "std")]
 pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
