@@ -64,6 +64,9 @@ pub struct Gcra<C = DefaultClock> {
     interval: u64,
     /// The tolerance τ = b·I in nanoseconds; fits in u64 by construction.
     tolerance: u64,
+    /// τ − I: the slack of a one-permit request, precomputed for the hottest call (b ≥ 1, so
+    /// it does not underflow).
+    slack_one: u64,
     /// The burst b.
     burst: u64,
     rate: Rate,
@@ -229,6 +232,7 @@ impl<C: Clock> GcraBuilder<C> {
             tat: AtomicU64::new(0),
             interval,
             tolerance,
+            slack_one: tolerance - interval,
             burst,
             rate,
             clock: self.clock,
@@ -287,7 +291,13 @@ impl<C> Gcra<C> {
         }
         // n ≤ b, so n·I ≤ b·I = τ, which fits in u64.
         let cost = n * self.interval;
-        let slack = self.tolerance - cost;
+        self.acquire(now, cost, self.tolerance - cost)
+    }
+
+    /// The CAS loop shared by every acquire: one request of `cost` = n·I with `slack` =
+    /// τ − n·I (n ≤ b, so neither overflows).
+    #[inline(always)]
+    fn acquire(&self, now: u64, cost: u64, slack: u64) -> Result<(), Denied> {
         // Relaxed: the TAT is the limiter's whole state; the decision needs no other memory,
         // and the CAS below fails if this value is stale.
         let mut tat = self.tat.load(Ordering::Relaxed);
@@ -328,7 +338,8 @@ impl<C> Gcra<C> {
     /// ```
     #[inline]
     pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
-        self.try_acquire_n_at(1, now)
+        // One permit always fits the burst (b ≥ 1): cost I, slack precomputed.
+        self.acquire(now, self.interval, self.slack_one)
     }
 
     /// How many permits a request at `now` could take (a snapshot: other threads may take them
@@ -433,7 +444,7 @@ impl<C: Clock> Gcra<C> {
 impl<C: Clock> Limiter for Gcra<C> {
     #[inline]
     fn try_acquire(&self) -> Result<(), Denied> {
-        self.try_acquire_n_at(1, self.clock.now())
+        self.try_acquire_at(self.clock.now())
     }
 
     #[inline]

@@ -160,6 +160,10 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
         Row::floor("floor: shared load", SharedLoad::default()),
         Row::floor("floor: shared fetch_add", SharedFetchAdd::default()),
         Row::floor("floor: shared CAS loop", SharedCas::default()),
+        Row::floor(
+            "floor: shared CAS loop+Backoff",
+            SharedCasBackoff::default(),
+        ),
         Row::floor("floor: per-thread counters", PerThread::default()),
     ];
     if path == Path::Denied {
@@ -442,6 +446,26 @@ impl Limiter for SharedCas {
                 .compare_exchange_weak(v, v + 1, Ordering::Relaxed, Ordering::Relaxed)
         {
             v = cur;
+        }
+        Ok(())
+    }
+}
+
+/// [`SharedCas`] with crossbeam's `Backoff::spin()` after a failed CAS, as hotlimit's loops do.
+#[derive(Default)]
+pub(crate) struct SharedCasBackoff(CachePadded<AtomicU64>);
+
+impl Limiter for SharedCasBackoff {
+    #[inline]
+    fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
+        let backoff = crossbeam_utils::Backoff::new();
+        let mut v = self.0.load(Ordering::Relaxed);
+        while let Err(cur) =
+            self.0
+                .compare_exchange_weak(v, v + 1, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            v = cur;
+            backoff.spin();
         }
         Ok(())
     }
