@@ -12,6 +12,7 @@ function unit(v, u) { return u == "ps" ? v / 1000 : u == "µs" ? v * 1000 : u ==
     name = line; sub(/ *time:.*/, "", name); gsub(/^ +| +$/, "", name)
     if (name == "") name = prev
     s = line; sub(/.*time: *\[/, "", s); sub(/\].*/, "", s)
+    if (s ~ /%/) next  # a "change:" block comparing with the previous run
     n = split(s, f, " ")
     lo = unit(f[1], f[2]); med = unit(f[3], f[4]); hi = unit(f[5], f[6])
     g = name; sub(/\/[^\/]*$/, "", g); r = name; sub(/.*\//, "", r)
