@@ -8,8 +8,10 @@
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
 //! request with a [`Denied`] that says when to retry. Time comes from a [`Clock`]: the
-//! [`DefaultClock`] ([`QuantaClock`], TSC-based) or a [`ManualClock`] for tests and
-//! simulations. See the [`guide`] for choosing a limiter and the proofs of the bounds.
+//! [`DefaultClock`] ([`QuantaClock`], TSC-based), a `CoarseClock` for the hottest paths (one
+//! load per read, ~1 ms resolution, error documented on the type), or a [`ManualClock`] for
+//! tests and simulations. See the [`guide`] for choosing a limiter and the proofs of the
+//! bounds, and BENCHMARKS.md for measurements against `governor` and others.
 //!
 //! # Examples
 //!
