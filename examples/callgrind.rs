@@ -47,13 +47,13 @@ fn run<L: Limiter>(l: L, path: Path, iters: u64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(row), Some(path), Some(iters)) = (args.get(1), args.get(2), args.get(3)) else {
-        eprintln!("usage: callgrind ROW allowed|denied ITERS");
+        eprintln!("usage: callgrind ROW allowed|busy|denied ITERS");
         std::process::exit(2);
     };
-    let path = if path == "denied" {
-        Path::Denied
-    } else {
-        Path::Allowed
+    let path = match path.as_str() {
+        "denied" => Path::Denied,
+        "busy" => Path::Busy,
+        _ => Path::Allowed,
     };
     let iters: u64 = iters.parse().expect("ITERS is a number");
     let s = path.setup();
@@ -76,7 +76,7 @@ fn main() {
         "governor" => run(GovernorDirect::new(&s), path, iters),
         "governor-keyed" => run(GovernorKeyed::new(&s), path, iters),
         "ratelimit" => run(RatelimitCrate::new(&s), path, iters),
-        "mutex-log" => run(MutexLog::new(&s), path, iters),
+        "mutex-log" if path != Path::Busy => run(MutexLog::new(&s), path, iters),
         "mutex-bucket" => run(MutexBucket::new(&s), path, iters),
         "quanta-now" => run(ClockRead(QuantaClock::new()), path, iters),
         "coarse-now" => run(ClockRead(coarse()), path, iters),

@@ -29,13 +29,19 @@ pub(crate) enum Path {
     /// what the machine can call, so the limiter stays under-used ("idle": its state trails
     /// the clock), which is the common allowed case in production.
     Allowed,
+    /// Every call is granted while the state runs AHEAD of the clock: one permit per µs and a
+    /// burst of 4,000,000,000 (over an hour of credit), so each grant pushes the TAT 1 µs
+    /// further than time moves and every grant depends on the previous one, as when a limiter
+    /// with a large burst is being drawn down under load. The sliding-log peer has no burst
+    /// separate from its limit, so it sits this path out.
+    Busy,
     /// Every call is denied: 1 per hour, burst 1, taken before the run.
     Denied,
 }
 
 impl Path {
-    /// Both paths, allowed first.
-    pub(crate) const ALL: [Path; 2] = [Path::Allowed, Path::Denied];
+    /// Every path, allowed first.
+    pub(crate) const ALL: [Path; 3] = [Path::Allowed, Path::Busy, Path::Denied];
 
     /// The limit, period and burst every row of this path is built with.
     pub(crate) fn setup(self) -> Setup {
@@ -44,6 +50,11 @@ impl Path {
                 limit: 1_000_000,
                 period: Duration::from_millis(1),
                 burst: 1_000_000,
+            },
+            Path::Busy => Setup {
+                limit: 1_000,
+                period: Duration::from_millis(1),
+                burst: 4_000_000_000,
             },
             Path::Denied => Setup {
                 limit: 1,
@@ -57,6 +68,7 @@ impl Path {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Path::Allowed => "allowed",
+            Path::Busy => "busy",
             Path::Denied => "denied",
         }
     }
@@ -150,7 +162,6 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
         Row::peer(BASELINE, GovernorDirect::new(&s)),
         Row::peer("governor keyed (1 key)", GovernorKeyed::new(&s)),
         Row::peer("ratelimit 2", RatelimitCrate::new(&s)),
-        Row::peer("Mutex<VecDeque> log", MutexLog::new(&s)),
         Row::peer("Mutex token bucket", MutexBucket::new(&s)),
         // ---- floors ----
         Row::floor("floor: quanta now()", ClockRead(QuantaClock::new())),
@@ -165,7 +176,22 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
             SharedCasBackoff::default(),
         ),
         Row::floor("floor: per-thread counters", PerThread::default()),
+        Row::floor(
+            "floor: quanta now() + fetch_add",
+            ClockThen(QuantaClock::new(), SharedFetchAdd::default()),
+        ),
+        Row::floor(
+            "floor: quanta now() + CAS+Backoff",
+            ClockThen(QuantaClock::new(), SharedCasBackoff::default()),
+        ),
+        Row::floor(
+            "floor: same, counter on the clock's line",
+            SameLine::default(),
+        ),
     ];
+    if path != Path::Busy {
+        rows.insert(5, Row::peer("Mutex<VecDeque> log", MutexLog::new(&s)));
+    }
     if path == Path::Denied {
         for row in &mut rows {
             if row.kind != Kind::Floor {
@@ -368,6 +394,45 @@ impl<C: Clock> Limiter for ClockRead<C> {
     #[inline]
     fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
         std::hint::black_box(self.0.now());
+        Ok(())
+    }
+}
+
+/// A clock read, then another floor: what a limiter that reads the precise clock and then
+/// does one RMW on a shared word cannot beat (the RMW no longer runs back to back, so the
+/// line moves between cores on every call).
+pub(crate) struct ClockThen<C, L>(pub(crate) C, pub(crate) L);
+
+impl<C: Clock, L: Limiter> Limiter for ClockThen<C, L> {
+    #[inline]
+    fn try_acquire_n(&self, n: u32) -> Result<(), Denied> {
+        std::hint::black_box(self.0.now());
+        self.1.try_acquire_n(n)
+    }
+}
+
+/// `ClockThen(QuantaClock, SharedCasBackoff)` with the counter NOT padded: it shares a cache
+/// line with the clock's fields, as an unpadded limiter's state shares one with its clock and
+/// configuration. The difference to the padded row is the cost of that false sharing.
+#[derive(Default)]
+pub(crate) struct SameLine {
+    counter: AtomicU64,
+    clock: QuantaClock,
+}
+
+impl Limiter for SameLine {
+    #[inline]
+    fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
+        std::hint::black_box(self.clock.now());
+        let backoff = crossbeam_utils::Backoff::new();
+        let mut v = self.counter.load(Ordering::Relaxed);
+        while let Err(cur) =
+            self.counter
+                .compare_exchange_weak(v, v + 1, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            v = cur;
+            backoff.spin();
+        }
         Ok(())
     }
 }
