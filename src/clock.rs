@@ -1,9 +1,13 @@
 //! Time sources. Every limiter works on `u64` nanoseconds since its clock's origin.
 
+#[cfg(all(feature = "std", not(hotlimit_loom)))]
+mod coarse;
 mod manual;
 #[cfg(feature = "std")]
 mod quanta;
 
+#[cfg(all(feature = "std", not(hotlimit_loom)))]
+pub use coarse::CoarseClock;
 pub use manual::ManualClock;
 #[cfg(feature = "std")]
 pub use quanta::QuantaClock;

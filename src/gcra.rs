@@ -64,6 +64,9 @@ pub struct Gcra<C = DefaultClock> {
     interval: u64,
     /// The tolerance τ = b·I in nanoseconds; fits in u64 by construction.
     tolerance: u64,
+    /// τ − I: the slack of a one-permit request, precomputed for the hottest call (b ≥ 1, so
+    /// it does not underflow).
+    slack_one: u64,
     /// The burst b.
     burst: u64,
     rate: Rate,
@@ -200,7 +203,38 @@ impl<C: Clock> GcraBuilder<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<Gcra<C>, ConfigError> {
+        let Params {
+            interval,
+            burst,
+            tolerance,
+        } = Params::new(self.rate, self.burst)?;
         let rate = self.rate;
+        Ok(Gcra {
+            tat: AtomicU64::new(0),
+            interval,
+            tolerance,
+            slack_one: tolerance - interval,
+            burst,
+            rate,
+            clock: self.clock,
+        })
+    }
+}
+
+/// A GCRA's validated parameters: emission interval I, burst b and tolerance τ = b·I, all
+/// in nanoseconds. Shared by every limiter built on GCRA, so they reject the same input with
+/// the same errors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Params {
+    pub(crate) interval: u64,
+    pub(crate) burst: u64,
+    pub(crate) tolerance: u64,
+}
+
+impl Params {
+    /// I = ⌈period / limit⌉ and b = `burst` or `limit`; errors name `rate` (I under 1 ns) or
+    /// `burst` (0, or b·I overflowing u64).
+    pub(crate) fn new(rate: Rate, burst: Option<u64>) -> Result<Params, ConfigError> {
         let (limit, period) = (rate.limit(), rate.period_nanos());
         if period < limit {
             return Err(ConfigError::new(
@@ -210,7 +244,7 @@ impl<C: Clock> GcraBuilder<C> {
             ));
         }
         let interval = period.div_ceil(limit);
-        let burst = self.burst.unwrap_or(limit);
+        let burst = burst.unwrap_or(limit);
         if burst == 0 {
             return Err(ConfigError::new(
                 "burst",
@@ -225,13 +259,10 @@ impl<C: Clock> GcraBuilder<C> {
                 "burst × emission interval overflows u64 nanoseconds",
             ));
         };
-        Ok(Gcra {
-            tat: AtomicU64::new(0),
+        Ok(Params {
             interval,
-            tolerance,
             burst,
-            rate,
-            clock: self.clock,
+            tolerance,
         })
     }
 }
@@ -287,7 +318,14 @@ impl<C> Gcra<C> {
         }
         // n ≤ b, so n·I ≤ b·I = τ, which fits in u64.
         let cost = n * self.interval;
-        let slack = self.tolerance - cost;
+        self.advance(now, cost, self.tolerance - cost).map(drop)
+    }
+
+    /// The CAS loop shared by every acquire and by reservations: one request of `cost` = n·I
+    /// with `slack` = τ − n·I (n ≤ b, so neither overflows), or a wider slack for a
+    /// reservation that may wait. Returns the TAT it installed.
+    #[inline(always)]
+    pub(crate) fn advance(&self, now: u64, cost: u64, slack: u64) -> Result<u64, Denied> {
         // Relaxed: the TAT is the limiter's whole state; the decision needs no other memory,
         // and the CAS below fails if this value is stale.
         let mut tat = self.tat.load(Ordering::Relaxed);
@@ -295,13 +333,13 @@ impl<C> Gcra<C> {
         loop {
             // A denial returns here, before any write: under overload the line stays shared.
             let next = decide(tat, now, cost, slack)?;
-            // Relaxed (both): a CAS on the one state word linearizes grants by itself; nothing
-            // else is published or consumed with the TAT.
+            // Relaxed (both): a CAS on the one state word linearizes grants, reservations and
+            // cancels by itself; nothing else is published or consumed with the TAT.
             match self
                 .tat
                 .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
             {
-                Ok(_) => return Ok(()),
+                Ok(_) => return Ok(next),
                 Err(current) => {
                     tat = current;
                     backoff.spin();
@@ -328,7 +366,8 @@ impl<C> Gcra<C> {
     /// ```
     #[inline]
     pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
-        self.try_acquire_n_at(1, now)
+        // One permit always fits the burst (b ≥ 1): cost I, slack precomputed.
+        self.advance(now, self.interval, self.slack_one).map(drop)
     }
 
     /// How many permits a request at `now` could take (a snapshot: other threads may take them
@@ -433,7 +472,7 @@ impl<C: Clock> Gcra<C> {
 impl<C: Clock> Limiter for Gcra<C> {
     #[inline]
     fn try_acquire(&self) -> Result<(), Denied> {
-        self.try_acquire_n_at(1, self.clock.now())
+        self.try_acquire_at(self.clock.now())
     }
 
     #[inline]

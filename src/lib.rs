@@ -13,8 +13,10 @@
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
 //! request with a [`Denied`] that says when to retry. Time comes from a [`Clock`]: the
-//! [`DefaultClock`] ([`QuantaClock`], TSC-based) or a [`ManualClock`] for tests and
-//! simulations. See the [`guide`] for choosing a limiter and the proofs of the bounds.
+//! [`DefaultClock`] ([`QuantaClock`], TSC-based), a `CoarseClock` for the hottest paths (one
+//! load per read, ~1 ms resolution, error documented on the type), or a [`ManualClock`] for
+//! tests and simulations. See the [`guide`] for choosing a limiter and the proofs of the
+//! bounds, and BENCHMARKS.md for measurements against `governor` and others.
 //! To wait instead of being refused: [`LimiterExt`] (blocking and async `acquire` for every
 //! limiter) and [`Gcra::reserve`] (a first-come-first-served place in line, one CAS).
 //!
@@ -62,6 +64,8 @@ mod sliding_window;
 mod sync;
 mod wait;
 
+#[cfg(all(feature = "std", not(hotlimit_loom)))]
+pub use clock::CoarseClock;
 #[cfg(feature = "std")]
 pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};

@@ -17,7 +17,7 @@
 
 use core::{fmt, time::Duration};
 
-use crate::sync::{Backoff, Ordering};
+use crate::sync::Ordering;
 use crate::wait::{nanos, wait_until, Sleep};
 use crate::{Clock, Denied, Gcra};
 
@@ -116,46 +116,16 @@ impl<C> Gcra<C> {
         // n ≤ b, so n·I ≤ b·I = τ, which fits in u64.
         let cost = n * interval;
         let allow = (tolerance - cost).saturating_add(max_wait);
-        let word = self.tat_word();
-        // Relaxed: as in `try_acquire_n_at`, the TAT is the whole state and the CAS below
-        // fails if this value is stale.
-        let mut tat = word.load(Ordering::Relaxed);
-        let backoff = Backoff::new();
-        loop {
-            // A denial returns before any write.
-            let next = decide(tat, now, cost, allow)?;
-            // Relaxed (both): the CAS on the one state word linearizes reservations, grants
-            // and cancels; nothing else is published with the TAT.
-            match word.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => {
-                    return Ok(Reservation {
-                        gcra: self,
-                        tat: next,
-                        cost,
-                        ready_at: next.saturating_sub(tolerance).max(now),
-                        settled: false,
-                    })
-                }
-                Err(current) => {
-                    tat = current;
-                    backoff.spin();
-                }
-            }
-        }
+        // A denial returns before any write; the grant is one CAS on the TAT (Gcra's loop).
+        let next = self.advance(now, cost, allow)?;
+        Ok(Reservation {
+            gcra: self,
+            tat: next,
+            cost,
+            ready_at: next.saturating_sub(tolerance).max(now),
+            settled: false,
+        })
     }
-}
-
-/// The widened GCRA decision: S' = max(S, now) + cost if max(S, now) − now ≤ allow, where
-/// allow = τ − cost + max_wait (saturating, so an unbounded wait never denies but at the end
-/// of the clock's range).
-#[inline(always)]
-fn decide(tat: u64, now: u64, cost: u64, allow: u64) -> Result<u64, Denied> {
-    let base = if tat > now { tat } else { now };
-    let ahead = base - now;
-    if ahead > allow {
-        return Err(Denied::after_nanos(ahead - allow));
-    }
-    base.checked_add(cost).ok_or(Denied::never())
 }
 
 impl<C: Clock> Gcra<C> {

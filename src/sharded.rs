@@ -17,6 +17,7 @@ use core::{fmt, time::Duration};
 use crossbeam_utils::CachePadded;
 
 use crate::error::{ConfigError, Value};
+use crate::gcra::Params;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 
@@ -294,30 +295,10 @@ impl<C: Clock> ShardedGcraBuilder<C> {
     /// ```
     pub fn build(self) -> Result<ShardedGcra<C>, ConfigError> {
         let rate = self.rate;
-        let (limit, period) = (rate.limit(), rate.period_nanos());
-        if period < limit {
-            return Err(ConfigError::new(
-                "rate",
-                rate.as_value(),
-                "emission interval period/limit is under 1 ns",
-            ));
-        }
-        let interval = period.div_ceil(limit);
-        let burst = self.burst.unwrap_or(limit);
-        if burst == 0 {
-            return Err(ConfigError::new(
-                "burst",
-                Value::Count(0),
-                "must be at least 1",
-            ));
-        }
-        if burst.checked_mul(interval).is_none() {
-            return Err(ConfigError::new(
-                "burst",
-                Value::Count(u128::from(burst)),
-                "burst × emission interval overflows u64 nanoseconds",
-            ));
-        }
+        let limit = rate.limit();
+        let Params {
+            interval, burst, ..
+        } = Params::new(rate, self.burst)?;
         let most = limit.min(burst);
         let shards =
             match self.shards {

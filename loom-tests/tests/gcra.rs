@@ -125,3 +125,122 @@ fn racy_gcra_is_caught() {
         );
     });
 }
+
+/// The `fetch_add` reservation considered for the busy path in issue #5, and rejected: a
+/// grant adds n·I to the TAT with one `fetch_add`, a failed grant takes it back with
+/// `fetch_sub`, and a limiter whose TAT trails `now` is updated by CAS to now + n·I. It lives
+/// here, not in the crate, only to show the model checker finding the interleaving described
+/// in BENCHMARKS.md ("Why Gcra keeps its CAS"): the take-back lands on a word another thread
+/// has meanwhile replaced, and the limiter over-admits.
+struct FetchAddGcra {
+    tat: AtomicU64,
+    interval: u64,
+    tolerance: u64,
+}
+
+impl FetchAddGcra {
+    fn try_acquire_at(&self, now: u64) -> bool {
+        let (cost, slack) = (self.interval, self.tolerance - self.interval);
+        // Relaxed throughout: one word of state, as in Gcra.
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        loop {
+            if tat <= now {
+                // Idle: the new TAT depends on `now`, so this needs a CAS.
+                match self.tat.compare_exchange(
+                    tat,
+                    now + cost,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return true,
+                    Err(current) => {
+                        tat = current;
+                        continue;
+                    }
+                }
+            }
+            if tat - now > slack {
+                return false; // read-only denial
+            }
+            let old = self.tat.fetch_add(cost, Ordering::Relaxed);
+            if old >= now && old - now <= slack {
+                return true;
+            }
+            // The grant failed: take the reservation back.
+            self.tat.fetch_sub(cost, Ordering::Relaxed);
+            if old >= now {
+                return false;
+            }
+            tat = self.tat.load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// I = 10, burst 2, TAT 100. A and D ask at t = 95 (one fits), the main thread asks three
+/// times at t = 300 (at most b = 2 may be granted at one instant). Loom finds: A loads 100, D
+/// adds (granted), A adds and fails, a t = 300 request CASes the word to 310, A subtracts its
+/// 10 from the new value, and two more t = 300 requests fit: three grants at t = 300.
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn fetch_add_reservation_with_fetch_sub_rollback_is_caught() {
+    // The interleaving needs three preemptions (A after its load, A after its add, the main
+    // thread after its first grant); the default bound in .ci/test is 2.
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let g = Arc::new(FetchAddGcra {
+            tat: AtomicU64::new(100),
+            interval: 10,
+            tolerance: 20,
+        });
+        let early: Vec<_> = (0..2)
+            .map(|_| {
+                let g = g.clone();
+                thread::spawn(move || g.try_acquire_at(95))
+            })
+            .collect();
+        let late = (0..3).filter(|_| g.try_acquire_at(300)).count();
+        for t in early {
+            t.join().unwrap();
+        }
+        assert!(
+            late <= 2,
+            "over-admitted: {late} grants at t = 300 with burst 2"
+        );
+    });
+}
+
+/// The same scenario and bound on the real `Gcra`: its CAS never over-admits: exactly two
+/// grants at t = 300 whatever the interleaving, and at most one of the two t = 95 requests.
+#[test]
+fn gcra_passes_the_fetch_add_counterexample() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let clock = ManualClock::new();
+        let g = Arc::new(
+            Gcra::builder(Rate::new(1, Duration::from_nanos(10)).unwrap())
+                .burst(2)
+                .clock(clock)
+                .build()
+                .unwrap(),
+        );
+        // TAT = max(0, 90) + 10 = 100, as in the counterexample.
+        assert!(g.try_acquire_at(90).is_ok());
+        let early: Vec<_> = (0..2)
+            .map(|_| {
+                let g = g.clone();
+                thread::spawn(move || g.try_acquire_at(95).is_ok())
+            })
+            .collect();
+        let late = (0..3).filter(|_| g.try_acquire_at(300).is_ok()).count();
+        let early = early
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .filter(|&ok| ok)
+            .count();
+        assert_eq!(late, 2, "exactly b = 2 grants at t = 300");
+        // Both t = 95 requests fit only one permit, and none if the t = 300 ones came first.
+        assert!(early <= 1, "{early} grants at t = 95 with one permit free");
+    });
+}

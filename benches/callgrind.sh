@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Instructions per call of the single-thread paths, under callgrind: the noise-free figure on
+# a shared machine. Each row runs ITERS calls inside `measured` (examples/callgrind.rs);
+# callgrind counts only inside it; the `empty` row (the bare loop) is subtracted.
+#
+#   bash benches/callgrind.sh [ITERS]        # default 200000
+#
+# Needs valgrind (apt-get install valgrind). Prints a markdown table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ITERS=${1:-200000}
+command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)"; exit 1; }
+cargo build --release --example callgrind >/dev/null 2>&1
+BIN=target/release/examples/callgrind
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+count() { # row path -> instructions collected inside `measured`
+    valgrind --tool=callgrind --toggle-collect='*measured*' --callgrind-out-file="$OUT/cg.$1.$2" \
+        "$BIN" "$1" "$2" "$ITERS" >/dev/null 2>"$OUT/log"
+    grep -E '^summary:|^totals:' "$OUT/cg.$1.$2" | head -1 | awk '{print $2}'
+}
+
+base_a=$(count empty allowed)
+base_b=$(count empty busy)
+base_d=$(count empty denied)
+echo "ITERS=$ITERS; empty loop: $(echo "scale=2; $base_a / $ITERS" | bc) instr/iter (subtracted)"
+echo
+echo "| row | allowed instr/call | busy instr/call | denied instr/call |"
+echo "|---|---|---|---|"
+for row in Gcra Gcra+CoarseClock ShardedGcra SlidingWindow SlidingLog governor governor-keyed ratelimit mutex-log mutex-bucket \
+           quanta-now coarse-now instant-now fetch-add cas-loop; do
+    a=$(count "$row" allowed)
+    d=$(count "$row" denied)
+    if [ "$row" = mutex-log ] || [ "$row" = SlidingWindow ] || [ "$row" = SlidingLog ]; then
+        b="–" # a sliding log has no burst apart from its limit: no busy path
+    else
+        b=$(echo "scale=1; ($(count "$row" busy) - $base_b) / $ITERS" | bc)
+    fi
+    printf '| %s | %s | %s | %s |\n' "$row" \
+        "$(echo "scale=1; ($a - $base_a) / $ITERS" | bc)" "$b" \
+        "$(echo "scale=1; ($d - $base_d) / $ITERS" | bc)"
+done
