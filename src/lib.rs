@@ -47,6 +47,8 @@ mod error;
 mod gcra;
 pub mod guide;
 mod key_pool;
+#[cfg(feature = "std")]
+mod keyed;
 mod limiter;
 mod pacer;
 mod rate;
@@ -61,6 +63,8 @@ pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use error::{ConfigError, Denied};
 pub use gcra::{Gcra, GcraBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
+#[cfg(feature = "std")]
+pub use keyed::{Keyed, KeyedBuilder, KeyedState, WhenFull};
 pub use limiter::Limiter;
 pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
@@ -75,6 +79,9 @@ pub use wait::{Acquire, LimiterExt, Sleep};
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use gcra::planted as __planted_gcra;
+#[cfg(all(hotlimit_loom, feature = "std"))]
+#[doc(hidden)]
+pub use keyed::planted as __planted_keyed;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use reservation::planted as __planted_reservation;
