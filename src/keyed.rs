@@ -33,62 +33,11 @@
 //! state-word protocol the real code), with a planted evictor that removes without the
 //! tombstone CAS, which the model catches.
 
-use alloc::vec::Vec;
 use core::fmt;
-use core::hash::Hash;
 
-use crossbeam_utils::CachePadded;
-
-use crate::error::{ConfigError, Value};
-use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
-use crate::{Clock, DefaultClock, Denied, Gcra, ManualClock, Rate};
-
-/// The hash map under [`Keyed`]: `papaya` with its default (randomly keyed SipHash) hasher,
-/// which resists hash flooding from keys an attacker chooses (IP addresses, tokens).
-type Map<K, V> = papaya::HashMap<K, V>;
-
-/// How long a caller that finds the table full while another thread is sweeping it is told
-/// to wait: the sweep is already freeing room.
-const SWEEP_BUSY_RETRY_NS: u64 = 10_000;
-
-/// The `sweep` word's value while a sweep runs (no other `next sweep time` can be `u64::MAX`
-/// that matters: a clock at `u64::MAX` is exhausted).
-const SWEEPING: u64 = u64::MAX;
-
-/// What [`Keyed`] does when a new key arrives, the table holds `capacity` keys, and a sweep
-/// finds too few idle keys to evict.
-///
-/// Idle keys (whose state carries no information) are always evicted first; this policy only
-/// decides what happens when there are not enough of them.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Gcra, Keyed, ManualClock, Rate, WhenFull};
-///
-/// let users: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(10)?)
-///     .capacity(1_000)
-///     .when_full(WhenFull::EvictSoonestIdle)
-///     .clock(ManualClock::new())
-///     .build()?;
-/// assert_eq!(users.when_full(), WhenFull::EvictSoonestIdle);
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum WhenFull {
-    /// Deny the new key's request (existing keys are unaffected). The [`Denied`] carries the
-    /// earliest time at which the sweep expects enough keys to have gone idle, a lower bound:
-    /// busy keys may stay busy longer. No key ever loses its state, so every key keeps the
-    /// inner limiter's exact guarantee. The default.
-    #[default]
-    DenyNewKeys,
-    /// Evict the busy keys that will be idle soonest (at least an eighth of the capacity per
-    /// sweep) to admit new keys. An evicted busy key **forgets its state**: its next request
-    /// starts fresh, so that key may get up to one extra burst. Use it when serving new keys
-    /// matters more than the exact limit of keys that have been quiet longest.
-    EvictSoonestIdle,
-}
+use crate::error::ConfigError;
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::{Denied, Gcra, ManualClock, Rate};
 
 /// A limiter algorithm that [`Keyed`] can keep per key: its per-key state, and the
 /// configuration shared by all keys (or per key, for rate overrides).
@@ -333,754 +282,823 @@ fn gcra_retired(state: &GcraState, tat: u64) -> Admit {
     }
 }
 
-/// One map entry: the key's state and, for a key with a rate override, its configuration.
-struct Slot<L: KeyedState> {
-    state: L::State,
-    /// `None`: the `Keyed`'s default configuration.
-    cfg: Option<Arc<L::Config>>,
-}
+#[cfg(feature = "std")]
+pub use table::{Keyed, KeyedBuilder, WhenFull};
 
-/// Per-key limits (per user, per IP, per token): one limiter state per key, created on the
-/// key's first request, in a lock-free map with a hard capacity.
-///
-/// # Guarantee
-///
-/// - **Each key gets the inner limiter's guarantee** (for [`Gcra`]: in any interval of length
-///   d, at most b + ⌊d / I⌋ permits per key), under any concurrency, including while keys are
-///   being evicted: a state is evicted only when it carries no information, by a CAS on the
-///   state word that an admission on it cannot race past (see the module docs and the
-///   [`guide`](crate::guide)). The one documented exception is [`WhenFull::EvictSoonestIdle`],
-///   which may make a busy key forget its state when the table is full.
-/// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
-///   full triggers a sweep that evicts every idle key (no background thread); if too few are
-///   idle, [`WhenFull`] decides.
-/// - An existing key's admission is a map lookup (no shared write) plus the limiter's own
-///   atomic: for GCRA one CAS per grant and a single load per denial.
-///
-/// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
-/// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default.
-///
-/// Memory per key: the key, the state (8 bytes for GCRA), an 8-byte override pointer, plus the
-/// map's entry overhead (measured in `BENCHMARKS.md`).
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-/// use std::time::Duration;
-///
-/// let clock = ManualClock::new();
-/// let per_user: Keyed<&str, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(2)?)
-///     .capacity(10_000)
-///     .clock(clock.clone())
-///     .build()?;
-/// per_user.try_acquire(&"alice")?;
-/// per_user.try_acquire(&"alice")?;
-/// let denied = per_user.try_acquire(&"alice").unwrap_err();
-/// assert_eq!(denied.retry_after(), Some(Duration::from_millis(500)));
-/// per_user.try_acquire(&"bob")?; // every key has its own limit
-/// assert_eq!(per_user.len(), 2);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct Keyed<K, L: KeyedState = Gcra, C = DefaultClock> {
-    map: Map<K, Slot<L>>,
-    /// Per-key rate overrides, consulted only when a key's state is created.
-    overrides: Map<K, Arc<L::Config>>,
-    cfg: L::Config,
-    capacity: u64,
-    /// Keys in the map plus places reserved by inserters: ≤ `capacity` at all times.
-    len: CachePadded<AtomicU64>,
-    /// The greatest `now` any sweep ran at: fresh states treat no time before it as passed.
-    floor: CachePadded<AtomicU64>,
-    /// The earliest time the next sweep may run, or [`SWEEPING`] while one runs.
-    sweep: CachePadded<AtomicU64>,
-    when_full: WhenFull,
-    clock: C,
-}
+/// The map and everything around it: `papaya` needs `std`.
+#[cfg(feature = "std")]
+mod table {
+    use alloc::vec::Vec;
+    use core::fmt;
+    use core::hash::Hash;
 
-/// Builds a [`Keyed`]: see [`Keyed::gcra`].
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-///
-/// let per_ip: Keyed<std::net::IpAddr, Gcra, ManualClock> = Keyed::gcra(Rate::per_minute(60)?)
-///     .burst(10)
-///     .capacity(1_000_000)
-///     .clock(ManualClock::new())
-///     .build()?;
-/// assert_eq!(per_ip.capacity(), 1_000_000);
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-#[must_use = "a builder does nothing until `build()` is called"]
-pub struct KeyedBuilder<K, L, C> {
-    rate: Rate,
-    burst: Option<u64>,
-    capacity: usize,
-    when_full: WhenFull,
-    clock: C,
-    _marker: core::marker::PhantomData<fn() -> (K, L)>,
-}
+    use crossbeam_utils::CachePadded;
 
-impl<K, L, C: fmt::Debug> fmt::Debug for KeyedBuilder<K, L, C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyedBuilder")
-            .field("rate", &self.rate)
-            .field("burst", &self.burst)
-            .field("capacity", &self.capacity)
-            .field("when_full", &self.when_full)
-            .field("clock", &self.clock)
-            .finish()
-    }
-}
+    use super::{Admit, KeyedState, Retire, SnoozeOrSpin};
+    use crate::error::{ConfigError, Value};
+    use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
+    use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 
-/// The default capacity: 100,000 keys.
-const DEFAULT_CAPACITY: usize = 100_000;
+    /// The hash map under [`Keyed`]: `papaya` with its default (randomly keyed SipHash) hasher,
+    /// which resists hash flooding from keys an attacker chooses (IP addresses, tokens).
+    type Map<K, V> = papaya::HashMap<K, V>;
 
-impl<K> Keyed<K, Gcra> {
-    /// A builder for per-key [`Gcra`] limits at `rate` (burst `rate.limit()`, capacity
-    /// 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, Rate};
-    ///
-    /// let per_token = Keyed::<u64, Gcra>::gcra(Rate::per_second(100)?).build()?;
-    /// assert!(per_token.try_acquire(&42).is_ok());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn gcra(rate: Rate) -> KeyedBuilder<K, Gcra, DefaultClock> {
-        KeyedBuilder {
-            rate,
-            burst: None,
-            capacity: DEFAULT_CAPACITY,
-            when_full: WhenFull::DenyNewKeys,
-            clock: DefaultClock::default(),
-            _marker: core::marker::PhantomData,
-        }
-    }
-}
+    /// How long a caller that finds the table full while another thread is sweeping it is told
+    /// to wait: the sweep is already freeing room.
+    const SWEEP_BUSY_RETRY_NS: u64 = 10_000;
 
-impl<K, C> KeyedBuilder<K, Gcra, C> {
-    /// Every key's burst (see [`GcraBuilder::burst`](crate::GcraBuilder::burst)). Default:
-    /// the rate's `limit`. Keys with a [`set_rate`](Keyed::set_rate) override get burst =
-    /// their rate's `limit`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<u8, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(100)?)
-    ///     .burst(1)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// assert!(k.try_acquire(&1).is_ok());
-    /// assert!(k.try_acquire(&1).is_err());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn burst(mut self, burst: u64) -> Self {
-        self.burst = Some(burst);
-        self
-    }
-}
+    /// The `sweep` word's value while a sweep runs (no other `next sweep time` can be `u64::MAX`
+    /// that matters: a clock at `u64::MAX` is exhausted).
+    const SWEEPING: u64 = u64::MAX;
 
-impl<K, L, C> KeyedBuilder<K, L, C> {
-    /// The most keys held at once (≥ 1). Default: 100,000.
+    /// What [`Keyed`] does when a new key arrives, the table holds `capacity` keys, and a sweep
+    /// finds too few idle keys to evict.
     ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<u32, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1)?)
-    ///     .capacity(2)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// k.try_acquire(&1)?;
-    /// k.try_acquire(&2)?;
-    /// assert!(k.try_acquire(&3).is_err()); // full, and keys 1 and 2 are busy for 1 s
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn capacity(mut self, capacity: usize) -> Self {
-        self.capacity = capacity;
-        self
-    }
-
-    /// What to do when the table is full and too few keys are idle. Default:
-    /// [`WhenFull::DenyNewKeys`].
+    /// Idle keys (whose state carries no information) are always evicted first; this policy only
+    /// decides what happens when there are not enough of them.
     ///
     /// # Examples
     ///
     /// ```
     /// use hotlimit::{Gcra, Keyed, ManualClock, Rate, WhenFull};
     ///
-    /// let k: Keyed<u32, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1)?)
-    ///     .capacity(8)
+    /// let users: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(10)?)
+    ///     .capacity(1_000)
     ///     .when_full(WhenFull::EvictSoonestIdle)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// for key in 0..100 {
-    ///     k.try_acquire(&key)?; // busy keys are evicted to make room
-    /// }
-    /// assert!(k.len() <= 8);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// assert_eq!(users.when_full(), WhenFull::EvictSoonestIdle);
+    /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    pub fn when_full(mut self, when_full: WhenFull) -> Self {
-        self.when_full = when_full;
-        self
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum WhenFull {
+        /// Deny the new key's request (existing keys are unaffected). The [`Denied`] carries the
+        /// earliest time at which the sweep expects enough keys to have gone idle, a lower bound:
+        /// busy keys may stay busy longer. No key ever loses its state, so every key keeps the
+        /// inner limiter's exact guarantee. The default.
+        #[default]
+        DenyNewKeys,
+        /// Evict the busy keys that will be idle soonest (at least an eighth of the capacity per
+        /// sweep) to admit new keys. An evicted busy key **forgets its state**: its next request
+        /// starts fresh, so that key may get up to one extra burst. Use it when serving new keys
+        /// matters more than the exact limit of keys that have been quiet longest.
+        EvictSoonestIdle,
     }
 
-    /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
+    /// One map entry: the key's state and, for a key with a rate override, its configuration.
+    struct Slot<L: KeyedState> {
+        state: L::State,
+        /// `None`: the `Keyed`'s default configuration.
+        cfg: Option<Arc<L::Config>>,
+    }
+
+    /// Per-key limits (per user, per IP, per token): one limiter state per key, created on the
+    /// key's first request, in a lock-free map with a hard capacity.
+    ///
+    /// # Guarantee
+    ///
+    /// - **Each key gets the inner limiter's guarantee** (for [`Gcra`]: in any interval of length
+    ///   d, at most b + ⌊d / I⌋ permits per key), under any concurrency, including while keys are
+    ///   being evicted: a state is evicted only when it carries no information, by a CAS on the
+    ///   state word that an admission on it cannot race past (see the module docs and the
+    ///   [`guide`](crate::guide)). The one documented exception is [`WhenFull::EvictSoonestIdle`],
+    ///   which may make a busy key forget its state when the table is full.
+    /// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
+    ///   full triggers a sweep that evicts every idle key (no background thread); if too few are
+    ///   idle, [`WhenFull`] decides.
+    /// - An existing key's admission is a map lookup (no shared write) plus the limiter's own
+    ///   atomic: for GCRA one CAS per grant and a single load per denial.
+    ///
+    /// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
+    /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default.
+    ///
+    /// Memory per key: the key, the state (8 bytes for GCRA), an 8-byte override pointer, plus the
+    /// map's entry overhead (measured in `BENCHMARKS.md`).
     ///
     /// # Examples
     ///
     /// ```
     /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
-    /// let k: Keyed<u32, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(clock.clone()).build()?;
-    /// # let _ = k;
-    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// let per_user: Keyed<&str, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(2)?)
+    ///     .capacity(10_000)
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// per_user.try_acquire(&"alice")?;
+    /// per_user.try_acquire(&"alice")?;
+    /// let denied = per_user.try_acquire(&"alice").unwrap_err();
+    /// assert_eq!(denied.retry_after(), Some(Duration::from_millis(500)));
+    /// per_user.try_acquire(&"bob")?; // every key has its own limit
+    /// assert_eq!(per_user.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn clock<C2: Clock>(self, clock: C2) -> KeyedBuilder<K, L, C2> {
-        KeyedBuilder {
-            rate: self.rate,
-            burst: self.burst,
-            capacity: self.capacity,
-            when_full: self.when_full,
-            clock,
-            _marker: core::marker::PhantomData,
-        }
+    pub struct Keyed<K, L: KeyedState = Gcra, C = DefaultClock> {
+        map: Map<K, Slot<L>>,
+        /// Per-key rate overrides, consulted only when a key's state is created.
+        overrides: Map<K, Arc<L::Config>>,
+        cfg: L::Config,
+        capacity: u64,
+        /// Keys in the map plus places reserved by inserters: ≤ `capacity` at all times.
+        len: CachePadded<AtomicU64>,
+        /// The greatest `now` any sweep ran at: fresh states treat no time before it as passed.
+        floor: CachePadded<AtomicU64>,
+        /// The earliest time the next sweep may run, or [`SWEEPING`] while one runs.
+        sweep: CachePadded<AtomicU64>,
+        when_full: WhenFull,
+        clock: C,
     }
-}
 
-impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> KeyedBuilder<K, L, C> {
-    /// Builds the keyed limiter.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] when `capacity` is 0 (field `capacity`), or as the inner limiter's
-    /// builder (for GCRA: fields `rate` and `burst`).
+    /// Builds a [`Keyed`]: see [`Keyed::gcra`].
     ///
     /// # Examples
     ///
     /// ```
     /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
     ///
-    /// let err = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?)
-    ///     .capacity(0)
+    /// let per_ip: Keyed<std::net::IpAddr, Gcra, ManualClock> = Keyed::gcra(Rate::per_minute(60)?)
+    ///     .burst(10)
+    ///     .capacity(1_000_000)
     ///     .clock(ManualClock::new())
-    ///     .build()
-    ///     .unwrap_err();
-    /// assert_eq!(err.to_string(), "invalid capacity = 0: must be at least 1 key");
+    ///     .build()?;
+    /// assert_eq!(per_ip.capacity(), 1_000_000);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    pub fn build(self) -> Result<Keyed<K, L, C>, ConfigError> {
-        if self.capacity == 0 {
-            return Err(ConfigError::new(
-                "capacity",
-                Value::Count(0),
-                "must be at least 1 key",
-            ));
-        }
-        let cfg = L::config(self.rate, self.burst)?;
-        Ok(Keyed {
-            map: Map::new(),
-            overrides: Map::new(),
-            cfg,
-            capacity: self.capacity as u64,
-            len: CachePadded::new(AtomicU64::new(0)),
-            floor: CachePadded::new(AtomicU64::new(0)),
-            sweep: CachePadded::new(AtomicU64::new(0)),
-            when_full: self.when_full,
-            clock: self.clock,
-        })
+    #[must_use = "a builder does nothing until `build()` is called"]
+    pub struct KeyedBuilder<K, L, C> {
+        rate: Rate,
+        burst: Option<u64>,
+        capacity: usize,
+        when_full: WhenFull,
+        clock: C,
+        _marker: core::marker::PhantomData<fn() -> (K, L)>,
     }
-}
 
-impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
-    /// Take `permits` permits for `key` at time `now` (nanoseconds on this limiter's clock),
-    /// all or nothing; the key's state is created on its first request. This is the
-    /// algorithm; [`try_acquire_n`](Keyed::try_acquire_n) is this with the clock read.
-    ///
-    /// # Errors
-    ///
-    /// [`Denied`] as the inner limiter denies (exact wait; `retry_after() == None` when
-    /// `permits` exceeds what the key's limiter can ever hold), or, for a new key while the
-    /// table is full and too few keys are idle ([`WhenFull::DenyNewKeys`]), with the earliest
-    /// time a sweep expects room. `permits == 0` always succeeds and creates nothing.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<u32, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
-    /// assert!(k.try_acquire_n_at(&7, 2, 0).is_ok());
-    /// assert_eq!(k.try_acquire_n_at(&7, 1, 0).unwrap_err().retry_after_nanos(), Some(500_000_000));
-    /// assert!(k.try_acquire_n_at(&8, 2, 0).is_ok());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn try_acquire_n_at(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
-        if permits == 0 {
-            return Ok(());
+    impl<K, L, C: fmt::Debug> fmt::Debug for KeyedBuilder<K, L, C> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("KeyedBuilder")
+                .field("rate", &self.rate)
+                .field("burst", &self.burst)
+                .field("capacity", &self.capacity)
+                .field("when_full", &self.when_full)
+                .field("clock", &self.clock)
+                .finish()
         }
-        let guard = self.map.guard();
-        let backoff = Backoff::new();
-        loop {
-            if let Some(slot) = self.map.get(key, &guard) {
-                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-                match L::acquire(cfg, &slot.state, permits, now) {
-                    Admit::Granted => return Ok(()),
-                    Admit::Denied(denied) => return Err(denied),
-                    Admit::Evicted => self.remove_evicted(key, &guard),
-                    // A rate change is replacing the entry; look again after it.
-                    Admit::Moving => backoff.snooze_or_spin(),
-                }
-            } else {
-                self.insert_new(key, now, &guard)?;
+    }
+
+    /// The default capacity: 100,000 keys.
+    const DEFAULT_CAPACITY: usize = 100_000;
+
+    impl<K> Keyed<K, Gcra> {
+        /// A builder for per-key [`Gcra`] limits at `rate` (burst `rate.limit()`, capacity
+        /// 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        ///
+        /// let per_token = Keyed::<u64, Gcra>::gcra(Rate::per_second(100)?).build()?;
+        /// assert!(per_token.try_acquire(&42).is_ok());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn gcra(rate: Rate) -> KeyedBuilder<K, Gcra, DefaultClock> {
+            KeyedBuilder {
+                rate,
+                burst: None,
+                capacity: DEFAULT_CAPACITY,
+                when_full: WhenFull::DenyNewKeys,
+                clock: DefaultClock::default(),
+                _marker: core::marker::PhantomData,
             }
         }
     }
 
-    /// Take one permit for `key` at `now`: [`try_acquire_n_at`](Keyed::try_acquire_n_at)
-    /// with 1.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<u32, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// assert!(k.try_acquire_at(&1, 0).is_ok());
-    /// assert!(k.try_acquire_at(&1, 1).is_err());
-    /// assert!(k.try_acquire_at(&1, 1_000_000_000).is_ok());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn try_acquire_at(&self, key: &K, now: u64) -> Result<(), Denied> {
-        self.try_acquire_n_at(key, 1, now)
-    }
-
-    /// Removes `key`'s entry if it holds an evicted state (whoever succeeds counts it).
-    #[cold]
-    fn remove_evicted(&self, key: &K, guard: &impl papaya::Guard) {
-        if let Ok(Some(_)) = self
-            .map
-            .remove_if(key, |_, slot| L::is_evicted(&slot.state), guard)
-        {
-            // Relaxed: a counter; the map holds the entries themselves.
-            self.len.fetch_sub(1, Ordering::Relaxed);
+    impl<K, C> KeyedBuilder<K, Gcra, C> {
+        /// Every key's burst (see [`GcraBuilder::burst`](crate::GcraBuilder::burst)). Default:
+        /// the rate's `limit`. Keys with a [`set_rate`](Keyed::set_rate) override get burst =
+        /// their rate's `limit`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u8, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(100)?)
+        ///     .burst(1)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// assert!(k.try_acquire(&1).is_ok());
+        /// assert!(k.try_acquire(&1).is_err());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn burst(mut self, burst: u64) -> Self {
+            self.burst = Some(burst);
+            self
         }
     }
 
-    /// Creates `key`'s fresh state (or finds that another thread just did), making room first
-    /// if the table is full.
-    #[cold]
-    fn insert_new(&self, key: &K, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
-        self.reserve_place(now, guard)?;
-        let cfg = self.overrides.get(key, &self.overrides.guard()).cloned();
-        // Relaxed: ordered after the eviction that raised it by the map (an evictor raises the
-        // floor, then removes the entry; our lookup that saw the key missing is ordered after
-        // the removal by papaya's Release/Acquire on the entry pointer) or by the Acquire load
-        // of the tombstone in `acquire`.
-        let floor = self.floor.load(Ordering::Relaxed);
-        let state = L::fresh(cfg.as_deref().unwrap_or(&self.cfg), floor);
-        let slot = Slot { state, cfg };
-        if self.map.try_insert(key.clone(), slot, guard).is_err() {
-            // Another thread created the key first: give our place back and use theirs.
-            // Relaxed: a counter.
-            self.len.fetch_sub(1, Ordering::Relaxed);
-        } else {
-            // A `set_rate` may have raced with our read of the overrides: make sure the state
-            // we just published runs on the key's current rate.
+    impl<K, L, C> KeyedBuilder<K, L, C> {
+        /// The most keys held at once (≥ 1). Default: 100,000.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1)?)
+        ///     .capacity(2)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// k.try_acquire(&1)?;
+        /// k.try_acquire(&2)?;
+        /// assert!(k.try_acquire(&3).is_err()); // full, and keys 1 and 2 are busy for 1 s
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn capacity(mut self, capacity: usize) -> Self {
+            self.capacity = capacity;
+            self
+        }
+
+        /// What to do when the table is full and too few keys are idle. Default:
+        /// [`WhenFull::DenyNewKeys`].
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate, WhenFull};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1)?)
+        ///     .capacity(8)
+        ///     .when_full(WhenFull::EvictSoonestIdle)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// for key in 0..100 {
+        ///     k.try_acquire(&key)?; // busy keys are evicted to make room
+        /// }
+        /// assert!(k.len() <= 8);
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn when_full(mut self, when_full: WhenFull) -> Self {
+            self.when_full = when_full;
+            self
+        }
+
+        /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let clock = ManualClock::new();
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(clock.clone()).build()?;
+        /// # let _ = k;
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn clock<C2: Clock>(self, clock: C2) -> KeyedBuilder<K, L, C2> {
+            KeyedBuilder {
+                rate: self.rate,
+                burst: self.burst,
+                capacity: self.capacity,
+                when_full: self.when_full,
+                clock,
+                _marker: core::marker::PhantomData,
+            }
+        }
+    }
+
+    impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> KeyedBuilder<K, L, C> {
+        /// Builds the keyed limiter.
+        ///
+        /// # Errors
+        ///
+        /// [`ConfigError`] when `capacity` is 0 (field `capacity`), or as the inner limiter's
+        /// builder (for GCRA: fields `rate` and `burst`).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let err = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?)
+        ///     .capacity(0)
+        ///     .clock(ManualClock::new())
+        ///     .build()
+        ///     .unwrap_err();
+        /// assert_eq!(err.to_string(), "invalid capacity = 0: must be at least 1 key");
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn build(self) -> Result<Keyed<K, L, C>, ConfigError> {
+            if self.capacity == 0 {
+                return Err(ConfigError::new(
+                    "capacity",
+                    Value::Count(0),
+                    "must be at least 1 key",
+                ));
+            }
+            let cfg = L::config(self.rate, self.burst)?;
+            Ok(Keyed {
+                map: Map::new(),
+                overrides: Map::new(),
+                cfg,
+                capacity: self.capacity as u64,
+                len: CachePadded::new(AtomicU64::new(0)),
+                floor: CachePadded::new(AtomicU64::new(0)),
+                sweep: CachePadded::new(AtomicU64::new(0)),
+                when_full: self.when_full,
+                clock: self.clock,
+            })
+        }
+    }
+
+    impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+        /// Take `permits` permits for `key` at time `now` (nanoseconds on this limiter's clock),
+        /// all or nothing; the key's state is created on its first request. This is the
+        /// algorithm; [`try_acquire_n`](Keyed::try_acquire_n) is this with the clock read.
+        ///
+        /// # Errors
+        ///
+        /// [`Denied`] as the inner limiter denies (exact wait; `retry_after() == None` when
+        /// `permits` exceeds what the key's limiter can ever hold), or, for a new key while the
+        /// table is full and too few keys are idle ([`WhenFull::DenyNewKeys`]), with the earliest
+        /// time a sweep expects room. `permits == 0` always succeeds and creates nothing.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.try_acquire_n_at(&7, 2, 0).is_ok());
+        /// assert_eq!(k.try_acquire_n_at(&7, 1, 0).unwrap_err().retry_after_nanos(), Some(500_000_000));
+        /// assert!(k.try_acquire_n_at(&8, 2, 0).is_ok());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        #[inline]
+        pub fn try_acquire_n_at(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
+            if permits == 0 {
+                return Ok(());
+            }
+            let guard = self.map.guard();
+            let backoff = Backoff::new();
+            loop {
+                if let Some(slot) = self.map.get(key, &guard) {
+                    let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                    match L::acquire(cfg, &slot.state, permits, now) {
+                        Admit::Granted => return Ok(()),
+                        Admit::Denied(denied) => return Err(denied),
+                        Admit::Evicted => self.remove_evicted(key, &guard),
+                        // A rate change is replacing the entry; look again after it.
+                        Admit::Moving => backoff.snooze_or_spin(),
+                    }
+                } else {
+                    self.insert_new(key, now, &guard)?;
+                }
+            }
+        }
+
+        /// Take one permit for `key` at `now`: [`try_acquire_n_at`](Keyed::try_acquire_n_at)
+        /// with 1.
+        ///
+        /// # Errors
+        ///
+        /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.try_acquire_at(&1, 0).is_ok());
+        /// assert!(k.try_acquire_at(&1, 1).is_err());
+        /// assert!(k.try_acquire_at(&1, 1_000_000_000).is_ok());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        #[inline]
+        pub fn try_acquire_at(&self, key: &K, now: u64) -> Result<(), Denied> {
+            self.try_acquire_n_at(key, 1, now)
+        }
+
+        /// Removes `key`'s entry if it holds an evicted state (whoever succeeds counts it).
+        #[cold]
+        fn remove_evicted(&self, key: &K, guard: &impl papaya::Guard) {
+            if let Ok(Some(_)) =
+                self.map
+                    .remove_if(key, |_, slot| L::is_evicted(&slot.state), guard)
+            {
+                // Relaxed: a counter; the map holds the entries themselves.
+                self.len.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+
+        /// Creates `key`'s fresh state (or finds that another thread just did), making room first
+        /// if the table is full.
+        #[cold]
+        fn insert_new(&self, key: &K, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+            self.reserve_place(now, guard)?;
+            let cfg = self.overrides.get(key, &self.overrides.guard()).cloned();
+            // Relaxed: ordered after the eviction that raised it by the map (an evictor raises the
+            // floor, then removes the entry; our lookup that saw the key missing is ordered after
+            // the removal by papaya's Release/Acquire on the entry pointer) or by the Acquire load
+            // of the tombstone in `acquire`.
+            let floor = self.floor.load(Ordering::Relaxed);
+            let state = L::fresh(cfg.as_deref().unwrap_or(&self.cfg), floor);
+            let slot = Slot { state, cfg };
+            if self.map.try_insert(key.clone(), slot, guard).is_err() {
+                // Another thread created the key first: give our place back and use theirs.
+                // Relaxed: a counter.
+                self.len.fetch_sub(1, Ordering::Relaxed);
+            } else {
+                // A `set_rate` may have raced with our read of the overrides: make sure the state
+                // we just published runs on the key's current rate.
+                self.sync_override(key, now);
+            }
+            Ok(())
+        }
+
+        /// Reserves a place for one new key: ≤ `capacity` keys and reservations at all times.
+        fn reserve_place(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+            // Relaxed: a counter; the CAS below keeps it ≤ capacity.
+            let mut len = self.len.load(Ordering::Relaxed);
+            loop {
+                if len >= self.capacity {
+                    self.make_room(now, guard)?;
+                    // Relaxed: as above.
+                    len = self.len.load(Ordering::Relaxed);
+                    continue;
+                }
+                // Relaxed (both): the count alone bounds the table; it publishes nothing.
+                match self.len.compare_exchange_weak(
+                    len,
+                    len + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Ok(()),
+                    Err(current) => len = current,
+                }
+            }
+        }
+
+        /// The table is full: sweep it (one thread at a time), or deny.
+        #[cold]
+        fn make_room(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+            // Relaxed: the sweep word is a try-lock on the (rare) sweep and a time hint; it guards
+            // no data (the sweep's effects are in the state words and the map).
+            let next = self.sweep.load(Ordering::Relaxed);
+            if next == SWEEPING {
+                return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
+            }
+            if now < next {
+                // The last sweep found too few idle keys, none before `next`.
+                return Err(Denied::after_nanos(next - now));
+            }
+            // Relaxed (both): see above.
+            if self
+                .sweep
+                .compare_exchange(next, SWEEPING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
+            }
+            let (freed, next) = self.sweep_at(now, guard);
+            // Relaxed: see above.
+            self.sweep.store(next, Ordering::Relaxed);
+            if freed > 0 {
+                Ok(())
+            } else {
+                Err(Denied::after_nanos(next.saturating_sub(now).max(1)))
+            }
+        }
+
+        /// One sweep: evicts every idle key, then applies the [`WhenFull`] policy if fewer than an
+        /// eighth of the capacity went. Returns the keys freed and the earliest next sweep time.
+        #[cold]
+        fn sweep_at(&self, now: u64, guard: &impl papaya::Guard) -> (u64, u64) {
+            let target = (self.capacity / 8).max(1);
+            // Relaxed: the floor must be raised before any state is retired at `now`; the retire
+            // CAS (Release) publishes it to whoever sees the tombstone.
+            self.floor.fetch_max(now, Ordering::Relaxed);
+            let mut freed = 0;
+            let mut busy: Vec<u64> = Vec::new();
+            for (key, slot) in self.map.iter(guard) {
+                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
+                    self.remove_evicted(key, guard);
+                    freed += 1;
+                } else {
+                    busy.push(L::idle_at(cfg, &slot.state));
+                }
+            }
+            if freed >= target {
+                return (freed, 0);
+            }
+            // Too few idle keys: the time by which `target − freed` more will be idle.
+            let need = (target - freed) as usize;
+            let when = if busy.len() >= need {
+                *busy.select_nth_unstable(need - 1).1
+            } else {
+                busy.iter().copied().max().unwrap_or(now)
+            };
+            match self.when_full {
+                WhenFull::DenyNewKeys => (freed, when.max(now)),
+                WhenFull::EvictSoonestIdle => {
+                    for (key, slot) in self.map.iter(guard) {
+                        if freed >= target {
+                            break;
+                        }
+                        let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                        if L::idle_at(cfg, &slot.state) <= when
+                            && L::retire(cfg, &slot.state, now, Retire::Force).is_some()
+                        {
+                            self.remove_evicted(key, guard);
+                            freed += 1;
+                        }
+                    }
+                    (freed, 0)
+                }
+            }
+        }
+
+        /// Gives `key` its own rate from now on (a premium user, a throttled abuser), replacing
+        /// any earlier override; the other keys keep the default.
+        ///
+        /// What happens to the key's existing state: it is carried over. For GCRA the TAT (the
+        /// time at which the key is fully rested) is kept: grants already made are neither
+        /// refunded nor charged again, and every request from now on is judged with the new
+        /// interval and burst (burst = the new rate's `limit`). The override outlives evictions of
+        /// the key (overrides are not counted in `capacity`; remove one with
+        /// [`clear_rate`](Keyed::clear_rate)).
+        ///
+        /// Concurrent requests on this key wait for the entry's replacement (one map store); other
+        /// keys are unaffected.
+        ///
+        /// # Errors
+        ///
+        /// [`ConfigError`] as the inner limiter's builder for `rate` (the key is left unchanged).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<&str, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// k.set_rate("premium", Rate::per_second(100)?)?;
+        /// assert!(k.try_acquire_n_at(&"premium", 100, 0).is_ok());
+        /// assert!(k.try_acquire_n_at(&"free", 2, 0).unwrap_err().is_never());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn set_rate(&self, key: K, rate: Rate) -> Result<(), ConfigError>
+        where
+            C: Clock,
+        {
+            let cfg = Arc::new(L::config(rate, None)?);
+            let now = self.clock.now();
+            self.overrides.pin().insert(key.clone(), cfg);
+            self.sync_override(&key, now);
+            Ok(())
+        }
+
+        /// Returns `key` to the default rate, carrying its state over as
+        /// [`set_rate`](Keyed::set_rate) does.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<&str, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// k.set_rate("trial", Rate::per_second(10)?)?;
+        /// k.clear_rate(&"trial");
+        /// assert!(k.try_acquire_n_at(&"trial", 10, 0).unwrap_err().is_never());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn clear_rate(&self, key: &K)
+        where
+            C: Clock,
+        {
+            let now = self.clock.now();
+            self.overrides.pin().remove(key);
             self.sync_override(key, now);
         }
-        Ok(())
-    }
 
-    /// Reserves a place for one new key: ≤ `capacity` keys and reservations at all times.
-    fn reserve_place(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
-        // Relaxed: a counter; the CAS below keeps it ≤ capacity.
-        let mut len = self.len.load(Ordering::Relaxed);
-        loop {
-            if len >= self.capacity {
-                self.make_room(now, guard)?;
-                // Relaxed: as above.
-                len = self.len.load(Ordering::Relaxed);
-                continue;
-            }
-            // Relaxed (both): the count alone bounds the table; it publishes nothing.
-            match self
-                .len
-                .compare_exchange_weak(len, len + 1, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return Ok(()),
-                Err(current) => len = current,
-            }
-        }
-    }
-
-    /// The table is full: sweep it (one thread at a time), or deny.
-    #[cold]
-    fn make_room(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
-        // Relaxed: the sweep word is a try-lock on the (rare) sweep and a time hint; it guards
-        // no data (the sweep's effects are in the state words and the map).
-        let next = self.sweep.load(Ordering::Relaxed);
-        if next == SWEEPING {
-            return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
-        }
-        if now < next {
-            // The last sweep found too few idle keys, none before `next`.
-            return Err(Denied::after_nanos(next - now));
-        }
-        // Relaxed (both): see above.
-        if self
-            .sweep
-            .compare_exchange(next, SWEEPING, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
-        }
-        let (freed, next) = self.sweep_at(now, guard);
-        // Relaxed: see above.
-        self.sweep.store(next, Ordering::Relaxed);
-        if freed > 0 {
-            Ok(())
-        } else {
-            Err(Denied::after_nanos(next.saturating_sub(now).max(1)))
-        }
-    }
-
-    /// One sweep: evicts every idle key, then applies the [`WhenFull`] policy if fewer than an
-    /// eighth of the capacity went. Returns the keys freed and the earliest next sweep time.
-    #[cold]
-    fn sweep_at(&self, now: u64, guard: &impl papaya::Guard) -> (u64, u64) {
-        let target = (self.capacity / 8).max(1);
-        // Relaxed: the floor must be raised before any state is retired at `now`; the retire
-        // CAS (Release) publishes it to whoever sees the tombstone.
-        self.floor.fetch_max(now, Ordering::Relaxed);
-        let mut freed = 0;
-        let mut busy: Vec<u64> = Vec::new();
-        for (key, slot) in self.map.iter(guard) {
-            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-            if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
-                self.remove_evicted(key, guard);
-                freed += 1;
-            } else {
-                busy.push(L::idle_at(cfg, &slot.state));
-            }
-        }
-        if freed >= target {
-            return (freed, 0);
-        }
-        // Too few idle keys: the time by which `target − freed` more will be idle.
-        let need = (target - freed) as usize;
-        let when = if busy.len() >= need {
-            *busy.select_nth_unstable(need - 1).1
-        } else {
-            busy.iter().copied().max().unwrap_or(now)
-        };
-        match self.when_full {
-            WhenFull::DenyNewKeys => (freed, when.max(now)),
-            WhenFull::EvictSoonestIdle => {
-                for (key, slot) in self.map.iter(guard) {
-                    if freed >= target {
-                        break;
-                    }
-                    let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-                    if L::idle_at(cfg, &slot.state) <= when
-                        && L::retire(cfg, &slot.state, now, Retire::Force).is_some()
-                    {
-                        self.remove_evicted(key, guard);
-                        freed += 1;
-                    }
+        /// Makes `key`'s live state (if any) run on the key's current override (or the default):
+        /// freezes it (CAS to `MOVING`), then replaces the entry with a carried state.
+        fn sync_override(&self, key: &K, now: u64) {
+            let guard = self.map.guard();
+            let backoff = Backoff::new();
+            loop {
+                let want = self.overrides.get(key, &self.overrides.guard()).cloned();
+                let Some(slot) = self.map.get(key, &guard) else {
+                    return; // the next state created for the key reads the override
+                };
+                let same = match (&want, &slot.cfg) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    _ => false,
+                };
+                if same {
+                    return;
                 }
-                (freed, 0)
-            }
-        }
-    }
-
-    /// Gives `key` its own rate from now on (a premium user, a throttled abuser), replacing
-    /// any earlier override; the other keys keep the default.
-    ///
-    /// What happens to the key's existing state: it is carried over. For GCRA the TAT (the
-    /// time at which the key is fully rested) is kept: grants already made are neither
-    /// refunded nor charged again, and every request from now on is judged with the new
-    /// interval and burst (burst = the new rate's `limit`). The override outlives evictions of
-    /// the key (overrides are not counted in `capacity`; remove one with
-    /// [`clear_rate`](Keyed::clear_rate)).
-    ///
-    /// Concurrent requests on this key wait for the entry's replacement (one map store); other
-    /// keys are unaffected.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] as the inner limiter's builder for `rate` (the key is left unchanged).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<&str, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// k.set_rate("premium", Rate::per_second(100)?)?;
-    /// assert!(k.try_acquire_n_at(&"premium", 100, 0).is_ok());
-    /// assert!(k.try_acquire_n_at(&"free", 2, 0).unwrap_err().is_never());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn set_rate(&self, key: K, rate: Rate) -> Result<(), ConfigError>
-    where
-        C: Clock,
-    {
-        let cfg = Arc::new(L::config(rate, None)?);
-        let now = self.clock.now();
-        self.overrides.pin().insert(key.clone(), cfg);
-        self.sync_override(&key, now);
-        Ok(())
-    }
-
-    /// Returns `key` to the default rate, carrying its state over as
-    /// [`set_rate`](Keyed::set_rate) does.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<&str, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// k.set_rate("trial", Rate::per_second(10)?)?;
-    /// k.clear_rate(&"trial");
-    /// assert!(k.try_acquire_n_at(&"trial", 10, 0).unwrap_err().is_never());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn clear_rate(&self, key: &K)
-    where
-        C: Clock,
-    {
-        let now = self.clock.now();
-        self.overrides.pin().remove(key);
-        self.sync_override(key, now);
-    }
-
-    /// Makes `key`'s live state (if any) run on the key's current override (or the default):
-    /// freezes it (CAS to `MOVING`), then replaces the entry with a carried state.
-    fn sync_override(&self, key: &K, now: u64) {
-        let guard = self.map.guard();
-        let backoff = Backoff::new();
-        loop {
-            let want = self.overrides.get(key, &self.overrides.guard()).cloned();
-            let Some(slot) = self.map.get(key, &guard) else {
-                return; // the next state created for the key reads the override
-            };
-            let same = match (&want, &slot.cfg) {
-                (None, None) => true,
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                _ => false,
-            };
-            if same {
-                return;
-            }
-            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-            match L::retire(cfg, &slot.state, now, Retire::Move) {
-                Some(carry) => {
-                    // Relaxed: see `insert_new`.
-                    let floor = self.floor.load(Ordering::Relaxed);
-                    let state = L::carried(want.as_deref().unwrap_or(&self.cfg), carry, floor);
-                    // Nobody else replaces or removes a MOVING entry: this store is ours.
-                    self.map
-                        .insert(key.clone(), Slot { state, cfg: want }, &guard);
+                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                match L::retire(cfg, &slot.state, now, Retire::Move) {
+                    Some(carry) => {
+                        // Relaxed: see `insert_new`.
+                        let floor = self.floor.load(Ordering::Relaxed);
+                        let state = L::carried(want.as_deref().unwrap_or(&self.cfg), carry, floor);
+                        // Nobody else replaces or removes a MOVING entry: this store is ours.
+                        self.map
+                            .insert(key.clone(), Slot { state, cfg: want }, &guard);
+                    }
+                    None if L::is_evicted(&slot.state) => self.remove_evicted(key, &guard),
+                    // Another rate change is moving it: look again after it.
+                    None => backoff.snooze_or_spin(),
                 }
-                None if L::is_evicted(&slot.state) => self.remove_evicted(key, &guard),
-                // Another rate change is moving it: look again after it.
-                None => backoff.snooze_or_spin(),
             }
+        }
+
+        /// The number of keys held (including places being filled by concurrent new keys).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.is_empty());
+        /// k.try_acquire_at(&1, 0).unwrap();
+        /// assert_eq!(k.len(), 1);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn len(&self) -> usize {
+            // Relaxed: a snapshot of the counter.
+            self.len.load(Ordering::Relaxed) as usize
+        }
+
+        /// Whether no key is held.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.is_empty());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Evicts every idle key now (a sweep at `now`), returning how many went. Never needed for
+        /// bounded memory (new keys sweep a full table themselves); useful to shrink `len()`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// k.try_acquire_at(&1, 0).unwrap();
+        /// assert_eq!(k.evict_idle_at(500_000_000), 0); // key 1 is busy until 1 s
+        /// assert_eq!(k.evict_idle_at(1_000_000_000), 1);
+        /// assert!(k.is_empty());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn evict_idle_at(&self, now: u64) -> usize {
+            let guard = self.map.guard();
+            // Relaxed: as in `sweep_at`.
+            self.floor.fetch_max(now, Ordering::Relaxed);
+            let mut freed = 0;
+            for (key, slot) in self.map.iter(&guard) {
+                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
+                    self.remove_evicted(key, &guard);
+                    freed += 1;
+                }
+            }
+            freed
+        }
+
+        /// The most keys held at once.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        /// let k = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?).capacity(64).build()?;
+        /// assert_eq!(k.capacity(), 64);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn capacity(&self) -> usize {
+            self.capacity as usize
+        }
+
+        /// The policy when the table is full.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate, WhenFull};
+        /// let k = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?).build()?;
+        /// assert_eq!(k.when_full(), WhenFull::DenyNewKeys);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn when_full(&self) -> WhenFull {
+            self.when_full
+        }
+
+        /// The limiter's clock.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Clock, Gcra, Keyed, ManualClock, Rate};
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// assert_eq!(k.clock().now(), 0);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn clock(&self) -> &C {
+            &self.clock
         }
     }
 
-    /// The number of keys held (including places being filled by concurrent new keys).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<u32, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// assert!(k.is_empty());
-    /// k.try_acquire_at(&1, 0).unwrap();
-    /// assert_eq!(k.len(), 1);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn len(&self) -> usize {
-        // Relaxed: a snapshot of the counter.
-        self.len.load(Ordering::Relaxed) as usize
-    }
-
-    /// Whether no key is held.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<u32, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// assert!(k.is_empty());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Evicts every idle key now (a sweep at `now`), returning how many went. Never needed for
-    /// bounded memory (new keys sweep a full table themselves); useful to shrink `len()`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<u32, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// k.try_acquire_at(&1, 0).unwrap();
-    /// assert_eq!(k.evict_idle_at(500_000_000), 0); // key 1 is busy until 1 s
-    /// assert_eq!(k.evict_idle_at(1_000_000_000), 1);
-    /// assert!(k.is_empty());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn evict_idle_at(&self, now: u64) -> usize {
-        let guard = self.map.guard();
-        // Relaxed: as in `sweep_at`.
-        self.floor.fetch_max(now, Ordering::Relaxed);
-        let mut freed = 0;
-        for (key, slot) in self.map.iter(&guard) {
-            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-            if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
-                self.remove_evicted(key, &guard);
-                freed += 1;
-            }
+    impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
+        /// Take one permit for `key` now.
+        ///
+        /// # Errors
+        ///
+        /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        ///
+        /// let per_user = Keyed::<String, Gcra>::gcra(Rate::per_second(10)?).build()?;
+        /// assert!(per_user.try_acquire(&"alice".to_string()).is_ok());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        #[inline]
+        pub fn try_acquire(&self, key: &K) -> Result<(), Denied> {
+            self.try_acquire_n_at(key, 1, self.clock.now())
         }
-        freed
+
+        /// Take `permits` permits for `key` now, all or nothing.
+        ///
+        /// # Errors
+        ///
+        /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        ///
+        /// let per_user = Keyed::<u64, Gcra>::gcra(Rate::per_second(10)?).build()?;
+        /// assert!(per_user.try_acquire_n(&1, 10).is_ok());
+        /// assert!(per_user.try_acquire_n(&1, 11).unwrap_err().is_never());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        #[inline]
+        pub fn try_acquire_n(&self, key: &K, permits: u32) -> Result<(), Denied> {
+            self.try_acquire_n_at(key, permits, self.clock.now())
+        }
     }
 
-    /// The most keys held at once.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, Rate};
-    /// let k = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?).capacity(64).build()?;
-    /// assert_eq!(k.capacity(), 64);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn capacity(&self) -> usize {
-        self.capacity as usize
-    }
-
-    /// The policy when the table is full.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, Rate, WhenFull};
-    /// let k = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?).build()?;
-    /// assert_eq!(k.when_full(), WhenFull::DenyNewKeys);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn when_full(&self) -> WhenFull {
-        self.when_full
-    }
-
-    /// The limiter's clock.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Clock, Gcra, Keyed, ManualClock, Rate};
-    /// let k: Keyed<u32, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(k.clock().now(), 0);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn clock(&self) -> &C {
-        &self.clock
-    }
-}
-
-impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
-    /// Take one permit for `key` now.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, Rate};
-    ///
-    /// let per_user = Keyed::<String, Gcra>::gcra(Rate::per_second(10)?).build()?;
-    /// assert!(per_user.try_acquire(&"alice".to_string()).is_ok());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn try_acquire(&self, key: &K) -> Result<(), Denied> {
-        self.try_acquire_n_at(key, 1, self.clock.now())
-    }
-
-    /// Take `permits` permits for `key` now, all or nothing.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, Rate};
-    ///
-    /// let per_user = Keyed::<u64, Gcra>::gcra(Rate::per_second(10)?).build()?;
-    /// assert!(per_user.try_acquire_n(&1, 10).is_ok());
-    /// assert!(per_user.try_acquire_n(&1, 11).unwrap_err().is_never());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn try_acquire_n(&self, key: &K, permits: u32) -> Result<(), Denied> {
-        self.try_acquire_n_at(key, permits, self.clock.now())
-    }
-}
-
-impl<K, L: KeyedState, C> fmt::Debug for Keyed<K, L, C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Keyed")
-            .field("config", &self.cfg)
-            .field("capacity", &self.capacity)
-            // Relaxed: a snapshot for display.
-            .field("len", &self.len.load(Ordering::Relaxed))
-            .field("when_full", &self.when_full)
-            .finish_non_exhaustive()
+    impl<K, L: KeyedState, C> fmt::Debug for Keyed<K, L, C> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("Keyed")
+                .field("config", &self.cfg)
+                .field("capacity", &self.capacity)
+                // Relaxed: a snapshot for display.
+                .field("len", &self.len.load(Ordering::Relaxed))
+                .field("when_full", &self.when_full)
+                .finish_non_exhaustive()
+        }
     }
 }
 
 /// Extension of the facade's backoff: under loom, yield (the thread we wait for must run).
+#[cfg(feature = "std")]
 trait SnoozeOrSpin {
     fn snooze_or_spin(&self);
 }
 
+#[cfg(feature = "std")]
 impl SnoozeOrSpin for Backoff {
     #[inline]
     fn snooze_or_spin(&self) {

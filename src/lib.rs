@@ -47,7 +47,7 @@ mod error;
 mod gcra;
 pub mod guide;
 mod key_pool;
-#[cfg(feature = "std")]
+#[cfg(any(feature = "std", hotlimit_loom))]
 mod keyed;
 mod limiter;
 mod pacer;
@@ -63,6 +63,8 @@ pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use error::{ConfigError, Denied};
 pub use gcra::{Gcra, GcraBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
+#[cfg(all(hotlimit_loom, not(feature = "std")))]
+pub use keyed::KeyedState;
 #[cfg(feature = "std")]
 pub use keyed::{Keyed, KeyedBuilder, KeyedState, WhenFull};
 pub use limiter::Limiter;
@@ -79,7 +81,7 @@ pub use wait::{Acquire, LimiterExt, Sleep};
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use gcra::planted as __planted_gcra;
-#[cfg(all(hotlimit_loom, feature = "std"))]
+#[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use keyed::planted as __planted_keyed;
 #[cfg(hotlimit_loom)]

@@ -141,3 +141,37 @@ fn key_pool_errors_name_field_and_value() {
     let e = build(2, 1 << 28).unwrap_err();
     assert_eq!(e.field(), "keys");
 }
+
+#[test]
+fn keyed_errors_name_field_and_value() {
+    use hotlimit::{Keyed, ManualClock};
+    let e = Keyed::<u64, Gcra>::gcra(Rate::per_second(1).unwrap())
+        .capacity(0)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        (e.field(), e.to_string().as_str()),
+        ("capacity", "invalid capacity = 0: must be at least 1 key")
+    );
+    let e = Keyed::<u64, Gcra>::gcra(Rate::per_second(1).unwrap())
+        .burst(0)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(e.field(), "burst");
+    let e = Keyed::<u64, Gcra>::gcra(Rate::new(10, Duration::from_nanos(5)).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(e.field(), "rate");
+    let k: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    let e = k
+        .set_rate(1, Rate::new(10, Duration::from_nanos(5)).unwrap())
+        .unwrap_err();
+    assert_eq!(e.field(), "rate");
+    assert!(k.is_empty(), "a rejected override leaves the key unchanged");
+}
