@@ -33,16 +33,18 @@
 //! state-word protocol the real code), with a planted evictor that removes without the
 //! tombstone CAS, which the model catches.
 
+use alloc::vec::Vec;
 use core::fmt;
 
 use crate::error::ConfigError;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{Denied, Gcra, ManualClock, Rate};
+use crate::{Denied, Gcra, ManualClock, Rate, SlidingLog};
 
 /// A limiter algorithm that [`Keyed`] can keep per key: its per-key state, and the
 /// configuration shared by all keys (or per key, for rate overrides).
 ///
-/// Implemented for [`Gcra`] (8 bytes of state per key). The trait is sealed; its methods are
+/// Implemented for [`Gcra`] (8 bytes of state per key) and [`SlidingLog`] (a ring of `limit`
+/// timestamps per key: 8 bytes × `limit` plus about 200 bytes, O(limit) per key). The trait is sealed; its methods are
 /// the crate's internal protocol (see the [module docs](crate::Keyed) for the eviction
 /// protocol every implementation follows).
 ///
@@ -101,6 +103,7 @@ pub trait KeyedState: sealed::Sealed + 'static {
 mod sealed {
     pub trait Sealed {}
     impl Sealed for crate::Gcra {}
+    impl Sealed for crate::SlidingLog {}
 }
 
 /// The outcome of one admission attempt on one key's state.
@@ -157,8 +160,197 @@ mod state {
     /// One key's GCRA state: the TAT word, 8 bytes.
     #[derive(Debug)]
     pub struct GcraState(pub(crate) AtomicU64);
+
+    /// SlidingLog's shared configuration.
+    #[derive(Debug)]
+    pub struct LogConfig {
+        pub(crate) rate: Rate,
+        pub(crate) limit: u64,
+        pub(crate) period: u64,
+    }
+
+    /// One key's sliding log, behind a gate word (see `LOG_CLOSING`).
+    #[derive(Debug)]
+    pub struct LogState {
+        /// `{ closing: 1, evicted: 1, moving: 1, active: 61 }`: the flags, and the number of
+        /// admitters inside the log.
+        pub(crate) gate: AtomicU64,
+        /// No time before this counts as passed (the `Keyed`'s floor at creation).
+        pub(crate) floor: u64,
+        pub(crate) log: SlidingLog<()>,
+    }
 }
-use state::{GcraConfig, GcraState};
+use state::{GcraConfig, GcraState, LogConfig, LogState};
+
+/// Gate flag: an evictor or a rate change is deciding; admitters wait (look the key up again).
+const LOG_CLOSING: u64 = 1 << 63;
+/// Gate flag, terminal: the log was evicted.
+const LOG_EVICTED: u64 = 1 << 62;
+/// Gate flag, terminal: the log was frozen for a rate change.
+const LOG_MOVING: u64 = 1 << 61;
+/// The gate's admitter count.
+const LOG_ACTIVE: u64 = LOG_MOVING - 1;
+
+/// A per-key log whose ring holds `stamps` (ascending, at most `limit` of them) after
+/// never-used slots, so that slot 0, where the cursor starts, is the oldest.
+fn new_log(cfg: &LogConfig, stamps: &[u64], floor: u64) -> LogState {
+    let len = cfg.limit as usize;
+    let keep = &stamps[stamps.len().saturating_sub(len)..];
+    let slots = (0..len - keep.len())
+        .map(|_| 0)
+        .chain(keep.iter().copied())
+        .map(AtomicU64::new)
+        .collect();
+    // A request below the newest carried grant records at it ("no time has passed").
+    let newest = keep.last().map_or(0, |s| s.saturating_sub(1));
+    LogState {
+        gate: AtomicU64::new(0),
+        floor: floor.max(newest),
+        log: SlidingLog::from_parts(slots, cfg.rate, ()),
+    }
+}
+
+/// The end of the window of a grant with this stamp: it counts at `t` iff `t < end`.
+fn log_end(cfg: &LogConfig, stamp: u64) -> u64 {
+    if stamp == 0 {
+        0
+    } else {
+        (stamp - 1).saturating_add(cfg.period)
+    }
+}
+
+/// Closes the gate and waits for the admitters inside to leave. False if another closer or a
+/// terminal flag got there first (the gate is left as it was).
+fn log_close(state: &LogState) -> bool {
+    // Acquire: with the admitters' Release decrements (a release sequence on this word), once
+    // the count reads 0 every grant made inside is visible in the slots.
+    let g = state.gate.fetch_or(LOG_CLOSING, Ordering::Acquire);
+    if g & !LOG_ACTIVE != 0 {
+        if g & LOG_CLOSING == 0 {
+            // Relaxed: undo our flag on a terminal gate (nobody reads CLOSING there).
+            state.gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
+        }
+        return false;
+    }
+    let backoff = Backoff::new();
+    // Acquire: see above.
+    while state.gate.load(Ordering::Acquire) & LOG_ACTIVE != 0 {
+        backoff.snooze_or_spin();
+    }
+    true
+}
+
+impl KeyedState for SlidingLog {
+    type Config = LogConfig;
+    type State = LogState;
+    type Carry = Vec<u64>;
+
+    fn config(rate: Rate, _: Option<u64>) -> Result<LogConfig, ConfigError> {
+        let limit = rate.limit();
+        if limit > crate::sliding_log::MAX_SLOTS {
+            return Err(ConfigError::new(
+                "limit",
+                crate::error::Value::Count(u128::from(limit)),
+                "must be at most 2^28 = 268435456 (8 bytes each)",
+            ));
+        }
+        Ok(LogConfig {
+            rate,
+            limit,
+            period: rate.period_nanos(),
+        })
+    }
+
+    fn fresh(cfg: &LogConfig, floor: u64) -> LogState {
+        new_log(cfg, &[], floor)
+    }
+
+    fn carried(cfg: &LogConfig, stamps: Vec<u64>, floor: u64) -> LogState {
+        new_log(cfg, &stamps, floor)
+    }
+
+    fn acquire(cfg: &LogConfig, state: &LogState, permits: u32, now: u64) -> Admit {
+        if u64::from(permits) > cfg.limit {
+            return Admit::Denied(Denied::never());
+        }
+        // Relaxed: a look before announcing ourselves, so that admitters bouncing off a
+        // closed gate do not keep its count above 0 while the closer waits for it to drain.
+        let mut g = state.gate.load(Ordering::Relaxed);
+        if g & !LOG_ACTIVE == 0 {
+            // Relaxed: announces us to a closer, which waits for the count to drop; the flags
+            // we read decide whether we may enter.
+            g = state.gate.fetch_add(1, Ordering::Relaxed);
+            if g & !LOG_ACTIVE != 0 {
+                // Relaxed: leaving without touching the log.
+                state.gate.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        if g & !LOG_ACTIVE != 0 {
+            return if g & LOG_EVICTED != 0 {
+                // Acquire: as for GCRA's tombstone, makes the raised floor visible.
+                let _ = state.gate.load(Ordering::Acquire);
+                Admit::Evicted
+            } else {
+                Admit::Moving
+            };
+        }
+        let result = state.log.try_acquire_n_at(permits, now.max(state.floor));
+        // Release: publishes our slot claims to a closer that sees the count drop to 0.
+        state.gate.fetch_sub(1, Ordering::Release);
+        match result {
+            Ok(()) => Admit::Granted,
+            Err(denied) => Admit::Denied(denied),
+        }
+    }
+
+    fn idle_at(cfg: &LogConfig, state: &LogState) -> u64 {
+        // Relaxed: a snapshot to rank eviction candidates; `retire` decides under the gate.
+        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING) != 0 {
+            return u64::MAX;
+        }
+        state
+            .log
+            .stamps()
+            .map(|s| log_end(cfg, s))
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn retire(cfg: &LogConfig, state: &LogState, now: u64, how: Retire) -> Option<Vec<u64>> {
+        let idle = |state: &LogState| state.log.stamps().all(|s| log_end(cfg, s) <= now);
+        // A cheap look first: a busy log is never closed by a sweep.
+        if how == Retire::IfIdle && !idle(state) {
+            return None;
+        }
+        if !log_close(state) {
+            return None;
+        }
+        // The gate is closed and empty: the slots are final until we reopen it.
+        if how == Retire::IfIdle && !idle(state) {
+            // Relaxed: reopening publishes nothing (we changed no slot).
+            state.gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
+            return None;
+        }
+        let mut stamps: Vec<u64> = state.log.stamps().filter(|&s| s != 0).collect();
+        stamps.sort_unstable();
+        let terminal = if how == Retire::Move {
+            LOG_MOVING
+        } else {
+            LOG_EVICTED
+        };
+        // Release: as GCRA's tombstone CAS (publishes the raised floor). An RMW, not a
+        // store: bounced admitters' increments and decrements must not be lost.
+        state
+            .gate
+            .fetch_xor(LOG_CLOSING | terminal, Ordering::Release);
+        Some(stamps)
+    }
+
+    fn is_evicted(state: &LogState) -> bool {
+        // Relaxed: the flag is terminal; a stale read only delays the removal.
+        state.gate.load(Ordering::Relaxed) & LOG_EVICTED != 0
+    }
+}
 
 impl KeyedState for Gcra {
     type Config = GcraConfig;
@@ -297,7 +489,7 @@ mod table {
     use super::{Admit, KeyedState, Retire, SnoozeOrSpin};
     use crate::error::{ConfigError, Value};
     use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
-    use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
+    use crate::{Clock, DefaultClock, Denied, Gcra, Rate, SlidingLog};
 
     /// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
     /// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
@@ -465,6 +657,41 @@ mod table {
         /// # Ok::<(), hotlimit::ConfigError>(())
         /// ```
         pub fn gcra(rate: Rate) -> KeyedBuilder<K, Gcra, DefaultClock> {
+            KeyedBuilder {
+                rate,
+                burst: None,
+                capacity: DEFAULT_CAPACITY,
+                when_full: WhenFull::DenyNewKeys,
+                clock: DefaultClock::default(),
+                _marker: core::marker::PhantomData,
+            }
+        }
+    }
+
+    impl<K> Keyed<K, SlidingLog> {
+        /// A builder for per-key [`SlidingLog`] limits at `rate`: each key gets the exact
+        /// sliding window (at most `limit` in every window of `period`), at a cost of a ring of
+        /// `limit` timestamps per key (8 bytes × `limit` + about 200 bytes; a sweep reads each
+        /// key's ring, so it is O(capacity × limit)). Admissions also pass a per-key gate word
+        /// (two RMWs) that lets an evictor wait out the admitters inside the log. Capacity
+        /// 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Keyed, ManualClock, Rate, SlidingLog};
+        ///
+        /// let k: Keyed<u32, SlidingLog, ManualClock> = Keyed::sliding_log(Rate::per_second(2)?)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// assert!(k.try_acquire_at(&1, 0).is_ok());
+        /// assert!(k.try_acquire_at(&1, 400_000_000).is_ok());
+        /// // The grant at 0 leaves the window at 1 s.
+        /// let d = k.try_acquire_at(&1, 900_000_000).unwrap_err();
+        /// assert_eq!(d.retry_after_nanos(), Some(100_000_000));
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn sliding_log(rate: Rate) -> KeyedBuilder<K, SlidingLog, DefaultClock> {
             KeyedBuilder {
                 rate,
                 burst: None,
@@ -1098,12 +1325,10 @@ mod table {
 }
 
 /// Extension of the facade's backoff: under loom, yield (the thread we wait for must run).
-#[cfg(feature = "std")]
 trait SnoozeOrSpin {
     fn snooze_or_spin(&self);
 }
 
-#[cfg(feature = "std")]
 impl SnoozeOrSpin for Backoff {
     #[inline]
     fn snooze_or_spin(&self) {
@@ -1157,6 +1382,41 @@ pub mod planted {
         pub fn evict_racy_at(&self, now: u64) -> bool {
             // Relaxed: deliberately broken; the missing tombstone CAS is the bug.
             self.state.0.load(Ordering::Relaxed) <= now
+        }
+    }
+
+    /// One key's sliding log behind its gate, as a `Keyed<_, SlidingLog>` entry holds it.
+    #[derive(Debug)]
+    pub struct LogKey {
+        cfg: LogConfig,
+        state: LogState,
+    }
+
+    impl LogKey {
+        /// A fresh log for `rate` with floor `floor`.
+        pub fn new(rate: Rate, floor: u64) -> Self {
+            let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
+            let state = <SlidingLog as KeyedState>::fresh(&cfg, floor);
+            LogKey { cfg, state }
+        }
+
+        /// The real admission through the gate.
+        pub fn acquire_at(&self, now: u64) -> Admit {
+            <SlidingLog as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
+        }
+
+        /// The real eviction: close the gate, wait out the admitters, check idleness, retire.
+        pub fn evict_at(&self, now: u64) -> bool {
+            <SlidingLog as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle)
+                .is_some()
+        }
+
+        /// The planted bug: checks idleness with loads only, without closing the gate.
+        pub fn evict_racy_at(&self, now: u64) -> bool {
+            self.state
+                .log
+                .stamps()
+                .all(|s| log_end(&self.cfg, s) <= now)
         }
     }
 }

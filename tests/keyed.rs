@@ -6,8 +6,9 @@ mod model;
 
 use std::time::Duration;
 
-use hotlimit::{Gcra, Keyed, ManualClock, Rate, WhenFull};
+use hotlimit::{Gcra, Keyed, ManualClock, Rate, SlidingLog, WhenFull};
 use model::gcra::GcraModel;
+use model::log::LogModel;
 use proptest::prelude::*;
 
 const S: u64 = 1_000_000_000;
@@ -163,6 +164,49 @@ fn flood_of_unique_keys_stays_under_capacity() {
     }
 }
 
+#[test]
+fn sliding_log_per_key_eviction_and_rate_change() {
+    let k: Keyed<u64, SlidingLog, ManualClock> = Keyed::sliding_log(Rate::per_second(3).unwrap())
+        .capacity(2)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    for t in 0..3 {
+        k.try_acquire_at(&1, t * 100).unwrap();
+    }
+    assert_eq!(
+        k.try_acquire_at(&1, 500).unwrap_err().retry_after_nanos(),
+        Some(S - 500)
+    );
+    k.try_acquire_at(&2, 0).unwrap();
+    // Full, both busy until 1 s + 200 ns and 1 s: the new key waits for the first to go idle.
+    assert_eq!(
+        k.try_acquire_at(&3, 10).unwrap_err().retry_after_nanos(),
+        Some(S - 10)
+    );
+    assert!(
+        k.try_acquire_at(&3, S).is_ok(),
+        "key 2 is idle at 1 s and is evicted"
+    );
+    // A rate change keeps the key's grants: at 1 s + 50 ns the grants at 100 and 200 ns are
+    // still in the window, so the new limit of 4 leaves room for two more.
+    k.set_rate(1, Rate::per_second(4).unwrap()).unwrap();
+    assert!(k.try_acquire_at(&1, S + 50).is_ok());
+    assert!(k.try_acquire_at(&1, S + 50).is_ok());
+    assert_eq!(
+        k.try_acquire_at(&1, S + 50)
+            .unwrap_err()
+            .retry_after_nanos(),
+        Some(50)
+    );
+    assert!(k.try_acquire_n_at(&1, 5, 0).unwrap_err().is_never());
+    assert!(
+        Keyed::<u64, SlidingLog>::sliding_log(Rate::per_second(1 << 29).unwrap())
+            .build()
+            .is_err()
+    );
+}
+
 /// One step of a random multi-key trace.
 #[derive(Debug, Clone)]
 enum Step {
@@ -193,7 +237,7 @@ fn config() -> impl Strategy<Value = (u64, u64, u64)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2_000))]
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
 
     /// With room for every key and a clock that never goes back, every decision and every
     /// retry_after equals that key's own GCRA definition, whatever the evictions.
@@ -261,6 +305,38 @@ proptest! {
                 prop_assert!(want.is_ok(), "step {} ({:?}) at {}: granted, model says {:?}", i, step, now, want);
             }
             prop_assert!(k.len() <= capacity);
+        }
+    }
+}
+
+proptest! {
+    // Each case allocates rings per key; fewer cases keep the debug run to a few seconds.
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// The same for per-key sliding logs: each key is exactly its own exact log.
+    #[test]
+    fn each_key_matches_its_log_model(
+        (limit, period, _b, steps) in config().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), steps(l, p, false))
+        })
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let k: Keyed<u64, SlidingLog, ManualClock> =
+            Keyed::sliding_log(rate).capacity(6).clock(ManualClock::new()).build().unwrap();
+        let mut models: Vec<LogModel> = (0..6).map(|_| LogModel::new(limit, period)).collect();
+        let mut now = 0u64;
+        for (i, step) in steps.iter().enumerate() {
+            match *step {
+                Step::Ask { gap, key, n } => {
+                    now += gap;
+                    let real = k.try_acquire_n_at(&key, n, now).map_err(|d| d.retry_after_nanos());
+                    let want = models[key as usize].acquire(n, now);
+                    prop_assert_eq!(real, want, "step {} ({:?}) at {}", i, step, now);
+                }
+                Step::Back { .. } => unreachable!(),
+                Step::Evict => { k.evict_idle_at(now); }
+            }
+            prop_assert!(k.len() <= 6);
         }
     }
 }
