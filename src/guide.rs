@@ -308,8 +308,31 @@
 //!
 //! Per key: the key, the 8-byte state, an 8-byte override pointer, and papaya's boxed entry
 //! and table slot: about 40 bytes per key for `u64` keys, measured as RSS growth over a
-//! million keys (BENCHMARKS.md). SlidingLog per key (a ring of `limit` timestamps, O(limit)
-//! per key) and SlidingWindow per key are a follow-up: the [`KeyedState`](crate::KeyedState)
-//! trait is the plug-in point, and each needs its own tombstone on its slot words.
+//! million keys (BENCHMARKS.md).
+//!
+//! ## SlidingLog per key
+//!
+//! `Keyed::sliding_log(rate)` keeps a ring of `limit` timestamps per key (8 bytes × `limit`
+//! plus about 200 bytes of log header, O(limit) per key: a million keys at `limit` 100 is about
+//! a gigabyte, so size `capacity` accordingly). A log is idle when every stamp has left the
+//! window, a property of all `limit` slots, not of one word, so one CAS cannot decide it. Each
+//! per-key log sits behind a gate word `{ closing, evicted, moving, active: 61 bits }`:
+//!
+//! - an admitter loads the gate; with no flag set it increments `active` (and re-checks the
+//!   flags it got back), runs the log's own algorithm, and decrements `active` (Release);
+//!   with a flag set it grants nothing and looks the key up again;
+//! - an evictor first checks idleness with loads (a busy log is never closed), then sets
+//!   `closing` (fetch_or), waits until `active` reads 0 (Acquire: every grant made inside is
+//!   now visible), re-checks idleness, and either sets `evicted` (fetch_xor, an RMW, so the
+//!   counts of admitters bouncing off the gate are not lost) or clears `closing`.
+//!
+//! No grant can land after the final idleness check: new admitters see `closing` and stay
+//! out, and the ones inside have left. The cost: two RMWs on the gate per admission, and an
+//! admitter that arrives during the (short, O(limit)) check of an idle-looking log waits for
+//! the evictor. A rate change moves the newest `limit` stamps into the new ring. The loom
+//! model is two threads (an admitter racing the evictor, then a late admission); a
+//! three-thread model of the gate ran for over a minute, so it is not in the suite.
+//! SlidingWindow per key is a follow-up: it plugs in through the same
+//! [`KeyedState`](crate::KeyedState) trait.
 //!
 //! [`WhenFull`]: crate::WhenFull

@@ -29,6 +29,11 @@
 //! *floor*: the greatest `now` any sweep evicted at, so that it is never more permissive than
 //! the evicted one ("no time has passed" below the floor).
 //!
+//! A [`SlidingLog`] per key is idle only when all its slots are, which one CAS cannot decide;
+//! its state sits behind a gate word that admitters count themselves in and out of, and the
+//! evictor closes the gate, waits for the admitters inside, re-checks, and only then marks the
+//! log evicted (see the [`guide`](crate::guide)).
+//!
 //! The protocol is model-checked in `loom-tests/tests/keyed.rs` (the map abstracted, the
 //! state-word protocol the real code), with a planted evictor that removes without the
 //! tombstone CAS, which the model catches.
@@ -565,8 +570,9 @@ mod table {
     /// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
     /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default.
     ///
-    /// Memory per key: the key, the state (8 bytes for GCRA), an 8-byte override pointer, plus the
-    /// map's entry overhead (measured in `BENCHMARKS.md`).
+    /// Memory per key: the key, the state (8 bytes for GCRA; for [`SlidingLog`] a ring of `limit`
+    /// timestamps and a gate word), an 8-byte override pointer, plus the map's entry overhead
+    /// (measured in `BENCHMARKS.md`).
     ///
     /// # Examples
     ///
@@ -1065,7 +1071,9 @@ mod table {
         /// What happens to the key's existing state: it is carried over. For GCRA the TAT (the
         /// time at which the key is fully rested) is kept: grants already made are neither
         /// refunded nor charged again, and every request from now on is judged with the new
-        /// interval and burst (burst = the new rate's `limit`). The override outlives evictions of
+        /// interval and burst (burst = the new rate's `limit`). For a sliding log the newest
+        /// `limit` (new limit) grant times move into the new ring and keep counting until they
+        /// leave the new window. The override outlives evictions of
         /// the key (overrides are not counted in `capacity`; remove one with
         /// [`clear_rate`](Keyed::clear_rate)).
         ///
