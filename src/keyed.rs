@@ -512,7 +512,9 @@ mod table {
     /// finds too few idle keys to evict.
     ///
     /// Idle keys (whose state carries no information) are always evicted first; this policy only
-    /// decides what happens when there are not enough of them.
+    /// decides what happens when there are not enough of them. A sweep runs on one thread at a
+    /// time; a new key arriving at a full table while another thread sweeps is denied with a
+    /// 10 µs `retry_after` under either policy.
     ///
     /// # Examples
     ///
