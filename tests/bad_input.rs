@@ -174,4 +174,12 @@ fn keyed_errors_name_field_and_value() {
         .unwrap_err();
     assert_eq!(e.field(), "rate");
     assert!(k.is_empty(), "a rejected override leaves the key unchanged");
+    let e = Keyed::<u64, hotlimit::SlidingLog>::sliding_log(Rate::per_second(1 << 29).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid limit = 536870912: must be at most 2^28 = 268435456 (8 bytes each)"
+    );
 }
