@@ -273,7 +273,7 @@ impl Params {
 /// base = max(S, now), the grant condition base + n·I ≤ now + τ is rewritten as
 /// base − now ≤ slack so that nothing overflows near `u64::MAX`.
 #[inline(always)]
-fn decide(tat: u64, now: u64, cost: u64, slack: u64) -> Result<u64, Denied> {
+pub(crate) fn decide(tat: u64, now: u64, cost: u64, slack: u64) -> Result<u64, Denied> {
     let base = if tat > now { tat } else { now };
     let ahead = base - now;
     if ahead > slack {

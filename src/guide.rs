@@ -453,3 +453,98 @@
 //! rather than by a bucket width) needs a ring whose exact size is not proven here; the
 //! crate does not offer a mode whose ring could silently be too small. Strict time-closed
 //! buckets with more buckets (up to 65,536) are the supported way to tighten the margin.
+//!
+//! # Keyed: per-key limits with bounded memory
+//!
+//! [`Keyed`](crate::Keyed) keeps one limiter state per key in a lock-free map (`papaya`,
+//! `std` only): for GCRA the state is the TAT word (8 bytes); the interval, tolerance and
+//! burst are kept once in the `Keyed` (or once per override). A request for an existing key is
+//! a map lookup that writes no shared memory, then the inner algorithm on the key's word: one
+//! CAS per grant, one load per denial.
+//!
+//! ## Eviction never loses an admission
+//!
+//! A GCRA state with TAT S ≤ now is *idle*: at every time t ≥ now it decides exactly as a
+//! fresh state (max(S, t) = t = max(0, t)), so dropping it loses nothing. The danger is the
+//! race: thread A looks the key up and holds its state; the evictor removes the entry; A
+//! grants on the orphaned state; thread B finds the key missing, creates a fresh state and
+//! grants again. With burst 1 that is two grants where one is allowed.
+//!
+//! The protocol puts the decision on the state word. The evictor CASes the word from an idle
+//! value S ≤ now to the terminal value `EVICTED` (u64::MAX), and removes the entry only after
+//! that CAS succeeded (and only if the entry still holds that state). An admitter grants only
+//! by a CAS from the value it read to a larger TAT; it never grants on `EVICTED`, and on
+//! reading it removes the dead entry and looks again. Claim: no grant is made on a state after
+//! it was retired, and a state is retired only from a value that is idle at the evictor's
+//! `now`. Proof: the grant CAS (S → S') and the eviction CAS
+//! (S → EVICTED) are RMWs on one word, so they are totally ordered in its modification order,
+//! and both require the value S. If the grant is first, the word holds S' ≠ S and the
+//! evictor's CAS from S fails; it may retry from S' only if S' ≤ its `now`, i.e. when the
+//! grant's debt has already drained at the evictor's time and the state is idle again
+//! (carrying no information). If the eviction is first, the grant's CAS from S fails (the
+//! word is `EVICTED`, never again S: TATs strictly increase and `EVICTED` is terminal),
+//! and the admitter re-looks-up. So every granted permit is recorded in a state that is either
+//! live or idle-when-evicted, and each key's grants satisfy its GCRA bound. The loom model
+//! `loom-tests/tests/keyed.rs` checks this (two admitters and an evictor, burst 1, frozen
+//! clock: exactly one grant), with a planted evictor that removes without the CAS, which
+//! the model catches.
+//!
+//! **Clocks that go backwards**: a fresh state is created with TAT = the *floor*, the greatest
+//! `now` any sweep ran at (raised before the sweep retires anything, published by the retire
+//! CAS's Release to whoever Acquire-loads the tombstone, and through the map's own ordering to
+//! whoever finds the key missing). An evicted state had S ≤ now ≤ floor, so the fresh state
+//! is never more permissive than the evicted one, at any time, however the clock jumps.
+//!
+//! ## Bounded memory
+//!
+//! A counter of keys (and of places reserved by concurrent inserters) never exceeds
+//! `capacity`: an inserter reserves a place by CAS before it inserts. A new key that finds
+//! the table full runs a sweep (one thread at a time; others are denied with a short retry):
+//! every idle key is retired and removed. If fewer than capacity / 8 went, [`WhenFull`]
+//! decides: `DenyNewKeys` records the time by which enough keys will be idle (the
+//! (capacity/8 − freed)-th smallest idle time of the busy keys) and denies new keys until
+//! then with that `retry_after` (a lower bound: keys may stay busy longer); `EvictSoonestIdle`
+//! force-retires the busy keys idle soonest, which then forget their state (up to one extra
+//! burst each: the documented price). Each sweep is O(capacity) and frees at least capacity/8
+//! keys or defers the next sweep, so the cost per new key is amortised O(1).
+//!
+//! ## Rate overrides and rate changes
+//!
+//! `set_rate(key, rate)` stores the override (it outlives evictions) and moves the key's live
+//! state: a CAS to a second tombstone `MOVING` freezes it (a grant racing it fails its CAS,
+//! exactly as with eviction), then one map store replaces the entry with a state whose TAT is
+//! the frozen one: grants made under the old rate are neither refunded nor charged again.
+//! Admitters that read `MOVING` retry the lookup until that store lands (only on that key).
+//!
+//! ## Memory and speed
+//!
+//! Per key: the key, the 8-byte state, an 8-byte override pointer, and papaya's boxed entry
+//! and table slot: about 40 bytes per key for `u64` keys, measured as RSS growth over a
+//! million keys (BENCHMARKS.md).
+//!
+//! ## SlidingLog per key
+//!
+//! `Keyed::sliding_log(rate)` keeps a ring of `limit` timestamps per key (8 bytes × `limit`
+//! plus about 200 bytes of log header, O(limit) per key: a million keys at `limit` 100 is about
+//! a gigabyte, so size `capacity` accordingly). A log is idle when every stamp has left the
+//! window, a property of all `limit` slots, not of one word, so one CAS cannot decide it. Each
+//! per-key log sits behind a gate word `{ closing, evicted, moving, active: 61 bits }`:
+//!
+//! - an admitter loads the gate; with no flag set it increments `active` (and re-checks the
+//!   flags it got back), runs the log's own algorithm, and decrements `active` (Release);
+//!   with a flag set it grants nothing and looks the key up again;
+//! - an evictor first checks idleness with loads (a busy log is never closed), then sets
+//!   `closing` (fetch_or), waits until `active` reads 0 (Acquire: every grant made inside is
+//!   now visible), re-checks idleness, and either sets `evicted` (fetch_xor, an RMW, so the
+//!   counts of admitters bouncing off the gate are not lost) or clears `closing`.
+//!
+//! No grant can land after the final idleness check: new admitters see `closing` and stay
+//! out, and the ones inside have left. The cost: two RMWs on the gate per admission, and an
+//! admitter that arrives during the (short, O(limit)) check of an idle-looking log waits for
+//! the evictor. A rate change moves the newest `limit` stamps into the new ring. The loom
+//! model is two threads (an admitter racing the evictor, then a late admission); a
+//! three-thread model of the gate ran for over a minute, so it is not in the suite.
+//! SlidingWindow per key is a follow-up: it plugs in through the same
+//! [`KeyedState`](crate::KeyedState) trait.
+//!
+//! [`WhenFull`]: crate::WhenFull

@@ -9,6 +9,7 @@
 //! | [`Pacer`] | a `Gcra` | paces many threads to one target rate: each [`Pacer::pace`] returns at the caller's slot (one CAS to reserve it, then sleep and spin to it), slots one interval apart in reservation order, up to 10 ms of missed slots made up | 8 bytes of state |
 //! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of rate and burst | never over one `Gcra`'s b + d/I; a thread uses its home shard (thread-local) and borrows from the others before it denies, so one busy thread still gets the global rate | S × one padded line (128 bytes on x86-64) |
 //! | [`SlidingWindow`] | a ring of atomic bucket counters stamped with epochs, plus one decision word | hard cap: at most `limit` in every window of length `period`, never over-admits; a false denial only if `limit` were granted within `period` + one bucket width (an `approximate()` mode trades that for bounded over-admission) | 8 bytes × (buckets + 1) + two cache lines |
+//! | [`Keyed`] (`std`) | a lock-free map from key to one limiter state (for [`Gcra`]: one `AtomicU64`; for [`SlidingLog`]: its ring, behind a gate word) | the inner limiter's guarantee per key, also while keys are evicted; at most `capacity` keys, idle keys evicted by sweeps on insert, [`WhenFull`] when too few are idle; per-key rate overrides | per key: the key + 16 bytes + map overhead; `SlidingLog` + 8 bytes × `limit` |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
@@ -54,6 +55,8 @@ mod error;
 mod gcra;
 pub mod guide;
 mod key_pool;
+#[cfg(any(feature = "std", hotlimit_loom))]
+mod keyed;
 mod limiter;
 mod pacer;
 mod rate;
@@ -72,6 +75,10 @@ pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use error::{ConfigError, Denied};
 pub use gcra::{Gcra, GcraBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
+#[cfg(all(hotlimit_loom, not(feature = "std")))]
+pub use keyed::KeyedState;
+#[cfg(feature = "std")]
+pub use keyed::{Keyed, KeyedBuilder, KeyedState, WhenFull};
 pub use limiter::Limiter;
 pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
@@ -88,6 +95,9 @@ pub use wait::{Acquire, LimiterExt, Sleep};
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use gcra::planted as __planted_gcra;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use keyed::planted as __planted_keyed;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use reservation::planted as __planted_reservation;

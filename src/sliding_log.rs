@@ -618,3 +618,15 @@ pub mod planted {
         }
     }
 }
+
+/// Crate-internal access for `Keyed` (`src/keyed.rs`), which keeps one log per key and must
+/// tell whether a log still holds any grant in the window.
+#[cfg(any(feature = "std", hotlimit_loom))]
+impl<C> SlidingLog<C> {
+    /// The slot words, read-only (`{ stamp: t + 1 }` or 0), in ring order from slot 0.
+    pub(crate) fn stamps(&self) -> impl Iterator<Item = u64> + '_ {
+        // Acquire: a stamp's claim published the claimant's cursor reservation (see `claim`);
+        // `Keyed` reads these only after every admitter on the log has finished.
+        self.slots.iter().map(|s| s.load(Ordering::Acquire))
+    }
+}

@@ -252,3 +252,45 @@ fn sliding_window_errors_name_field_and_value() {
         .build();
     assert!(approx.is_ok());
 }
+
+#[test]
+fn keyed_errors_name_field_and_value() {
+    use hotlimit::{Keyed, ManualClock};
+    let e = Keyed::<u64, Gcra>::gcra(Rate::per_second(1).unwrap())
+        .capacity(0)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        (e.field(), e.to_string().as_str()),
+        ("capacity", "invalid capacity = 0: must be at least 1 key")
+    );
+    let e = Keyed::<u64, Gcra>::gcra(Rate::per_second(1).unwrap())
+        .burst(0)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(e.field(), "burst");
+    let e = Keyed::<u64, Gcra>::gcra(Rate::new(10, Duration::from_nanos(5)).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(e.field(), "rate");
+    let k: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    let e = k
+        .set_rate(1, Rate::new(10, Duration::from_nanos(5)).unwrap())
+        .unwrap_err();
+    assert_eq!(e.field(), "rate");
+    assert!(k.is_empty(), "a rejected override leaves the key unchanged");
+    let e = Keyed::<u64, hotlimit::SlidingLog>::sliding_log(Rate::per_second(1 << 29).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid limit = 536870912: must be at most 2^28 = 268435456 (8 bytes each)"
+    );
+}

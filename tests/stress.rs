@@ -518,3 +518,69 @@ fn sliding_window_frozen_clock_grants_exactly_the_limit() {
         assert!(w.try_acquire().is_err());
     }
 }
+
+/// Keyed: eight threads on a handful of hot keys at a frozen clock, with a ninth sweeping idle
+/// keys all the while: every key grants exactly its burst (GCRA) or limit (SlidingLog), no
+/// more (an eviction racing an admission never loses the grant) and no less.
+#[test]
+fn keyed_hot_keys_frozen_clock_exactly_burst_per_key() {
+    use hotlimit::{Keyed, KeyedState, SlidingLog, WhenFull};
+    const KEYS: u64 = 5;
+
+    fn run<L: KeyedState>(k: Keyed<u64, L, ManualClock>, clock: &ManualClock, burst: u64) {
+        let granted: Vec<AtomicU64> = (0..KEYS).map(|_| AtomicU64::new(0)).collect();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let barrier = Barrier::new(THREADS + 1);
+        thread::scope(|s| {
+            s.spawn(|| {
+                barrier.wait();
+                // Relaxed: a stop flag.
+                while !done.load(Ordering::Relaxed) {
+                    k.evict_idle_at(clock.now());
+                }
+            });
+            let workers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (k, granted, barrier) = (&k, &granted, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        for i in 0..(burst * KEYS / 2) {
+                            let key = (i + t as u64) % KEYS;
+                            if k.try_acquire(&key).is_ok() {
+                                // Relaxed: counters read after the scope joins.
+                                granted[key as usize].fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().unwrap();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        for (key, g) in granted.iter().enumerate() {
+            assert_eq!(g.load(Ordering::Relaxed), burst, "key {key}");
+        }
+        assert!(k.len() <= KEYS as usize);
+    }
+
+    let burst = 1_000u64;
+    let clock = ManualClock::new();
+    clock.set(Duration::from_secs(7));
+    let gcra: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(10).unwrap())
+        .burst(burst)
+        .capacity(KEYS as usize)
+        .when_full(WhenFull::DenyNewKeys)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    run(gcra, &clock, burst);
+    let log: Keyed<u64, SlidingLog, ManualClock> =
+        Keyed::sliding_log(Rate::per_second(burst).unwrap())
+            .capacity(KEYS as usize)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+    run(log, &clock, burst);
+}

@@ -1,0 +1,1432 @@
+//! [`Keyed`]: one limiter state per key (user, IP, token) in a lock-free map, with a hard
+//! capacity and automatic eviction of idle keys.
+//!
+//! The map is `papaya`'s lock-free hash map: a lookup of an existing key reads the table and
+//! the entry and writes nothing shared (its epoch guard marks a per-thread slot), so the only
+//! shared write on the admission path of an existing key is the limiter's own CAS on the key's
+//! state word, and a GCRA denial writes nothing at all.
+//!
+//! # The eviction protocol (the subtle race)
+//!
+//! A key may be evicted while another thread is admitting on it. If the evictor simply removed
+//! the entry, an admitter holding a reference to the old state could grant on it after the
+//! removal while a third thread, finding the key gone, created a fresh state and granted
+//! again: over-admission. So eviction is decided **on the state word itself**:
+//!
+//! - the evictor CASes an idle state to a terminal tombstone `EVICTED`, and only then removes
+//!   the entry (only if it still holds that tombstoned state);
+//! - an admitter's CAS from the value it read fails if the word became `EVICTED`, and an
+//!   admitter that reads `EVICTED` grants nothing on it: it removes the dead entry (helping)
+//!   and looks the key up again;
+//! - the tombstone CAS succeeds only from an idle value, and every grant moves the word away
+//!   from the value the evictor read (a GCRA TAT strictly increases), so a grant and an
+//!   eviction of the same state are ordered by the word's modification order: either the grant
+//!   comes first and the state is no longer idle (the CAS fails), or the eviction comes first
+//!   and the grant's CAS fails.
+//!
+//! An idle state carries no information: for GCRA, a TAT ≤ now behaves exactly as a fresh
+//! state at every time ≥ now. For clocks that go backwards, a fresh state is created with a
+//! *floor*: the greatest `now` any sweep evicted at, so that it is never more permissive than
+//! the evicted one ("no time has passed" below the floor).
+//!
+//! A [`SlidingLog`] per key is idle only when all its slots are, which one CAS cannot decide;
+//! its state sits behind a gate word that admitters count themselves in and out of, and the
+//! evictor closes the gate, waits for the admitters inside, re-checks, and only then marks the
+//! log evicted (see the [`guide`](crate::guide)).
+//!
+//! The protocol is model-checked in `loom-tests/tests/keyed.rs` (the map abstracted, the
+//! state-word protocol the real code), with a planted evictor that removes without the
+//! tombstone CAS, which the model catches.
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::error::ConfigError;
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::{Denied, Gcra, ManualClock, Rate, SlidingLog};
+
+/// A limiter algorithm that [`Keyed`] can keep per key: its per-key state, and the
+/// configuration shared by all keys (or per key, for rate overrides).
+///
+/// Implemented for [`Gcra`] (8 bytes of state per key) and [`SlidingLog`] (a ring of `limit`
+/// timestamps per key: 8 bytes × `limit` plus about 200 bytes, O(limit) per key). The trait is sealed; its methods are
+/// the crate's internal protocol (see the [module docs](crate::Keyed) for the eviction
+/// protocol every implementation follows).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, Keyed, KeyedState};
+///
+/// fn per_user<L: KeyedState>(_: &Keyed<String, L>) {}
+/// let users = Keyed::<String, Gcra>::gcra(hotlimit::Rate::per_second(5)?).build()?;
+/// per_user(&users);
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+pub trait KeyedState: sealed::Sealed + 'static {
+    /// The configuration shared by every key on the same rate.
+    #[doc(hidden)]
+    type Config: Send + Sync + fmt::Debug;
+    /// One key's state.
+    #[doc(hidden)]
+    type State: Send + Sync;
+    /// What a state hands to its successor when its rate changes.
+    #[doc(hidden)]
+    type Carry;
+
+    /// The configuration for `rate` (and `burst`, where the algorithm has one).
+    #[doc(hidden)]
+    fn config(rate: Rate, burst: Option<u64>) -> Result<Self::Config, ConfigError>;
+    /// A fresh state that treats no time before `floor` as passed.
+    #[doc(hidden)]
+    fn fresh(cfg: &Self::Config, floor: u64) -> Self::State;
+    /// A state under `cfg` continuing from `carry` (taken from a retired state).
+    #[doc(hidden)]
+    fn carried(cfg: &Self::Config, carry: Self::Carry, floor: u64) -> Self::State;
+    /// Take `permits` (≥ 1) permits at `now`, or say the state is retired.
+    #[doc(hidden)]
+    fn acquire(cfg: &Self::Config, state: &Self::State, permits: u32, now: u64) -> Admit;
+    /// The earliest time at which the state is idle (carries no information); `u64::MAX` if it
+    /// is retired.
+    #[doc(hidden)]
+    fn idle_at(cfg: &Self::Config, state: &Self::State) -> u64;
+    /// Retires the state (makes every later `acquire` on it return `Evicted` or `Moving`) and
+    /// returns what it held; `None` if it was already retired or, for `Retire::IfIdle`, not
+    /// idle at `now`.
+    #[doc(hidden)]
+    fn retire(
+        cfg: &Self::Config,
+        state: &Self::State,
+        now: u64,
+        how: Retire,
+    ) -> Option<Self::Carry>;
+    /// Whether the state was retired by an eviction (its entry may be removed by anyone).
+    #[doc(hidden)]
+    fn is_evicted(state: &Self::State) -> bool;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::Gcra {}
+    impl Sealed for crate::SlidingLog {}
+}
+
+/// The outcome of one admission attempt on one key's state.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum Admit {
+    /// The permits were granted.
+    Granted,
+    /// The request was denied; the state is live.
+    Denied(Denied),
+    /// The state was evicted: nothing was granted; remove the entry and look the key up again.
+    Evicted,
+    /// The state is being replaced by a rate change: nothing was granted; look the key up
+    /// again (the replacement is one map store away).
+    Moving,
+}
+
+/// How to retire a state.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retire {
+    /// Evict only if idle at `now` (no information is lost).
+    IfIdle,
+    /// Evict whatever the state holds (the key forgets it).
+    Force,
+    /// Freeze for a rate change: the caller replaces the entry with a carried state.
+    Move,
+}
+
+/// GCRA's per-key state word: `{ tat: S }` for a live state (S ≤ [`GCRA_MAX_TAT`]), or one of
+/// the two terminal tombstones.
+const GCRA_EVICTED: u64 = u64::MAX;
+/// The state word of a GCRA state frozen by a rate change.
+const GCRA_MOVING: u64 = u64::MAX - 1;
+/// The largest TAT a grant may store: the top two values are the tombstones, so the last 2 ns
+/// of the clock's range are unusable (a grant that would reach them is denied as "never").
+const GCRA_MAX_TAT: u64 = u64::MAX - 2;
+
+mod state {
+    #![allow(unreachable_pub)]
+    use super::*;
+
+    /// GCRA's shared configuration: what [`Gcra`] keeps beside its TAT.
+    #[derive(Debug)]
+    pub struct GcraConfig {
+        pub(crate) interval: u64,
+        pub(crate) tolerance: u64,
+        pub(crate) burst: u64,
+        /// Kept for `Debug`.
+        #[allow(dead_code)]
+        pub(crate) rate: Rate,
+    }
+
+    /// One key's GCRA state: the TAT word, 8 bytes.
+    #[derive(Debug)]
+    pub struct GcraState(pub(crate) AtomicU64);
+
+    /// SlidingLog's shared configuration.
+    #[derive(Debug)]
+    pub struct LogConfig {
+        pub(crate) rate: Rate,
+        pub(crate) limit: u64,
+        pub(crate) period: u64,
+    }
+
+    /// One key's sliding log, behind a gate word (see `LOG_CLOSING`).
+    #[derive(Debug)]
+    pub struct LogState {
+        /// `{ closing: 1, evicted: 1, moving: 1, active: 61 }`: the flags, and the number of
+        /// admitters inside the log.
+        pub(crate) gate: AtomicU64,
+        /// No time before this counts as passed (the `Keyed`'s floor at creation).
+        pub(crate) floor: u64,
+        pub(crate) log: SlidingLog<()>,
+    }
+}
+use state::{GcraConfig, GcraState, LogConfig, LogState};
+
+/// Gate flag: an evictor or a rate change is deciding; admitters wait (look the key up again).
+const LOG_CLOSING: u64 = 1 << 63;
+/// Gate flag, terminal: the log was evicted.
+const LOG_EVICTED: u64 = 1 << 62;
+/// Gate flag, terminal: the log was frozen for a rate change.
+const LOG_MOVING: u64 = 1 << 61;
+/// The gate's admitter count.
+const LOG_ACTIVE: u64 = LOG_MOVING - 1;
+
+/// A per-key log whose ring holds `stamps` (ascending, at most `limit` of them) after
+/// never-used slots, so that slot 0, where the cursor starts, is the oldest.
+fn new_log(cfg: &LogConfig, stamps: &[u64], floor: u64) -> LogState {
+    let len = cfg.limit as usize;
+    let keep = &stamps[stamps.len().saturating_sub(len)..];
+    let slots = (0..len - keep.len())
+        .map(|_| 0)
+        .chain(keep.iter().copied())
+        .map(AtomicU64::new)
+        .collect();
+    // A request below the newest carried grant records at it ("no time has passed").
+    let newest = keep.last().map_or(0, |s| s.saturating_sub(1));
+    LogState {
+        gate: AtomicU64::new(0),
+        floor: floor.max(newest),
+        log: SlidingLog::from_parts(slots, cfg.rate, ()),
+    }
+}
+
+/// The end of the window of a grant with this stamp: it counts at `t` iff `t < end`.
+fn log_end(cfg: &LogConfig, stamp: u64) -> u64 {
+    if stamp == 0 {
+        0
+    } else {
+        (stamp - 1).saturating_add(cfg.period)
+    }
+}
+
+/// Closes the gate and waits for the admitters inside to leave. False if another closer or a
+/// terminal flag got there first (the gate is left as it was).
+fn log_close(state: &LogState) -> bool {
+    // Acquire: with the admitters' Release decrements (a release sequence on this word), once
+    // the count reads 0 every grant made inside is visible in the slots.
+    let g = state.gate.fetch_or(LOG_CLOSING, Ordering::Acquire);
+    if g & !LOG_ACTIVE != 0 {
+        if g & LOG_CLOSING == 0 {
+            // Relaxed: undo our flag on a terminal gate (nobody reads CLOSING there).
+            state.gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
+        }
+        return false;
+    }
+    let backoff = Backoff::new();
+    // Acquire: see above.
+    while state.gate.load(Ordering::Acquire) & LOG_ACTIVE != 0 {
+        backoff.snooze_or_spin();
+    }
+    true
+}
+
+impl KeyedState for SlidingLog {
+    type Config = LogConfig;
+    type State = LogState;
+    type Carry = Vec<u64>;
+
+    fn config(rate: Rate, _: Option<u64>) -> Result<LogConfig, ConfigError> {
+        let limit = rate.limit();
+        if limit > crate::sliding_log::MAX_SLOTS {
+            return Err(ConfigError::new(
+                "limit",
+                crate::error::Value::Count(u128::from(limit)),
+                "must be at most 2^28 = 268435456 (8 bytes each)",
+            ));
+        }
+        Ok(LogConfig {
+            rate,
+            limit,
+            period: rate.period_nanos(),
+        })
+    }
+
+    fn fresh(cfg: &LogConfig, floor: u64) -> LogState {
+        new_log(cfg, &[], floor)
+    }
+
+    fn carried(cfg: &LogConfig, stamps: Vec<u64>, floor: u64) -> LogState {
+        new_log(cfg, &stamps, floor)
+    }
+
+    fn acquire(cfg: &LogConfig, state: &LogState, permits: u32, now: u64) -> Admit {
+        if u64::from(permits) > cfg.limit {
+            return Admit::Denied(Denied::never());
+        }
+        // Relaxed: a look before announcing ourselves, so that admitters bouncing off a
+        // closed gate do not keep its count above 0 while the closer waits for it to drain.
+        let mut g = state.gate.load(Ordering::Relaxed);
+        if g & !LOG_ACTIVE == 0 {
+            // Relaxed: announces us to a closer, which waits for the count to drop; the flags
+            // we read decide whether we may enter.
+            g = state.gate.fetch_add(1, Ordering::Relaxed);
+            if g & !LOG_ACTIVE != 0 {
+                // Relaxed: leaving without touching the log.
+                state.gate.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        if g & !LOG_ACTIVE != 0 {
+            return if g & LOG_EVICTED != 0 {
+                // Acquire: as for GCRA's tombstone, makes the raised floor visible.
+                let _ = state.gate.load(Ordering::Acquire);
+                Admit::Evicted
+            } else {
+                Admit::Moving
+            };
+        }
+        let result = state.log.try_acquire_n_at(permits, now.max(state.floor));
+        // Release: publishes our slot claims to a closer that sees the count drop to 0.
+        state.gate.fetch_sub(1, Ordering::Release);
+        match result {
+            Ok(()) => Admit::Granted,
+            Err(denied) => Admit::Denied(denied),
+        }
+    }
+
+    fn idle_at(cfg: &LogConfig, state: &LogState) -> u64 {
+        // Relaxed: a snapshot to rank eviction candidates; `retire` decides under the gate.
+        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING) != 0 {
+            return u64::MAX;
+        }
+        state
+            .log
+            .stamps()
+            .map(|s| log_end(cfg, s))
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn retire(cfg: &LogConfig, state: &LogState, now: u64, how: Retire) -> Option<Vec<u64>> {
+        let idle = |state: &LogState| state.log.stamps().all(|s| log_end(cfg, s) <= now);
+        // A cheap look first: a busy log is never closed by a sweep.
+        if how == Retire::IfIdle && !idle(state) {
+            return None;
+        }
+        if !log_close(state) {
+            return None;
+        }
+        // The gate is closed and empty: the slots are final until we reopen it.
+        if how == Retire::IfIdle && !idle(state) {
+            // Relaxed: reopening publishes nothing (we changed no slot).
+            state.gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
+            return None;
+        }
+        let mut stamps: Vec<u64> = state.log.stamps().filter(|&s| s != 0).collect();
+        stamps.sort_unstable();
+        let terminal = if how == Retire::Move {
+            LOG_MOVING
+        } else {
+            LOG_EVICTED
+        };
+        // Release: as GCRA's tombstone CAS (publishes the raised floor). An RMW, not a
+        // store: bounced admitters' increments and decrements must not be lost.
+        state
+            .gate
+            .fetch_xor(LOG_CLOSING | terminal, Ordering::Release);
+        Some(stamps)
+    }
+
+    fn is_evicted(state: &LogState) -> bool {
+        // Relaxed: the flag is terminal; a stale read only delays the removal.
+        state.gate.load(Ordering::Relaxed) & LOG_EVICTED != 0
+    }
+}
+
+impl KeyedState for Gcra {
+    type Config = GcraConfig;
+    type State = GcraState;
+    type Carry = u64;
+
+    fn config(rate: Rate, burst: Option<u64>) -> Result<GcraConfig, ConfigError> {
+        // Gcra's own builder validates (same fields, same messages); only its numbers are kept.
+        let builder = Gcra::builder(rate).clock(ManualClock::new());
+        let g = match burst {
+            Some(b) => builder.burst(b).build()?,
+            None => builder.build()?,
+        };
+        let (interval, tolerance) = g.params();
+        Ok(GcraConfig {
+            interval,
+            tolerance,
+            burst: g.burst(),
+            rate,
+        })
+    }
+
+    fn fresh(_: &GcraConfig, floor: u64) -> GcraState {
+        // TAT = floor: at any now ≥ floor exactly a fresh GCRA; below it, no time has passed.
+        GcraState(AtomicU64::new(floor.min(GCRA_MAX_TAT)))
+    }
+
+    fn carried(_: &GcraConfig, tat: u64, floor: u64) -> GcraState {
+        GcraState(AtomicU64::new(tat.max(floor).min(GCRA_MAX_TAT)))
+    }
+
+    #[inline]
+    fn acquire(cfg: &GcraConfig, state: &GcraState, permits: u32, now: u64) -> Admit {
+        let n = u64::from(permits);
+        if n > cfg.burst {
+            return Admit::Denied(Denied::never());
+        }
+        // n ≤ b, so n·I ≤ τ fits (as in `Gcra::try_acquire_n_at`).
+        let cost = n * cfg.interval;
+        let slack = cfg.tolerance - cost;
+        // Relaxed: the word is the key's whole state; the CAS below fails if this is stale.
+        let mut tat = state.0.load(Ordering::Relaxed);
+        let backoff = Backoff::new();
+        loop {
+            if tat >= GCRA_MOVING {
+                return gcra_retired(state, tat);
+            }
+            // A denial returns here, before any write.
+            let next = match crate::gcra::decide(tat, now, cost, slack) {
+                Ok(next) if next <= GCRA_MAX_TAT => next,
+                // The top of the range is reserved for the tombstones: never.
+                Ok(_) => return Admit::Denied(Denied::never()),
+                Err(denied) => return Admit::Denied(denied),
+            };
+            // Relaxed (both): grants are linearized by the CAS on this one word, as in `Gcra`;
+            // a tombstone written meanwhile makes it fail, and the loop sees it above.
+            match state
+                .0
+                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Admit::Granted,
+                Err(current) => {
+                    tat = current;
+                    backoff.spin();
+                }
+            }
+        }
+    }
+
+    fn idle_at(_: &GcraConfig, state: &GcraState) -> u64 {
+        // Relaxed: a snapshot to rank eviction candidates; the retire CAS decides.
+        match state.0.load(Ordering::Relaxed) {
+            tat if tat >= GCRA_MOVING => u64::MAX,
+            tat => tat,
+        }
+    }
+
+    fn retire(_: &GcraConfig, state: &GcraState, now: u64, how: Retire) -> Option<u64> {
+        let tombstone = if how == Retire::Move {
+            GCRA_MOVING
+        } else {
+            GCRA_EVICTED
+        };
+        // Relaxed: the CAS below checks the value.
+        let mut tat = state.0.load(Ordering::Relaxed);
+        loop {
+            if tat >= GCRA_MOVING || (how == Retire::IfIdle && tat > now) {
+                return None;
+            }
+            // Release on success: publishes the raised floor (the sweep raised it before
+            // retiring) to an admitter that Acquire-loads the tombstone and then creates the
+            // key's fresh state from the floor. Relaxed on failure: we only re-check.
+            match state.0.compare_exchange_weak(
+                tat,
+                tombstone,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(tat),
+                Err(current) => tat = current,
+            }
+        }
+    }
+
+    fn is_evicted(state: &GcraState) -> bool {
+        // Relaxed: the tombstone is terminal; a stale read only delays the removal.
+        state.0.load(Ordering::Relaxed) == GCRA_EVICTED
+    }
+}
+
+/// The outcome for a GCRA word found retired (`tat` is `GCRA_EVICTED` or `GCRA_MOVING`).
+#[cold]
+fn gcra_retired(state: &GcraState, tat: u64) -> Admit {
+    if tat == GCRA_EVICTED {
+        // Acquire: reads the terminal tombstone from the evictor's Release CAS, so the floor
+        // it raised before is visible when the caller creates the key's fresh state.
+        let _ = state.0.load(Ordering::Acquire);
+        Admit::Evicted
+    } else {
+        Admit::Moving
+    }
+}
+
+#[cfg(feature = "std")]
+pub use table::{Keyed, KeyedBuilder, WhenFull};
+
+/// The map and everything around it: `papaya` needs `std`.
+#[cfg(feature = "std")]
+mod table {
+    use alloc::vec::Vec;
+    use core::fmt;
+    use core::hash::Hash;
+
+    use crossbeam_utils::CachePadded;
+
+    use super::{Admit, KeyedState, Retire, SnoozeOrSpin};
+    use crate::error::{ConfigError, Value};
+    use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
+    use crate::{Clock, DefaultClock, Denied, Gcra, Rate, SlidingLog};
+
+    /// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
+    /// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
+    type Map<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
+
+    /// How long a caller that finds the table full while another thread is sweeping it is told
+    /// to wait: the sweep is already freeing room.
+    const SWEEP_BUSY_RETRY_NS: u64 = 10_000;
+
+    /// The `sweep` word's value while a sweep runs (no other `next sweep time` can be `u64::MAX`
+    /// that matters: a clock at `u64::MAX` is exhausted).
+    const SWEEPING: u64 = u64::MAX;
+
+    /// What [`Keyed`] does when a new key arrives, the table holds `capacity` keys, and a sweep
+    /// finds too few idle keys to evict.
+    ///
+    /// Idle keys (whose state carries no information) are always evicted first; this policy only
+    /// decides what happens when there are not enough of them. A sweep runs on one thread at a
+    /// time; a new key arriving at a full table while another thread sweeps is denied with a
+    /// 10 µs `retry_after` under either policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate, WhenFull};
+    ///
+    /// let users: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(10)?)
+    ///     .capacity(1_000)
+    ///     .when_full(WhenFull::EvictSoonestIdle)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(users.when_full(), WhenFull::EvictSoonestIdle);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum WhenFull {
+        /// Deny the new key's request (existing keys are unaffected). The [`Denied`] carries the
+        /// earliest time at which the sweep expects enough keys to have gone idle, a lower bound:
+        /// busy keys may stay busy longer. No key ever loses its state, so every key keeps the
+        /// inner limiter's exact guarantee. The default.
+        #[default]
+        DenyNewKeys,
+        /// Evict the busy keys that will be idle soonest (at least an eighth of the capacity per
+        /// sweep) to admit new keys. An evicted busy key **forgets its state**: its next request
+        /// starts fresh, so that key may get up to one extra burst. Use it when serving new keys
+        /// matters more than the exact limit of keys that have been quiet longest.
+        EvictSoonestIdle,
+    }
+
+    /// One map entry: the key's state and, for a key with a rate override, its configuration.
+    struct Slot<L: KeyedState> {
+        state: L::State,
+        /// `None`: the `Keyed`'s default configuration.
+        cfg: Option<Arc<L::Config>>,
+    }
+
+    /// Per-key limits (per user, per IP, per token): one limiter state per key, created on the
+    /// key's first request, in a lock-free map with a hard capacity.
+    ///
+    /// # Guarantee
+    ///
+    /// - **Each key gets the inner limiter's guarantee** (for [`Gcra`]: in any interval of length
+    ///   d, at most b + ⌊d / I⌋ permits per key), under any concurrency, including while keys are
+    ///   being evicted: a state is evicted only when it carries no information, by a CAS on the
+    ///   state word that an admission on it cannot race past (see the module docs and the
+    ///   [`guide`](crate::guide)). The one documented exception is [`WhenFull::EvictSoonestIdle`],
+    ///   which may make a busy key forget its state when the table is full.
+    /// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
+    ///   full triggers a sweep that evicts every idle key (no background thread); if too few are
+    ///   idle, [`WhenFull`] decides.
+    /// - An existing key's admission is a map lookup (no shared write) plus the limiter's own
+    ///   atomic: for GCRA one CAS per grant and a single load per denial.
+    ///
+    /// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
+    /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default.
+    ///
+    /// Memory per key: the key, the state (8 bytes for GCRA; for [`SlidingLog`] a ring of `limit`
+    /// timestamps and a gate word), an 8-byte override pointer, plus the map's entry overhead
+    /// (measured in `BENCHMARKS.md`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let per_user: Keyed<&str, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(2)?)
+    ///     .capacity(10_000)
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// per_user.try_acquire(&"alice")?;
+    /// per_user.try_acquire(&"alice")?;
+    /// let denied = per_user.try_acquire(&"alice").unwrap_err();
+    /// assert_eq!(denied.retry_after(), Some(Duration::from_millis(500)));
+    /// per_user.try_acquire(&"bob")?; // every key has its own limit
+    /// assert_eq!(per_user.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub struct Keyed<K, L: KeyedState = Gcra, C = DefaultClock> {
+        map: Map<K, Slot<L>>,
+        /// Per-key rate overrides, consulted only when a key's state is created.
+        overrides: Map<K, Arc<L::Config>>,
+        cfg: L::Config,
+        capacity: u64,
+        /// Keys in the map plus places reserved by inserters: ≤ `capacity` at all times.
+        len: CachePadded<AtomicU64>,
+        /// The greatest `now` any sweep ran at: fresh states treat no time before it as passed.
+        floor: CachePadded<AtomicU64>,
+        /// The earliest time the next sweep may run, or [`SWEEPING`] while one runs.
+        sweep: CachePadded<AtomicU64>,
+        when_full: WhenFull,
+        clock: C,
+    }
+
+    /// Builds a [`Keyed`]: see [`Keyed::gcra`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let per_ip: Keyed<std::net::IpAddr, Gcra, ManualClock> = Keyed::gcra(Rate::per_minute(60)?)
+    ///     .burst(10)
+    ///     .capacity(1_000_000)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(per_ip.capacity(), 1_000_000);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[must_use = "a builder does nothing until `build()` is called"]
+    pub struct KeyedBuilder<K, L, C> {
+        rate: Rate,
+        burst: Option<u64>,
+        capacity: usize,
+        when_full: WhenFull,
+        clock: C,
+        _marker: core::marker::PhantomData<fn() -> (K, L)>,
+    }
+
+    impl<K, L, C: fmt::Debug> fmt::Debug for KeyedBuilder<K, L, C> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("KeyedBuilder")
+                .field("rate", &self.rate)
+                .field("burst", &self.burst)
+                .field("capacity", &self.capacity)
+                .field("when_full", &self.when_full)
+                .field("clock", &self.clock)
+                .finish()
+        }
+    }
+
+    /// The default capacity: 100,000 keys.
+    const DEFAULT_CAPACITY: usize = 100_000;
+
+    impl<K> Keyed<K, Gcra> {
+        /// A builder for per-key [`Gcra`] limits at `rate` (burst `rate.limit()`, capacity
+        /// 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        ///
+        /// let per_token = Keyed::<u64, Gcra>::gcra(Rate::per_second(100)?).build()?;
+        /// assert!(per_token.try_acquire(&42).is_ok());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn gcra(rate: Rate) -> KeyedBuilder<K, Gcra, DefaultClock> {
+            KeyedBuilder {
+                rate,
+                burst: None,
+                capacity: DEFAULT_CAPACITY,
+                when_full: WhenFull::DenyNewKeys,
+                clock: DefaultClock::default(),
+                _marker: core::marker::PhantomData,
+            }
+        }
+    }
+
+    impl<K> Keyed<K, SlidingLog> {
+        /// A builder for per-key [`SlidingLog`] limits at `rate`: each key gets the exact
+        /// sliding window (at most `limit` in every window of `period`), at a cost of a ring of
+        /// `limit` timestamps per key (8 bytes × `limit` + about 200 bytes; a sweep reads each
+        /// key's ring, so it is O(capacity × limit)). Admissions also pass a per-key gate word
+        /// (two RMWs) that lets an evictor wait out the admitters inside the log. Capacity
+        /// 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Keyed, ManualClock, Rate, SlidingLog};
+        ///
+        /// let k: Keyed<u32, SlidingLog, ManualClock> = Keyed::sliding_log(Rate::per_second(2)?)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// assert!(k.try_acquire_at(&1, 0).is_ok());
+        /// assert!(k.try_acquire_at(&1, 400_000_000).is_ok());
+        /// // The grant at 0 leaves the window at 1 s.
+        /// let d = k.try_acquire_at(&1, 900_000_000).unwrap_err();
+        /// assert_eq!(d.retry_after_nanos(), Some(100_000_000));
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn sliding_log(rate: Rate) -> KeyedBuilder<K, SlidingLog, DefaultClock> {
+            KeyedBuilder {
+                rate,
+                burst: None,
+                capacity: DEFAULT_CAPACITY,
+                when_full: WhenFull::DenyNewKeys,
+                clock: DefaultClock::default(),
+                _marker: core::marker::PhantomData,
+            }
+        }
+    }
+
+    impl<K, C> KeyedBuilder<K, Gcra, C> {
+        /// Every key's burst (see [`GcraBuilder::burst`](crate::GcraBuilder::burst)). Default:
+        /// the rate's `limit`. Keys with a [`set_rate`](Keyed::set_rate) override get burst =
+        /// their rate's `limit`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u8, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(100)?)
+        ///     .burst(1)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// assert!(k.try_acquire(&1).is_ok());
+        /// assert!(k.try_acquire(&1).is_err());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn burst(mut self, burst: u64) -> Self {
+            self.burst = Some(burst);
+            self
+        }
+    }
+
+    impl<K, L, C> KeyedBuilder<K, L, C> {
+        /// The most keys held at once (≥ 1). Default: 100,000.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1)?)
+        ///     .capacity(2)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// k.try_acquire(&1)?;
+        /// k.try_acquire(&2)?;
+        /// assert!(k.try_acquire(&3).is_err()); // full, and keys 1 and 2 are busy for 1 s
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn capacity(mut self, capacity: usize) -> Self {
+            self.capacity = capacity;
+            self
+        }
+
+        /// What to do when the table is full and too few keys are idle. Default:
+        /// [`WhenFull::DenyNewKeys`].
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate, WhenFull};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1)?)
+        ///     .capacity(8)
+        ///     .when_full(WhenFull::EvictSoonestIdle)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// for key in 0..100 {
+        ///     k.try_acquire(&key)?; // busy keys are evicted to make room
+        /// }
+        /// assert!(k.len() <= 8);
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn when_full(mut self, when_full: WhenFull) -> Self {
+            self.when_full = when_full;
+            self
+        }
+
+        /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let clock = ManualClock::new();
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(clock.clone()).build()?;
+        /// # let _ = k;
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn clock<C2: Clock>(self, clock: C2) -> KeyedBuilder<K, L, C2> {
+            KeyedBuilder {
+                rate: self.rate,
+                burst: self.burst,
+                capacity: self.capacity,
+                when_full: self.when_full,
+                clock,
+                _marker: core::marker::PhantomData,
+            }
+        }
+    }
+
+    impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> KeyedBuilder<K, L, C> {
+        /// Builds the keyed limiter.
+        ///
+        /// # Errors
+        ///
+        /// [`ConfigError`] when `capacity` is 0 (field `capacity`), or as the inner limiter's
+        /// builder (for GCRA: fields `rate` and `burst`).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let err = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?)
+        ///     .capacity(0)
+        ///     .clock(ManualClock::new())
+        ///     .build()
+        ///     .unwrap_err();
+        /// assert_eq!(err.to_string(), "invalid capacity = 0: must be at least 1 key");
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn build(self) -> Result<Keyed<K, L, C>, ConfigError> {
+            if self.capacity == 0 {
+                return Err(ConfigError::new(
+                    "capacity",
+                    Value::Count(0),
+                    "must be at least 1 key",
+                ));
+            }
+            let cfg = L::config(self.rate, self.burst)?;
+            Ok(Keyed {
+                // Blocking resizes: a lookup never has to consult a half-migrated old table
+                // (measured: 1.4x faster lookups than the incremental default).
+                map: papaya::HashMap::builder()
+                    .hasher(Default::default())
+                    .resize_mode(papaya::ResizeMode::Blocking)
+                    .build(),
+                overrides: Map::default(),
+                cfg,
+                capacity: self.capacity as u64,
+                len: CachePadded::new(AtomicU64::new(0)),
+                floor: CachePadded::new(AtomicU64::new(0)),
+                sweep: CachePadded::new(AtomicU64::new(0)),
+                when_full: self.when_full,
+                clock: self.clock,
+            })
+        }
+    }
+
+    impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+        /// Take `permits` permits for `key` at time `now` (nanoseconds on this limiter's clock),
+        /// all or nothing; the key's state is created on its first request. This is the
+        /// algorithm; [`try_acquire_n`](Keyed::try_acquire_n) is this with the clock read.
+        ///
+        /// # Errors
+        ///
+        /// [`Denied`] as the inner limiter denies (exact wait; `retry_after() == None` when
+        /// `permits` exceeds what the key's limiter can ever hold), or, for a new key while the
+        /// table is full and too few keys are idle ([`WhenFull::DenyNewKeys`]), with the earliest
+        /// time a sweep expects room. `permits == 0` always succeeds and creates nothing.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.try_acquire_n_at(&7, 2, 0).is_ok());
+        /// assert_eq!(k.try_acquire_n_at(&7, 1, 0).unwrap_err().retry_after_nanos(), Some(500_000_000));
+        /// assert!(k.try_acquire_n_at(&8, 2, 0).is_ok());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        #[inline]
+        pub fn try_acquire_n_at(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
+            if permits == 0 {
+                return Ok(());
+            }
+            let guard = self.map.guard();
+            let backoff = Backoff::new();
+            loop {
+                if let Some(slot) = self.map.get(key, &guard) {
+                    let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                    match L::acquire(cfg, &slot.state, permits, now) {
+                        Admit::Granted => return Ok(()),
+                        Admit::Denied(denied) => return Err(denied),
+                        Admit::Evicted => self.remove_evicted(key, &guard),
+                        // A rate change is replacing the entry; look again after it.
+                        Admit::Moving => backoff.snooze_or_spin(),
+                    }
+                } else {
+                    self.insert_new(key, now, &guard)?;
+                }
+            }
+        }
+
+        /// Take one permit for `key` at `now`: [`try_acquire_n_at`](Keyed::try_acquire_n_at)
+        /// with 1.
+        ///
+        /// # Errors
+        ///
+        /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.try_acquire_at(&1, 0).is_ok());
+        /// assert!(k.try_acquire_at(&1, 1).is_err());
+        /// assert!(k.try_acquire_at(&1, 1_000_000_000).is_ok());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        #[inline]
+        pub fn try_acquire_at(&self, key: &K, now: u64) -> Result<(), Denied> {
+            self.try_acquire_n_at(key, 1, now)
+        }
+
+        /// Removes `key`'s entry if it holds an evicted state (whoever succeeds counts it).
+        #[cold]
+        fn remove_evicted(&self, key: &K, guard: &impl papaya::Guard) {
+            if let Ok(Some(_)) =
+                self.map
+                    .remove_if(key, |_, slot| L::is_evicted(&slot.state), guard)
+            {
+                // Relaxed: a counter; the map holds the entries themselves.
+                self.len.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+
+        /// Creates `key`'s fresh state (or finds that another thread just did), making room first
+        /// if the table is full.
+        #[cold]
+        fn insert_new(&self, key: &K, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+            self.reserve_place(now, guard)?;
+            let cfg = self.overrides.get(key, &self.overrides.guard()).cloned();
+            // Relaxed: ordered after the eviction that raised it by the map (an evictor raises the
+            // floor, then removes the entry; our lookup that saw the key missing is ordered after
+            // the removal by papaya's Release/Acquire on the entry pointer) or by the Acquire load
+            // of the tombstone in `acquire`.
+            let floor = self.floor.load(Ordering::Relaxed);
+            let state = L::fresh(cfg.as_deref().unwrap_or(&self.cfg), floor);
+            let slot = Slot { state, cfg };
+            if self.map.try_insert(key.clone(), slot, guard).is_err() {
+                // Another thread created the key first: give our place back and use theirs.
+                // Relaxed: a counter.
+                self.len.fetch_sub(1, Ordering::Relaxed);
+            } else {
+                // A `set_rate` may have raced with our read of the overrides: make sure the state
+                // we just published runs on the key's current rate.
+                self.sync_override(key, now);
+            }
+            Ok(())
+        }
+
+        /// Reserves a place for one new key: ≤ `capacity` keys and reservations at all times.
+        fn reserve_place(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+            // Relaxed: a counter; the CAS below keeps it ≤ capacity.
+            let mut len = self.len.load(Ordering::Relaxed);
+            loop {
+                if len >= self.capacity {
+                    self.make_room(now, guard)?;
+                    // Relaxed: as above.
+                    len = self.len.load(Ordering::Relaxed);
+                    continue;
+                }
+                // Relaxed (both): the count alone bounds the table; it publishes nothing.
+                match self.len.compare_exchange_weak(
+                    len,
+                    len + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Ok(()),
+                    Err(current) => len = current,
+                }
+            }
+        }
+
+        /// The table is full: sweep it (one thread at a time), or deny.
+        #[cold]
+        fn make_room(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+            // Relaxed: the sweep word is a try-lock on the (rare) sweep and a time hint; it guards
+            // no data (the sweep's effects are in the state words and the map).
+            let next = self.sweep.load(Ordering::Relaxed);
+            if next == SWEEPING {
+                return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
+            }
+            if now < next {
+                // The last sweep found too few idle keys, none before `next`.
+                return Err(Denied::after_nanos(next - now));
+            }
+            // Relaxed (both): see above.
+            if self
+                .sweep
+                .compare_exchange(next, SWEEPING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
+            }
+            let (freed, next) = self.sweep_at(now, guard);
+            // Relaxed: see above.
+            self.sweep.store(next, Ordering::Relaxed);
+            if freed > 0 {
+                Ok(())
+            } else {
+                Err(Denied::after_nanos(next.saturating_sub(now).max(1)))
+            }
+        }
+
+        /// One sweep: evicts every idle key, then applies the [`WhenFull`] policy if fewer than an
+        /// eighth of the capacity went. Returns the keys freed and the earliest next sweep time.
+        #[cold]
+        fn sweep_at(&self, now: u64, guard: &impl papaya::Guard) -> (u64, u64) {
+            let target = (self.capacity / 8).max(1);
+            // Relaxed: the floor must be raised before any state is retired at `now`; the retire
+            // CAS (Release) publishes it to whoever sees the tombstone.
+            self.floor.fetch_max(now, Ordering::Relaxed);
+            let mut freed = 0;
+            let mut busy: Vec<u64> = Vec::new();
+            for (key, slot) in self.map.iter(guard) {
+                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
+                    self.remove_evicted(key, guard);
+                    freed += 1;
+                } else {
+                    busy.push(L::idle_at(cfg, &slot.state));
+                }
+            }
+            if freed >= target {
+                return (freed, 0);
+            }
+            // Too few idle keys: the time by which `target − freed` more will be idle.
+            let need = (target - freed) as usize;
+            let when = if busy.len() >= need {
+                *busy.select_nth_unstable(need - 1).1
+            } else {
+                busy.iter().copied().max().unwrap_or(now)
+            };
+            match self.when_full {
+                WhenFull::DenyNewKeys => (freed, when.max(now)),
+                WhenFull::EvictSoonestIdle => {
+                    for (key, slot) in self.map.iter(guard) {
+                        if freed >= target {
+                            break;
+                        }
+                        let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                        if L::idle_at(cfg, &slot.state) <= when
+                            && L::retire(cfg, &slot.state, now, Retire::Force).is_some()
+                        {
+                            self.remove_evicted(key, guard);
+                            freed += 1;
+                        }
+                    }
+                    (freed, 0)
+                }
+            }
+        }
+
+        /// Gives `key` its own rate from now on (a premium user, a throttled abuser), replacing
+        /// any earlier override; the other keys keep the default.
+        ///
+        /// What happens to the key's existing state: it is carried over. For GCRA the TAT (the
+        /// time at which the key is fully rested) is kept: grants already made are neither
+        /// refunded nor charged again, and every request from now on is judged with the new
+        /// interval and burst (burst = the new rate's `limit`). For a sliding log the newest
+        /// `limit` (new limit) grant times move into the new ring and keep counting until they
+        /// leave the new window. The override outlives evictions of
+        /// the key (overrides are not counted in `capacity`; remove one with
+        /// [`clear_rate`](Keyed::clear_rate)).
+        ///
+        /// Concurrent requests on this key wait for the entry's replacement (one map store); other
+        /// keys are unaffected.
+        ///
+        /// # Errors
+        ///
+        /// [`ConfigError`] as the inner limiter's builder for `rate` (the key is left unchanged).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<&str, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// k.set_rate("premium", Rate::per_second(100)?)?;
+        /// assert!(k.try_acquire_n_at(&"premium", 100, 0).is_ok());
+        /// assert!(k.try_acquire_n_at(&"free", 2, 0).unwrap_err().is_never());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn set_rate(&self, key: K, rate: Rate) -> Result<(), ConfigError>
+        where
+            C: Clock,
+        {
+            let cfg = Arc::new(L::config(rate, None)?);
+            let now = self.clock.now();
+            self.overrides.pin().insert(key.clone(), cfg);
+            self.sync_override(&key, now);
+            Ok(())
+        }
+
+        /// Returns `key` to the default rate, carrying its state over as
+        /// [`set_rate`](Keyed::set_rate) does.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<&str, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// k.set_rate("trial", Rate::per_second(10)?)?;
+        /// k.clear_rate(&"trial");
+        /// assert!(k.try_acquire_n_at(&"trial", 10, 0).unwrap_err().is_never());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn clear_rate(&self, key: &K)
+        where
+            C: Clock,
+        {
+            let now = self.clock.now();
+            self.overrides.pin().remove(key);
+            self.sync_override(key, now);
+        }
+
+        /// Makes `key`'s live state (if any) run on the key's current override (or the default):
+        /// freezes it (CAS to `MOVING`), then replaces the entry with a carried state.
+        fn sync_override(&self, key: &K, now: u64) {
+            let guard = self.map.guard();
+            let backoff = Backoff::new();
+            loop {
+                let want = self.overrides.get(key, &self.overrides.guard()).cloned();
+                let Some(slot) = self.map.get(key, &guard) else {
+                    return; // the next state created for the key reads the override
+                };
+                let same = match (&want, &slot.cfg) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    _ => false,
+                };
+                if same {
+                    return;
+                }
+                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                match L::retire(cfg, &slot.state, now, Retire::Move) {
+                    Some(carry) => {
+                        // Relaxed: see `insert_new`.
+                        let floor = self.floor.load(Ordering::Relaxed);
+                        let state = L::carried(want.as_deref().unwrap_or(&self.cfg), carry, floor);
+                        // Nobody else replaces or removes a MOVING entry: this store is ours.
+                        self.map
+                            .insert(key.clone(), Slot { state, cfg: want }, &guard);
+                    }
+                    None if L::is_evicted(&slot.state) => self.remove_evicted(key, &guard),
+                    // Another rate change is moving it: look again after it.
+                    None => backoff.snooze_or_spin(),
+                }
+            }
+        }
+
+        /// The number of keys held (including places being filled by concurrent new keys).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.is_empty());
+        /// k.try_acquire_at(&1, 0).unwrap();
+        /// assert_eq!(k.len(), 1);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn len(&self) -> usize {
+            // Relaxed: a snapshot of the counter.
+            self.len.load(Ordering::Relaxed) as usize
+        }
+
+        /// Whether no key is held.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.is_empty());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Evicts every idle key now (a sweep at `now`), returning how many went. Never needed for
+        /// bounded memory (new keys sweep a full table themselves); useful to shrink `len()`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// k.try_acquire_at(&1, 0).unwrap();
+        /// assert_eq!(k.evict_idle_at(500_000_000), 0); // key 1 is busy until 1 s
+        /// assert_eq!(k.evict_idle_at(1_000_000_000), 1);
+        /// assert!(k.is_empty());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn evict_idle_at(&self, now: u64) -> usize {
+            let guard = self.map.guard();
+            // Relaxed: as in `sweep_at`.
+            self.floor.fetch_max(now, Ordering::Relaxed);
+            let mut freed = 0;
+            for (key, slot) in self.map.iter(&guard) {
+                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
+                    self.remove_evicted(key, &guard);
+                    freed += 1;
+                }
+            }
+            freed
+        }
+
+        /// The most keys held at once.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        /// let k = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?).capacity(64).build()?;
+        /// assert_eq!(k.capacity(), 64);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn capacity(&self) -> usize {
+            self.capacity as usize
+        }
+
+        /// The policy when the table is full.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate, WhenFull};
+        /// let k = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?).build()?;
+        /// assert_eq!(k.when_full(), WhenFull::DenyNewKeys);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn when_full(&self) -> WhenFull {
+            self.when_full
+        }
+
+        /// The limiter's clock.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Clock, Gcra, Keyed, ManualClock, Rate};
+        /// let k: Keyed<u32, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// assert_eq!(k.clock().now(), 0);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn clock(&self) -> &C {
+            &self.clock
+        }
+    }
+
+    impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
+        /// Take one permit for `key` now.
+        ///
+        /// # Errors
+        ///
+        /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        ///
+        /// let per_user = Keyed::<String, Gcra>::gcra(Rate::per_second(10)?).build()?;
+        /// assert!(per_user.try_acquire(&"alice".to_string()).is_ok());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        #[inline]
+        pub fn try_acquire(&self, key: &K) -> Result<(), Denied> {
+            self.try_acquire_n_at(key, 1, self.clock.now())
+        }
+
+        /// Take `permits` permits for `key` now, all or nothing.
+        ///
+        /// # Errors
+        ///
+        /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        ///
+        /// let per_user = Keyed::<u64, Gcra>::gcra(Rate::per_second(10)?).build()?;
+        /// assert!(per_user.try_acquire_n(&1, 10).is_ok());
+        /// assert!(per_user.try_acquire_n(&1, 11).unwrap_err().is_never());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        #[inline]
+        pub fn try_acquire_n(&self, key: &K, permits: u32) -> Result<(), Denied> {
+            self.try_acquire_n_at(key, permits, self.clock.now())
+        }
+    }
+
+    impl<K, L: KeyedState, C> fmt::Debug for Keyed<K, L, C> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("Keyed")
+                .field("config", &self.cfg)
+                .field("capacity", &self.capacity)
+                // Relaxed: a snapshot for display.
+                .field("len", &self.len.load(Ordering::Relaxed))
+                .field("when_full", &self.when_full)
+                .finish_non_exhaustive()
+        }
+    }
+}
+
+/// Extension of the facade's backoff: under loom, yield (the thread we wait for must run).
+trait SnoozeOrSpin {
+    fn snooze_or_spin(&self);
+}
+
+impl SnoozeOrSpin for Backoff {
+    #[inline]
+    fn snooze_or_spin(&self) {
+        #[cfg(not(hotlimit_loom))]
+        self.snooze();
+        #[cfg(hotlimit_loom)]
+        self.spin();
+    }
+}
+
+/// The per-key state protocol for the loom models, with the map abstracted away: the real
+/// GCRA state word and its real `acquire` / `retire`, and a planted evictor that must fail its
+/// model. Compiled only under `--cfg hotlimit_loom`; not part of the API.
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub mod planted {
+    use super::*;
+
+    /// One key's GCRA state and its configuration, as a `Keyed` entry holds them.
+    #[derive(Debug)]
+    pub struct GcraKey {
+        cfg: GcraConfig,
+        state: GcraState,
+    }
+
+    /// What an admission saw.
+    pub use super::Admit;
+
+    impl GcraKey {
+        /// A fresh state for `rate` (burst = limit) with floor `floor`.
+        pub fn new(rate: Rate, floor: u64) -> Self {
+            let cfg = <Gcra as KeyedState>::config(rate, None).expect("valid rate");
+            let state = <Gcra as KeyedState>::fresh(&cfg, floor);
+            GcraKey { cfg, state }
+        }
+
+        /// The real admission on the state word.
+        pub fn acquire_at(&self, now: u64) -> Admit {
+            <Gcra as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
+        }
+
+        /// The real eviction: CAS an idle state to the tombstone; true if the caller may now
+        /// remove the entry.
+        pub fn evict_at(&self, now: u64) -> bool {
+            <Gcra as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle).is_some()
+        }
+
+        /// The planted bug: checks idleness with a load and lets the caller remove the entry
+        /// without retiring the state word, so an admitter holding the old state can still
+        /// grant on it after a fresh state replaced it.
+        pub fn evict_racy_at(&self, now: u64) -> bool {
+            // Relaxed: deliberately broken; the missing tombstone CAS is the bug.
+            self.state.0.load(Ordering::Relaxed) <= now
+        }
+    }
+
+    /// One key's sliding log behind its gate, as a `Keyed<_, SlidingLog>` entry holds it.
+    #[derive(Debug)]
+    pub struct LogKey {
+        cfg: LogConfig,
+        state: LogState,
+    }
+
+    impl LogKey {
+        /// A fresh log for `rate` with floor `floor`.
+        pub fn new(rate: Rate, floor: u64) -> Self {
+            let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
+            let state = <SlidingLog as KeyedState>::fresh(&cfg, floor);
+            LogKey { cfg, state }
+        }
+
+        /// The real admission through the gate.
+        pub fn acquire_at(&self, now: u64) -> Admit {
+            <SlidingLog as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
+        }
+
+        /// The real eviction: close the gate, wait out the admitters, check idleness, retire.
+        pub fn evict_at(&self, now: u64) -> bool {
+            <SlidingLog as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle)
+                .is_some()
+        }
+
+        /// The planted bug: checks idleness with loads only, without closing the gate.
+        pub fn evict_racy_at(&self, now: u64) -> bool {
+            self.state
+                .log
+                .stamps()
+                .all(|s| log_end(&self.cfg, s) <= now)
+        }
+    }
+}
