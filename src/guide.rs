@@ -527,10 +527,11 @@
 //!   buckets and M closed buckets count at once (checked on the model), every one of them
 //!   granted: one slot fewer in either ring and a live bucket would have to be overwritten.
 //!
-//! In all R + ⌊L/k⌋ slots. The guess ⌈p/w⌉ + ⌈L/k⌉ is one short exactly when p = n·w with
-//! w > 1 and k divides L: a window (t − p, t] of n whole bucket widths touches n + 1 buckets
-//! (the oldest counted whole), so R = n + 1, not n; when k does not divide L, ⌈L/k⌉ =
-//! ⌊L/k⌋ + 1 hides the missing slot, which is why experiments mostly passed.
+//! In all R + ⌊L/k⌋ slots. The guess ⌈p/w⌉ + ⌈L/k⌉ is one short exactly when k divides L
+//! and R = ⌈p/w⌉ + 1, which is the usual case: it holds unless p ≡ 1 (mod w) (so never with
+//! w = 1), e.g. p = n·w with w > 1, where a window (t − p, t] of n bucket widths touches
+//! n + 1 buckets, the oldest counted whole. When k does not divide L, ⌈L/k⌉ = ⌊L/k⌋ + 1 hides the missing
+//! slot, which is why experiments mostly passed.
 //!
 //! **Exact retry.** A denial merges, in time order, the time buckets y ≥ s (leaving at
 //! T(y + 1)) and the closed buckets from the tail (leaving at σ + p, in FIFO order), adding
