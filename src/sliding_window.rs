@@ -945,8 +945,8 @@ impl<C> SlidingWindow<C> {
     }
 }
 
-/// Count-closed mode (see [`Closed`] and the
-/// [`guide`](crate::guide#count-closed-buckets)).
+// Count-closed mode (see `Closed` and the
+// guide, "Count-closed buckets").
 impl<C> SlidingWindow<C> {
     /// [`try_acquire_n_at`](SlidingWindow::try_acquire_n_at) in count-closed mode, for
     /// 1 ≤ n ≤ limit.
