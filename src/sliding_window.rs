@@ -949,7 +949,8 @@ impl<C> SlidingWindow<C> {
 // guide, "Count-closed buckets").
 impl<C> SlidingWindow<C> {
     /// [`try_acquire_n_at`](SlidingWindow::try_acquire_n_at) in count-closed mode, for
-    /// 1 ≤ n ≤ limit.
+    /// 1 ≤ n ≤ limit. Never inlined, so that strict mode's code stays as it was.
+    #[inline(never)]
     fn acquire_closed(&self, cl: &Closed, n: u64, now: u64) -> Result<(), Denied> {
         // Acquire: see the latest high-water mark before deciding to raise it.
         if cl.latest.load(Ordering::Acquire) < now {
