@@ -189,7 +189,7 @@ const MAX_CLOSED: u64 = 1 << 20;
 /// released:     permits given back so far (retired buckets, expired closed buckets)
 /// latest:       the highest `now` any call has brought; a call is judged at
 ///               t0 = max(now, latest) read after `state` and `released`
-/// head, tail:   closed buckets pushed / expired so far (full 64 bits; head − tail ≤ M)
+/// head, tail:   closed buckets claimed / expired so far (full 64 bits, never wrap)
 /// entry[j % M]: time = the newest grant time of closed bucket j (an upper bound of it);
 ///               tag  = { gen: j mod 2^32, count: permits } once published,
 ///                      { gen: j mod 2^32, count: FREE } while free for bucket j
