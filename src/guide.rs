@@ -447,12 +447,122 @@
 //! load the worst window exceeds the cap by roughly one to two buckets' share, and an
 //! adversary can double it.
 //!
-//! # Count-closed buckets: not provided
+//! # Count-closed buckets
 //!
-//! Closing a bucket also when it holds k permits (to bound false denials by k permits
-//! rather than by a bucket width) needs a ring whose exact size is not proven here; the
-//! crate does not offer a mode whose ring could silently be too small. Strict time-closed
-//! buckets with more buckets (up to 65,536) are the supported way to tighten the margin.
+//! [`SlidingWindowBuilder::count_closed`](crate::SlidingWindowBuilder::count_closed)`(k)`
+//! bounds false denials by permits as well as by time: a request for n is wrongly denied
+//! only if fewer than n + k − 1 permits are truly free (for n = 1: fewer than k), where
+//! *truly free* means L minus the permits granted in the exact window (now − p, now]; and,
+//! as in strict mode, only if more than L − n were granted within the last p + w.
+//!
+//! **The scheme.** Time buckets exactly as in strict mode (lag = p − 1). The part of bucket x
+//! not yet closed (its *open part*) also closes in the CAS that brings it to k permits or
+//! more: that CAS zeroes the slot's count, and the permits move to a *closed bucket*: an
+//! entry `{ time: σ, count }` in a FIFO ring of M = ⌊L/k⌋ entries, where σ is an upper bound
+//! of its newest grant time (exact for a sequential caller). A closed bucket counts until
+//! exactly σ + p; the open part of x counts until the floor passes x, at T(x + 1), as in
+//! strict mode. Closed buckets are expired in FIFO order from the ring's tail.
+//!
+//! **The state.** The decision word keeps its layout `{ floor: s, count }`, but in this mode
+//! its count field is G, the permits ever granted (mod 2^32), and only grows: every
+//! give-back (a retired bucket's open part, an expired closed bucket, a granter whose bucket
+//! was retired under it) is added to a separate counter `released`. The permits counted are
+//! c = G − released. `latest` is the highest `now` any call has brought. A call raises
+//! `latest` to its `now`, then, in each attempt, loads `state` (g), then `released` (r), then
+//! `latest`, and is judged at t0 = max(now, latest); its grant, if any, is a CAS on `state`
+//! from g, after c = G(g) − r + n ≤ L was checked, and its effective time is
+//! τ = max(t0, T(s)).
+//!
+//! *Lemma 2 (one look).* `state` never repeats a value (the floor never moves back and G
+//! only grows; both mod 2^32, so a repeat needs a single call suspended across 2^32 grants or
+//! 2^32 floors). So a CAS that succeeds from g proves nothing changed `state` between the
+//! call's load of g and its CAS. Every give-back counted in r happens-before the load of r,
+//! which precedes the CAS; so the grant it gives back, and the floor move that caused a
+//! retirement, came before g in `state`'s order. The strict mode's fetch_sub on `state`
+//! would allow the ABA "subtract, then grant the same amount" between a call's load and its
+//! CAS, and with it a call whose clock read predates the subtraction.
+//!
+//! *Lemma 3 (stamps).* A closed bucket's σ is at least the τ of every grant in it. Each
+//! grant i has τ_i ≤ `latest` when it records (it raised `latest` to its `now`, read a value
+//! of it, and T(s_i) ≤ the t0 of the call that moved the floor to s_i, visible through the
+//! floor CAS); its record CAS on the slot precedes the closing CAS, which acquires it, and
+//! the closer takes σ = max(its τ, `latest` read after that CAS).
+//!
+//! *Lemma 1 still holds* (exactly once): a bucket's open part is given back by the CAS that
+//! retires its slot or moved by the CAS that closes it, never both; a closed bucket is given
+//! back only by the CAS that frees its tag, `{ gen: j, count } → { gen: j + M, FREE }`.
+//!
+//! *Theorem (count-closed).* Every window (t − p, t] holds at most L permits of grants by τ,
+//! under any concurrency. *Proof.* Let z be the grant in the window whose CAS came last, from
+//! g, after reading r. G(g) counts every grant whose CAS preceded z's; r counts only
+//! give-backs of grants before g (Lemma 2). Take another grant i in the window. If r
+//! includes the give-back of i's permits from a time bucket, that bucket was retired under a
+//! floor s' > x_i, and that floor move came before g (Lemma 2), so s_z ≥ s' > x_i; but
+//! x_i ≥ s_z exactly as in the strict proof. If r includes the expiry of i's closed bucket,
+//! the expiring call saw σ + p ≤ its t0 ≤ `latest`, raised before its give-back; z read
+//! `latest` after r, so τ_z ≥ σ + p ≥ τ_i + p (Lemma 3): i is not in a window of length p
+//! with z. So z's c counted every other grant of the window, and c + n_z ≤ L. ∎
+//!
+//! **False denials.** Called sequentially with a clock that does not go backwards,
+//! t0 = τ = now and σ is the time of the closing grant, so closed buckets are pushed in time
+//! order and a call expires every closed bucket with σ ≤ now − p. The counted parts are the
+//! open parts of buckets ≥ f(now) and the closed buckets with σ > now − p. Order all parts
+//! (open or closed) by time: each one's grants precede the next one's. If a counted part P
+//! holds a grant at or before now − p, every earlier part is expired: an earlier closed
+//! bucket has σ ≤ that grant's time, and an earlier open part lies in a bucket below P's,
+//! which is ≤ ⌊(now − p)/w⌋ ≤ f(now) (an open part is the last part of its bucket). So at
+//! most one counted part holds such stale grants, and it holds
+//! fewer than k of them: a closed bucket's grants before its closing grant (at σ > now − p)
+//! total less than k, and an open part holds less than k in all. A denial means
+//! in-window + stale + n > L, so truly free = L − in-window < n + stale ≤ n + k − 1. And every
+//! counted part lies in a bucket ≥ f(now) (a closed bucket with σ > now − p does), so, as in
+//! strict mode, more than L − n were granted within the last p + w − 1 ns. The property
+//! tests check both bounds against the exact log on every denial, and every decision and
+//! retry time against a sequential model (`tests/model/window.rs`, `ClosedModel`), for
+//! 1..=16 buckets and every k ≤ L.
+//!
+//! Concurrently, as in strict mode, c may also include permits that a call in progress is
+//! about to give back; further, a closed bucket's σ may be a concurrent call's later `now`
+//! (so it counts that much longer), and a closed bucket claimed but not yet published holds
+//! back the expiry of the ones after it until its closer resumes. These can only deny.
+//!
+//! **Ring size.** The time buckets need the strict ring, R = ⌈(p − 1)/w⌉ + 1 slots, by the
+//! strict proof. The closed buckets need exactly M = ⌊L/k⌋ entries:
+//!
+//! - *Enough, under any concurrency.* The counted permits G − released never exceed L (each
+//!   CAS checks c + n ≤ L with c ≥ the true count, since `released` only grows). A closed
+//!   bucket holds at least k permits, and they stay counted until its tag is freed; entries
+//!   are freed in order (only the entry at the tail is freed). Suppose a closer finds entry
+//!   h − M not yet freed: then h − M, …, h − 1 are all unfreed, M closed buckets of ≥ k
+//!   counted permits each, plus the closer's own ≥ k, also counted: (M + 1)·k ≤ L, which
+//!   contradicts M = ⌊L/k⌋. So the push never finds the ring full. (The code still handles
+//!   it, by keeping the permits in their time bucket as strict mode would, which never
+//!   over-admits and never panics; it is unreachable, and a `debug_assert!` says so.)
+//! - *Needed.* ⌊L/k⌋·k single permits at one instant close ⌊L/k⌋ buckets, all of which
+//!   count for a full period: with one entry fewer, the last could not be published.
+//! - *Both at once.* `count_closed_adversarial_trace_needs_every_slot` in
+//!   `tests/sliding_window.rs`: a fast burst of (M − R + 1)·k permits at the last instant of
+//!   bucket 0, then k permits in each of the next R − 1 buckets. At the last step R time
+//!   buckets and M closed buckets count at once (checked on the model), every one of them
+//!   granted: one slot fewer in either ring and a live bucket would have to be overwritten.
+//!
+//! In all R + ⌊L/k⌋ slots. The guess ⌈p/w⌉ + ⌈L/k⌉ is one short exactly when k divides L
+//! and R = ⌈p/w⌉ + 1, which is the usual case: it holds unless p ≡ 1 (mod w) (so never with
+//! w = 1), e.g. p = n·w with w > 1, where a window (t − p, t] of n bucket widths touches
+//! n + 1 buckets, the oldest counted whole. When k does not divide L, ⌈L/k⌉ = ⌊L/k⌋ + 1 hides the missing
+//! slot, which is why experiments mostly passed.
+//!
+//! **Exact retry.** A denial merges, in time order, the time buckets y ≥ s (leaving at
+//! T(y + 1)) and the closed buckets from the tail (leaving at σ + p, in FIFO order), adding
+//! up their permits, and answers the first instant at which they reach c + n − L; one
+//! nanosecond earlier the request does not fit (both sides checked by the property tests).
+//!
+//! **Configuration.** k = 0 is a `ConfigError` naming `count_closed`; so is k > L (no
+//! bucket could ever hold k permits, so the mode would silently be strict mode), the
+//! combination with `approximate()`, and ⌊L/k⌋ above 2^20 entries (16 bytes each).
+//! **Cost.** A grant adds a load of `released` and of `latest` (and a `fetch_max` when the
+//! clock moved), and a closing grant one push (a CAS and two stores); expiry costs a CAS and
+//! an add per closed bucket. Strict mode's code path is unchanged.
 //!
 //! # Keyed: per-key limits with bounded memory
 //!

@@ -46,6 +46,15 @@
 //! mistaken if a single call were suspended between two of its own atomic steps for about
 //! 2^31 bucket widths.
 //!
+//! # Count-closed mode
+//!
+//! With `count_closed(k)` a bucket's open part also closes in the CAS that brings it to k
+//! permits; the permits move to an entry of a FIFO ring of ⌊limit / k⌋ closed buckets, each
+//! stamped with (an upper bound of) its newest grant time and counted until one period
+//! after it. Then `state`'s count field only grows, give-backs go to a `released` counter,
+//! and a call is judged at the high-water mark of the clock (see `Closed` below and the
+//! [`guide`](crate::guide#count-closed-buckets)).
+//!
 //! The proofs are in the [`guide`](crate::guide#slidingwindow-the-strict-bound).
 
 use core::{fmt, time::Duration};
@@ -96,7 +105,7 @@ fn count(word: u64) -> u64 {
 /// | mode | over-admission | a request is wrongly denied only if |
 /// |---|---|---|
 /// | strict (default) | **never**: at most `limit` in every window of length `period` | `limit` permits were really granted within the last `period + w` (the oldest bucket is counted whole) |
-/// | count-closed | — not provided: see the [`guide`](crate::guide#count-closed-buckets-not-provided) | — |
+/// | count-closed ([`count_closed(k)`](SlidingWindowBuilder::count_closed)) | **never**, as strict (each grant counted at τ = max(now, the highest `now` any call has brought), which is `now` for a sequential caller whose clock does not run backwards) | both: more than `limit − n` permits were really granted within the last `period + w`, **and** fewer than n + k − 1 permits are truly free (`limit` minus the permits granted in the exact window (now − period, now]); for single permits, fewer than k. k = 1 is exact. Memory + 16 bytes × ⌊`limit` / k⌋, the exact number needed (see the [`guide`](crate::guide#count-closed-buckets)) |
 /// | approximate ([`approximate()`](SlidingWindowBuilder::approximate)) | up to `limit` extra in one window (2 × the cap), reached by an adversarial trace; under random (Poisson) load at 1–4× the rate, measured +8 to +19 % of `limit` with 10 buckets (see the [`guide`](crate::guide#slidingwindow-the-strict-bound)) | the exact window (now − period, now] holds more than `limit − n` (called sequentially) |
 ///
 /// Strict mode, precisely: each grant is counted at its *effective time* τ = max(now, the
@@ -154,6 +163,8 @@ pub struct SlidingWindow<C = DefaultClock> {
     limit: u64,
     buckets: usize,
     approximate: bool,
+    /// Count-closed mode's extra state (`None`: plain time-closed buckets).
+    closed: Option<Box<Closed>>,
     rate: Rate,
     clock: C,
 }
@@ -161,6 +172,105 @@ pub struct SlidingWindow<C = DefaultClock> {
 struct Floors {
     high: AtomicU64,
     swept: AtomicU64,
+}
+
+/// A closed bucket's `tag` count field while the entry is free.
+const FREE: u64 = COUNT_MASK;
+/// The most closed-bucket entries, ⌊limit / k⌋ (16 bytes each: 16 MiB).
+const MAX_CLOSED: u64 = 1 << 20;
+
+/// Count-closed mode's extra state. The decision word keeps its layout but its count field
+/// only grows: every give-back goes to `released` instead, so `state` never repeats a value
+/// (no ABA between a call's loads and its CAS) and the permits counted are
+/// `granted − released`, taken mod 2^32.
+///
+/// ```text
+/// state:        { floor: s mod 2^32, granted: G mod 2^32 }
+/// released:     permits given back so far (retired buckets, expired closed buckets)
+/// latest:       the highest `now` any call has brought; a call is judged at
+///               t0 = max(now, latest) read after `state` and `released`
+/// head, tail:   closed buckets claimed / expired so far (full 64 bits, never wrap)
+/// entry[j % M]: time = the newest grant time of closed bucket j (an upper bound of it);
+///               tag  = { gen: j mod 2^32, count: permits } once published,
+///                      { gen: j mod 2^32, count: FREE } while free for bucket j
+/// ```
+///
+/// Initially entry i is `{ gen: i, count: FREE }`; expiring bucket j writes
+/// `{ gen: j + M, count: FREE }`. Generations of one entry differ by M < 2^32, so a stale
+/// tag is never mistaken for a current one.
+struct Closed {
+    /// A bucket closes when it holds at least `k` permits.
+    k: u64,
+    /// M = ⌊limit / k⌋ entries.
+    m: u64,
+    period: u64,
+    latest: CachePadded<AtomicU64>,
+    released: CachePadded<AtomicU64>,
+    head: CachePadded<AtomicU64>,
+    tail: CachePadded<AtomicU64>,
+    entries: Box<[Entry]>,
+}
+
+struct Entry {
+    time: AtomicU64,
+    tag: AtomicU64,
+}
+
+impl Closed {
+    fn new(k: u64, limit: u64, period: u64, approximate: bool) -> Result<Closed, ConfigError> {
+        let value = Value::Count(u128::from(k));
+        let fail = |reason| Err(ConfigError::new("count_closed", value, reason));
+        if k == 0 {
+            return fail("must be at least 1");
+        }
+        if k > limit {
+            return fail("must be at most limit (a bucket never holds more than limit permits)");
+        }
+        if approximate {
+            return fail("cannot be combined with approximate mode");
+        }
+        let m = limit / k;
+        if m > MAX_CLOSED {
+            return fail(
+                "limit / count_closed must be at most 1048576 (16 bytes per closed bucket)",
+            );
+        }
+        let entries: Vec<Entry> = (0..m)
+            .map(|i| Entry {
+                time: AtomicU64::new(0),
+                tag: AtomicU64::new(pack(i, FREE)),
+            })
+            .collect();
+        Ok(Closed {
+            k,
+            m,
+            period,
+            latest: CachePadded::new(AtomicU64::new(0)),
+            released: CachePadded::new(AtomicU64::new(0)),
+            head: CachePadded::new(AtomicU64::new(0)),
+            tail: CachePadded::new(AtomicU64::new(0)),
+            entries: entries.into_boxed_slice(),
+        })
+    }
+
+    #[inline(always)]
+    fn entry(&self, j: u64) -> &Entry {
+        &self.entries[(j % self.m) as usize]
+    }
+
+    /// Closed bucket j, if published: (permits, newest grant time).
+    fn published(&self, j: u64) -> Option<(u64, u64)> {
+        let e = self.entry(j);
+        // Acquire: pairs with the Release store of the tag: the time written before it is
+        // visible.
+        let tag = e.tag.load(Ordering::Acquire);
+        if epoch32(tag) != j as u32 || count(tag) == FREE {
+            return None;
+        }
+        // Acquire: if this reads a later bucket's time (the entry was reused meanwhile), the
+        // freeing of bucket j happens-before it, and a CAS on the tag expecting bucket j fails.
+        Some((count(tag), e.time.load(Ordering::Acquire)))
+    }
 }
 
 /// Builds a [`SlidingWindow`]: see [`SlidingWindow::builder`].
@@ -183,6 +293,7 @@ pub struct SlidingWindowBuilder<C> {
     rate: Rate,
     buckets: usize,
     approximate: bool,
+    count_closed: Option<u64>,
     clock: C,
 }
 
@@ -206,6 +317,7 @@ impl SlidingWindow {
             rate,
             buckets: DEFAULT_BUCKETS,
             approximate: false,
+            count_closed: None,
             clock: DefaultClock::default(),
         }
     }
@@ -280,6 +392,42 @@ impl<C> SlidingWindowBuilder<C> {
         self
     }
 
+    /// **Count-closed buckets**: a bucket also closes once it holds `k` permits, and a closed
+    /// bucket leaves the window exactly one period after its newest grant. A request for n
+    /// permits is then wrongly denied only if fewer than n + k − 1 permits are truly free
+    /// (for single permits: fewer than k), *and* `limit − n` were granted within the last
+    /// `period + w`, as in strict mode. `k = 1` makes the window exact for a sequential caller.
+    ///
+    /// Memory: ⌊limit / k⌋ closed-bucket entries of 16 bytes on top of the time buckets (the
+    /// exact number a window can need: see the
+    /// [`guide`](crate::guide#count-closed-buckets)). Never over-admits, under any concurrency.
+    /// A grant costs a few more atomic steps than strict mode (a shared high-water mark of the
+    /// clock and a released-permits counter).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingWindow};
+    ///
+    /// // 4 per second, one bucket: strict mode would count all of [0, 1 s) until 2 s − 1 ns.
+    /// let limiter = SlidingWindow::builder(Rate::per_second(4)?)
+    ///     .buckets(1)
+    ///     .count_closed(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire_n_at(2, 0)?; // closes a bucket of 2 at t = 0
+    /// limiter.try_acquire_n_at(2, 500_000_000)?;
+    /// // The first two leave exactly one period after t = 0.
+    /// assert!(limiter.try_acquire_at(999_999_999).is_err());
+    /// assert!(limiter.try_acquire_n_at(2, 1_000_000_000).is_ok());
+    /// assert_eq!(limiter.count_closed(), Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn count_closed(mut self, k: u64) -> Self {
+        self.count_closed = Some(k);
+        self
+    }
+
     /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
     ///
     /// # Examples
@@ -297,6 +445,7 @@ impl<C> SlidingWindowBuilder<C> {
             rate: self.rate,
             buckets: self.buckets,
             approximate: self.approximate,
+            count_closed: self.count_closed,
             clock,
         }
     }
@@ -310,7 +459,10 @@ impl<C: Clock> SlidingWindowBuilder<C> {
     /// [`ConfigError`] naming
     /// - `buckets` when it is 0, more than 65,536, or more than the period has nanoseconds;
     /// - `limit` when it is above 4,294,967,294 (counts are packed into 32 bits beside a
-    ///   32-bit epoch).
+    ///   32-bit epoch);
+    /// - `count_closed` when it is 0, above `limit` (no bucket could ever close by count),
+    ///   combined with [`approximate()`](SlidingWindowBuilder::approximate), or when
+    ///   ⌊limit / k⌋ (the closed-bucket entries) is above 1,048,576.
     ///
     /// # Examples
     ///
@@ -373,6 +525,10 @@ impl<C: Clock> SlidingWindowBuilder<C> {
             period - 1
         };
         let ring = lag.div_ceil(width) + 1;
+        let closed = match self.count_closed {
+            None => None,
+            Some(k) => Some(Box::new(Closed::new(k, limit, period, self.approximate)?)),
+        };
         let slots: Vec<AtomicU64> = (0..ring).map(|_| AtomicU64::new(RETIRED)).collect();
         Ok(SlidingWindow {
             state: CachePadded::new(AtomicU64::new(0)),
@@ -387,6 +543,7 @@ impl<C: Clock> SlidingWindowBuilder<C> {
             limit,
             buckets,
             approximate: self.approximate,
+            closed,
             rate,
             clock: self.clock,
         })
@@ -440,11 +597,22 @@ impl<C> SlidingWindow<C> {
         }
         let k = count(word);
         if k > 0 {
-            // AcqRel: an RMW on the decision word; no borrow out of the count field, since
-            // `state`'s count includes these k permits until this subtraction.
-            self.state.fetch_sub(k, Ordering::AcqRel);
+            self.give_back(k);
         }
         true
+    }
+
+    /// Takes `k` permits out of the count: from `state` (time-closed) or, count-closed, into
+    /// `released` (whose `state` count field only grows, see [`Closed`]).
+    #[inline]
+    fn give_back(&self, k: u64) {
+        match &self.closed {
+            // AcqRel: an RMW on the decision word; no borrow out of the count field, since
+            // `state`'s count includes these k permits until this subtraction.
+            None => self.state.fetch_sub(k, Ordering::AcqRel),
+            // AcqRel: published to the granters that read `released` (see `Closed`).
+            Some(cl) => cl.released.fetch_add(k, Ordering::AcqRel),
+        };
     }
 
     /// Retires every live slot whose bucket is below floor `s`, then records that in `swept`.
@@ -526,9 +694,8 @@ impl<C> SlidingWindow<C> {
         loop {
             if count(word) == RETIRED || epoch32(word) != x as u32 {
                 // The floor passed x after our grant: x's permits no longer count, ours
-                // included. The retirer did not see ours, so we subtract them.
-                // AcqRel: an RMW on the decision word; our n is still in its count.
-                self.state.fetch_sub(n, Ordering::AcqRel);
+                // included. The retirer did not see ours, so we give them back.
+                self.give_back(n);
                 return;
             }
             // AcqRel: serialises with `retire` on this slot: either we add first (the retirer
@@ -602,6 +769,9 @@ impl<C> SlidingWindow<C> {
         let n = u64::from(permits);
         if n > self.limit {
             return Err(Denied::never());
+        }
+        if let Some(cl) = &self.closed {
+            return self.acquire_closed(cl, n, now);
         }
         let f = self.floor_at(now);
         let backoff = Backoff::new();
@@ -730,6 +900,21 @@ impl<C> SlidingWindow<C> {
         self.approximate
     }
 
+    /// `Some(k)` when buckets also close at k permits
+    /// ([`SlidingWindowBuilder::count_closed`]), `None` otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingWindow};
+    /// let limiter = SlidingWindow::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.count_closed(), None);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn count_closed(&self) -> Option<u64> {
+        self.closed.as_ref().map(|cl| cl.k)
+    }
+
     /// The configured rate.
     ///
     /// # Examples
@@ -760,6 +945,289 @@ impl<C> SlidingWindow<C> {
     }
 }
 
+// Count-closed mode (see `Closed` and the
+// guide, "Count-closed buckets").
+impl<C> SlidingWindow<C> {
+    /// [`try_acquire_n_at`](SlidingWindow::try_acquire_n_at) in count-closed mode, for
+    /// 1 ≤ n ≤ limit. Never inlined, so that strict mode's code stays as it was.
+    #[inline(never)]
+    fn acquire_closed(&self, cl: &Closed, n: u64, now: u64) -> Result<(), Denied> {
+        // Acquire: see the latest high-water mark before deciding to raise it.
+        if cl.latest.load(Ordering::Acquire) < now {
+            // AcqRel: sequenced before every give-back this call makes, so whoever reads
+            // `released` after them also reads `latest` ≥ now (see the guide's Lemma 2).
+            cl.latest.fetch_max(now, Ordering::AcqRel);
+        }
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: as in strict mode (floor reconstruction, retirements visible).
+            let g = self.state.load(Ordering::Acquire);
+            // Acquire: `high` is raised before `state`'s floor.
+            let high = self.floors.high.load(Ordering::Acquire);
+            let s = high.saturating_sub(u64::from((high as u32).wrapping_sub(epoch32(g))));
+            // Acquire, after `state`: if our CAS on `g` succeeds, every give-back counted in
+            // `r` was made while `state` was still `g` or before.
+            let r = cl.released.load(Ordering::Acquire);
+            // Acquire, after `released`: every closed bucket expired in `r` was expired at a
+            // time t ≤ latest, so our t0 ≥ t.
+            let t0 = now.max(cl.latest.load(Ordering::Acquire));
+            let f = self.floor_at(t0);
+            if f > s {
+                // AcqRel: as in strict mode: `high` first, then the floor.
+                self.floors.high.fetch_max(f, Ordering::AcqRel);
+                // AcqRel: publishes the `high` update; failure means `state` moved: retry.
+                let _ = self.state.compare_exchange(
+                    g,
+                    pack(f, count(g)),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                continue;
+            }
+            // Acquire: pairs with `sweep`'s fetch_max.
+            if self.floors.swept.load(Ordering::Acquire) < s {
+                self.sweep(s);
+                continue;
+            }
+            if self.expire(cl, t0) {
+                continue;
+            }
+            // Permits counted: granted − released, mod 2^32. More than `limit` only when `r`
+            // includes give-backs of grants made after `g` was read: look again.
+            let c = u64::from((count(g) as u32).wrapping_sub(r as u32));
+            if c > self.limit {
+                backoff.spin();
+                continue;
+            }
+            if c + n > self.limit {
+                // A denial with nothing to expire or retire returns here, before any write.
+                return Err(self.denial_closed(cl, s, c, n, now));
+            }
+            let tau = t0.max(self.floor_start(s));
+            let x = tau / self.width;
+            let slot = self.slot(x);
+            // Acquire: see the stamp's floor (see `floor_unchanged`).
+            let word = slot.load(Ordering::Acquire);
+            if count(word) == RETIRED || epoch32(word) != x as u32 {
+                self.open_bucket(slot, word, x, s);
+                continue;
+            }
+            // The count field only grows, wrapping inside its 32 bits.
+            let next = (g & !COUNT_MASK) | (g.wrapping_add(n) & COUNT_MASK);
+            // The decision: c + n ≤ limit under floor s and `g` unchanged since `released`
+            // was read. AcqRel: as in strict mode.
+            if self
+                .state
+                .compare_exchange_weak(g, next, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                backoff.spin();
+                continue;
+            }
+            self.record_closed(cl, slot, x, n, tau);
+            return Ok(());
+        }
+    }
+
+    /// Adds our `n` permits to bucket x, closing it if it then holds at least k: its permits
+    /// move, in the same CAS, out of the bucket into a closed-bucket entry. If x has been
+    /// retired meanwhile we give our permits back ourselves (as strict mode's `record`).
+    fn record_closed(&self, cl: &Closed, slot: &AtomicU64, x: u64, n: u64, tau: u64) {
+        let backoff = Backoff::new();
+        // Acquire: see the slot's latest stamp.
+        let mut word = slot.load(Ordering::Acquire);
+        let total = loop {
+            if count(word) == RETIRED || epoch32(word) != x as u32 {
+                self.give_back(n);
+                return;
+            }
+            let total = count(word) + n;
+            let next = if total >= cl.k {
+                word & !COUNT_MASK
+            } else {
+                word + n
+            };
+            // AcqRel: serialises with `retire` (as in strict mode) and acquires the records
+            // of every grant already in the bucket, hence their raises of `latest`.
+            match slot.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) if total >= cl.k => break total,
+                Ok(_) => return,
+                Err(current) => {
+                    word = current;
+                    backoff.spin();
+                }
+            }
+        };
+        // Every grant in the closed bucket was judged at a time ≤ `latest` as of its record,
+        // which our CAS acquired. Acquire: that raise is visible.
+        let newest = tau.max(cl.latest.load(Ordering::Acquire));
+        if !self.push_closed(cl, total, newest) {
+            // Unreachable: a full ring would mean more than `limit` permits counted (guide).
+            // Keep the permits in the bucket, as strict mode would: never over-admits.
+            debug_assert!(false, "closed-bucket ring full");
+            self.record(slot, x, total);
+        }
+    }
+
+    /// Publishes a closed bucket of `permits` whose newest grant is at `time`, at the head.
+    /// False only if the ring is full, which the guide proves cannot happen.
+    fn push_closed(&self, cl: &Closed, permits: u64, time: u64) -> bool {
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: see the entries freed up to this head.
+            let h = cl.head.load(Ordering::Acquire);
+            let e = cl.entry(h);
+            // Acquire: pairs with the freeing CAS, so our writes below come after it.
+            if e.tag.load(Ordering::Acquire) != pack(h, FREE) {
+                // Acquire: a moved head means our look was stale.
+                if cl.head.load(Ordering::Acquire) == h {
+                    return false;
+                }
+                continue;
+            }
+            // AcqRel: claims index h; the entry is ours alone until we publish it.
+            if cl
+                .head
+                .compare_exchange_weak(h, h + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                backoff.spin();
+                continue;
+            }
+            // Release: a reader that sees this time also sees the freeing before it.
+            e.time.store(time, Ordering::Release);
+            // Release: publishes the time with the count.
+            e.tag.store(pack(h, permits), Ordering::Release);
+            return true;
+        }
+    }
+
+    /// Expires closed buckets in order from the tail while the oldest one's newest grant is
+    /// at least one period before `t0`; true if it gave any permits back.
+    fn expire(&self, cl: &Closed, t0: u64) -> bool {
+        let mut gave = false;
+        loop {
+            // Acquire (both): entries below the tail were freed; entries below the head
+            // were claimed.
+            let t = cl.tail.load(Ordering::Acquire);
+            if t == cl.head.load(Ordering::Acquire) {
+                return gave;
+            }
+            let e = cl.entry(t);
+            // Acquire: a published tag carries its time.
+            let tag = e.tag.load(Ordering::Acquire);
+            if epoch32(tag) == t.wrapping_add(cl.m) as u32 {
+                // Bucket t was freed (and its entry maybe reused): help move the tail.
+                // AcqRel: publishes the freeing to the next reader of `tail`.
+                let _ = cl
+                    .tail
+                    .compare_exchange(t, t + 1, Ordering::AcqRel, Ordering::Acquire);
+                continue;
+            }
+            let Some((permits, time)) = cl.published(t) else {
+                // Claimed but not yet published (or `t` is stale): nothing more now.
+                // Acquire: a moved tail means our look was stale.
+                if cl.tail.load(Ordering::Acquire) != t {
+                    continue;
+                }
+                return gave;
+            };
+            let expired = time.checked_add(cl.period).is_some_and(|end| end <= t0);
+            if !expired {
+                return gave;
+            }
+            // AcqRel: exactly one caller frees bucket t (a CAS on its published tag) and
+            // gives its permits back.
+            if e.tag
+                .compare_exchange(
+                    pack(t, permits),
+                    pack(t.wrapping_add(cl.m), FREE),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                self.give_back(permits);
+                gave = true;
+            }
+            // AcqRel: as above.
+            let _ = cl
+                .tail
+                .compare_exchange(t, t + 1, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    /// The wait for a denied request: the first instant at which enough permits have left,
+    /// merging the time buckets (bucket y leaves at T(y + 1)) with the closed buckets (in
+    /// order; bucket j leaves one period after its newest grant).
+    fn denial_closed(&self, cl: &Closed, s: u64, c: u64, n: u64, now: u64) -> Denied {
+        let need = c + n - self.limit;
+        let leaves = |y: u64| (u128::from(y) + 1) * u128::from(self.width) + u128::from(self.lag);
+        let bucket = |y: u64| {
+            // Acquire: a snapshot of the bucket.
+            let word = self.slot(y).load(Ordering::Acquire);
+            let k = if count(word) != RETIRED && epoch32(word) == y as u32 {
+                count(word)
+            } else {
+                0
+            };
+            (k, leaves(y))
+        };
+        let y_end = s.saturating_add(self.ring);
+        // Acquire (both): the closed buckets between tail and head.
+        let head = cl.head.load(Ordering::Acquire);
+        let mut j = cl.tail.load(Ordering::Acquire);
+        let mut gone = 0u128;
+        let mut chunk = |j: u64| {
+            if j >= head {
+                return None;
+            }
+            let (k, time) = cl.published(j)?;
+            gone = gone.max(u128::from(time) + u128::from(cl.period));
+            Some((k, gone))
+        };
+        let mut y = s;
+        let mut nb = (y < y_end).then(|| bucket(y));
+        let mut nc = chunk(j);
+        let mut freed = 0;
+        let at = loop {
+            let (k, t) = match (nb, nc) {
+                (Some(b), Some(c)) if b.1 <= c.1 => {
+                    y += 1;
+                    nb = (y < y_end).then(|| bucket(y));
+                    b
+                }
+                (Some(b), None) => {
+                    y += 1;
+                    nb = (y < y_end).then(|| bucket(y));
+                    b
+                }
+                (_, Some(c)) => {
+                    j += 1;
+                    nc = chunk(j);
+                    c
+                }
+                (None, None) => {
+                    // Some permits are still being recorded or published: they leave by the
+                    // last time bucket's expiry, or a period after the newest time seen.
+                    // Acquire: the high-water mark.
+                    let latest = cl.latest.load(Ordering::Acquire);
+                    break leaves(y_end.saturating_sub(1))
+                        .max(u128::from(latest) + u128::from(cl.period));
+                }
+            };
+            freed += k;
+            if freed >= need {
+                break t;
+            }
+        };
+        match u64::try_from(at) {
+            Ok(t) => Denied::after_nanos(t.saturating_sub(now).max(1)),
+            Err(_) => Denied::never(),
+        }
+    }
+}
+
 impl<C: Clock> Limiter for SlidingWindow<C> {
     #[inline]
     fn try_acquire(&self) -> Result<(), Denied> {
@@ -780,6 +1248,7 @@ impl<C> fmt::Debug for SlidingWindow<C> {
             .field("rate", &self.rate)
             .field("buckets", &self.buckets)
             .field("approximate", &self.approximate)
+            .field("count_closed", &self.count_closed())
             .field("width_ns", &self.width)
             .field("count", &count(state))
             .finish_non_exhaustive()
@@ -831,6 +1300,36 @@ pub mod planted {
                     Err(current) => word = current,
                 }
             }
+        }
+    }
+
+    /// A count-closed [`SlidingWindow`] whose expiry frees a closed bucket by "load the tag,
+    /// then store FREE" instead of one CAS: two callers can both see the bucket published and
+    /// both give its permits back, so the count drops by twice its permits.
+    #[derive(Debug)]
+    pub struct RacyExpiry<C>(pub SlidingWindow<C>);
+
+    impl<C> RacyExpiry<C> {
+        /// The broken expiry at `now` (of the oldest closed bucket only), then a correct
+        /// acquire of one permit.
+        pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
+            let w = &self.0;
+            if let Some(cl) = &w.closed {
+                // Relaxed (all): deliberately broken; the bug is the gap between the load
+                // of the tag and the store that frees it.
+                let t = cl.tail.load(Ordering::Relaxed);
+                if t < cl.head.load(Ordering::Relaxed) {
+                    if let Some((permits, time)) = cl.published(t) {
+                        if time + cl.period <= now {
+                            let e = cl.entry(t);
+                            e.tag.store(pack(t + cl.m, FREE), Ordering::Relaxed);
+                            w.give_back(permits);
+                            cl.tail.store(t + 1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+            w.try_acquire_n_at(1, now)
         }
     }
 }

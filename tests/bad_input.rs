@@ -294,3 +294,63 @@ fn keyed_errors_name_field_and_value() {
         "invalid limit = 536870912: must be at most 2^28 = 268435456 (8 bytes each)"
     );
 }
+
+#[test]
+fn sliding_window_count_closed_errors_name_field_and_value() {
+    use hotlimit::SlidingWindow;
+    let build = |limit: u64, k: u64| {
+        SlidingWindow::builder(Rate::per_second(limit).unwrap())
+            .count_closed(k)
+            .clock(ManualClock::new())
+            .build()
+    };
+    let e = build(10, 0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid count_closed = 0: must be at least 1"
+    );
+    let e = build(10, 11).unwrap_err();
+    assert_eq!(e.field(), "count_closed");
+    assert!(e
+        .to_string()
+        .starts_with("invalid count_closed = 11: must be at most limit"));
+    assert!(build(10, 10).is_ok());
+    assert!(build(10, 1).is_ok());
+    let e = SlidingWindow::builder(Rate::per_second(10).unwrap())
+        .approximate()
+        .count_closed(2)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid count_closed = 2: cannot be combined with approximate mode"
+    );
+    // ⌊limit / k⌋ entries of 16 bytes, capped at 2^20.
+    let e = build(1 << 21, 1).unwrap_err();
+    assert_eq!(e.field(), "count_closed");
+    assert!(e.to_string().contains("1048576"), "{e}");
+    assert!(build(1 << 21, 2).is_ok());
+    // The time-bucket checks still come first.
+    let e = SlidingWindow::builder(Rate::per_second(10).unwrap())
+        .buckets(0)
+        .count_closed(0)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(e.field(), "buckets");
+    // Times near u64::MAX: a closed bucket that would leave after the clock's range never
+    // does, and nothing overflows or panics.
+    let w = SlidingWindow::builder(Rate::new(3, Duration::from_nanos(1_000)).unwrap())
+        .buckets(3)
+        .count_closed(1)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    for t in [u64::MAX - 5_000, u64::MAX - 1, u64::MAX] {
+        while w.try_acquire_at(t).is_ok() {}
+        let _ = w.try_acquire_n_at(3, t);
+    }
+    let d = w.try_acquire_at(u64::MAX).unwrap_err();
+    assert!(d.is_never(), "{d:?}");
+}

@@ -375,3 +375,221 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Count-closed buckets.
+
+use model::window::ClosedModel;
+
+fn closed(rate: Rate, buckets: usize, k: u64) -> SlidingWindow<ManualClock> {
+    SlidingWindow::builder(rate)
+        .buckets(buckets)
+        .count_closed(k)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn count_closed_frees_a_full_bucket_one_period_after_its_newest_grant() {
+    // 5 per second, 10 buckets of 100 ms, k = 2. Strict mode denies at 1890 ms (the worked
+    // example); here the bucket [900, 1000) closed at 950 ms with 2 permits and leaves at
+    // 1950 ms, not at 2000 ms − 1 ns.
+    let w = closed(Rate::per_second(5).unwrap(), 10, 2);
+    for t in [900, 950, 1013, 1810, 1850] {
+        assert_eq!(w.try_acquire_at(t * MS), Ok(()), "at {t} ms");
+    }
+    let d = w.try_acquire_at(1890 * MS).unwrap_err();
+    assert_eq!(d.retry_after_nanos(), Some(60 * MS));
+    assert!(w.try_acquire_at(1950 * MS - 1).is_err());
+    assert_eq!(w.try_acquire_at(1950 * MS), Ok(()));
+    assert_eq!(w.count_closed(), Some(2));
+}
+
+#[test]
+fn count_closed_with_k_one_is_exact() {
+    // k = 1: every grant is its own closed bucket, so the window is the exact log's.
+    let w = closed(Rate::per_second(3).unwrap(), 1, 1);
+    for t in [0, 400, 999] {
+        w.try_acquire_at(t * MS).unwrap();
+    }
+    assert_eq!(
+        w.try_acquire_at(999 * MS).unwrap_err().retry_after_nanos(),
+        Some(MS)
+    );
+    assert_eq!(w.try_acquire_at(1000 * MS), Ok(()));
+    assert!(w.try_acquire_at(1399 * MS).is_err());
+    assert_eq!(w.try_acquire_at(1400 * MS), Ok(()));
+}
+
+/// The exact ring size, slot by slot: a burst that closes ⌊L/k⌋ − R + 1 buckets at the last
+/// instant of bucket 0, then k permits (one closed bucket) in each of the next R − 1 buckets.
+/// At the last step R time buckets and ⌊L/k⌋ closed buckets count at once, so both rings
+/// are full: one slot fewer in either and a live bucket would have had to be overwritten.
+#[test]
+fn count_closed_adversarial_trace_needs_every_slot() {
+    for (limit, buckets, k) in [(30u64, 10u64, 2u64), (40, 10, 2), (100, 4, 7), (12, 3, 1)] {
+        let period = 1_000 * MS;
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let w = closed(rate, buckets as usize, k);
+        let mut model = ClosedModel::new(limit, period, buckets, k);
+        let (width, ring, m) = (model.width, model.ring(), limit / k);
+        assert!(m >= ring, "the trace needs a closed bucket per time bucket");
+        let mut steps: Vec<(u64, u64)> = Vec::new();
+        // The fast burst: (m − ring + 1)·k permits, one at a time, at the end of bucket 0.
+        for _ in 0..(m - ring + 1) * k {
+            steps.push((width - 1, 1));
+        }
+        // Then k permits in each later bucket while bucket 0 still counts.
+        for y in 1..ring {
+            for _ in 0..k {
+                steps.push((y * width, 1));
+            }
+        }
+        for &(t, n) in &steps {
+            assert_eq!(w.try_acquire_n_at(n as u32, t), Ok(()), "at {t}");
+            assert_eq!(model.acquire(n, t), Ok(()));
+        }
+        assert_eq!(
+            model.max_live_buckets as u64, ring,
+            "every time bucket slot"
+        );
+        assert_eq!(model.max_live_closed as u64, m, "every closed-bucket entry");
+        // Full, and the retry is exact: the burst leaves one period after its newest grant.
+        let t = steps.last().unwrap().0;
+        let leave = limit - m * k; // permits still free
+        for _ in 0..leave {
+            assert_eq!(w.try_acquire_at(t), Ok(()));
+        }
+        let d = w.try_acquire_at(t).unwrap_err();
+        assert_eq!(d.retry_after_nanos(), Some(width - 1 + period - t));
+        assert_eq!(w.try_acquire_at(width - 1 + period), Ok(()));
+    }
+}
+
+#[test]
+fn count_closed_eight_threads_frozen_clock_exactly_limit() {
+    for (limit, k) in [(1_000u64, 1u64), (1_000, 7), (997, 100), (64, 64)] {
+        let w = std::sync::Arc::new(closed(Rate::per_second(limit).unwrap(), 10, k));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let w = w.clone();
+                std::thread::spawn(move || {
+                    let mut got = 0u64;
+                    for i in 0..limit {
+                        let n = 1 + (i % 3) as u32;
+                        if w.try_acquire_n_at(n, 5 * MS).is_ok() {
+                            got += u64::from(n);
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        // Top up with single permits: the count must be exactly `limit`.
+        let mut top = 0;
+        while w.try_acquire_at(5 * MS).is_ok() {
+            top += 1;
+        }
+        assert_eq!(total + top, limit, "k = {k}");
+        // Everything leaves one period after 5 ms (closed buckets) or with bucket 0
+        // (its open part): by 1.1 s − 1 ns all of `limit` is free again.
+        let mut again = 0;
+        while w.try_acquire_at(1_100 * MS - 1).is_ok() {
+            again += 1;
+        }
+        assert_eq!(again, limit, "nothing leaked, k = {k}");
+    }
+}
+
+fn closed_config() -> impl Strategy<Value = (u64, u64, u64, u64)> {
+    (1u64..=12, 1u64..=400, 1u64..=16)
+        .prop_filter("at most one bucket per ns", |&(_, period, buckets)| {
+            buckets <= period
+        })
+        .prop_flat_map(|(limit, period, buckets)| {
+            (Just(limit), Just(period), Just(buckets), 1..=limit)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3_000))]
+
+    /// Count-closed: every decision and retry time equals the model's, and against the exact
+    /// log: (a) no window of length `period` holds more than `limit`; (b) a denial of n only
+    /// when more than `limit − n` were granted within the last `period + w` AND fewer than
+    /// n + k − 1 permits are truly free (truly free = `limit` − permits granted in the exact
+    /// window (now − period, now]); (c) waiting `retry_after` succeeds, one ns less does not.
+    #[test]
+    fn count_closed_matches_model_and_log(
+        (limit, period, buckets, k) in closed_config(),
+        steps in (1u64..=12, 1u64..=400).prop_flat_map(|(l, p)| trace(p, l)),
+        retry_every in 1usize..4,
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let w = closed(rate, buckets as usize, k);
+        let mut model = ClosedModel::new(limit, period, buckets, k);
+        let width = model.width;
+        let mut now = 0u64;
+        for (i, step) in steps.iter().enumerate() {
+            now += step.dt;
+            let n = step.n.min(limit as u32 + 1);
+            let got = w.try_acquire_n_at(n, now);
+            let want = model.acquire(u64::from(n), now);
+            prop_assert_eq!(got.map_err(|d| d.retry_after_nanos()), want, "step {} at {}", i, now);
+            match got {
+                Ok(()) => prop_assert!(model.log.in_window(now, period) <= u128::from(limit)),
+                Err(d) => {
+                    let Some(r) = d.retry_after_nanos() else {
+                        prop_assert!(u64::from(n) > limit);
+                        continue;
+                    };
+                    let n128 = u128::from(n);
+                    // (b), time bound
+                    let lo = (now + 1).saturating_sub(period + width - 1);
+                    prop_assert!(model.log.granted_in(lo, now) + n128 > u128::from(limit));
+                    // (b), count bound
+                    let free = u128::from(limit) - model.log.in_window(now, period);
+                    prop_assert!(free < n128 + u128::from(k) - 1, "free {} n {} k {}", free, n, k);
+                    // (c)
+                    if i % retry_every == 0 {
+                        prop_assert!(r >= 1);
+                        if r > 1 {
+                            prop_assert!(w.try_acquire_n_at(n, now + r - 1).is_err());
+                            prop_assert!(model.acquire(u64::from(n), now + r - 1).is_err());
+                        }
+                        now += r;
+                        prop_assert_eq!(w.try_acquire_n_at(n, now), Ok(()), "retry at {}", now);
+                        prop_assert_eq!(model.acquire(u64::from(n), now), Ok(()));
+                    }
+                }
+            }
+            prop_assert!(model.max_live_buckets as u64 <= model.ring());
+            prop_assert!(model.max_live_closed as u64 <= limit / k);
+        }
+        prop_assert!(model.log.worst_window(period) <= u128::from(limit));
+    }
+
+    /// Count-closed with clocks that jump backwards: the model judges every call at the
+    /// highest time seen; decisions and retry times agree, and by those times no window ever
+    /// holds more than `limit`.
+    #[test]
+    fn count_closed_backwards_clock_matches_model(
+        (limit, period, buckets, k) in closed_config(),
+        steps in proptest::collection::vec((-400i64..=400, 1u32..=13), 1..80),
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let w = closed(rate, buckets as usize, k);
+        let mut model = ClosedModel::new(limit, period, buckets, k);
+        let mut now = 2_000u64;
+        for (i, &(dt, n)) in steps.iter().enumerate() {
+            now = now.saturating_add_signed(dt);
+            let n = n.min(limit as u32 + 1);
+            let got = w.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos());
+            let want = model.acquire(u64::from(n), now);
+            prop_assert_eq!(got, want, "step {} at {}", i, now);
+        }
+        prop_assert!(model.log.worst_window(period) <= u128::from(limit));
+    }
+}

@@ -191,3 +191,133 @@ fn real_limiter_passes_the_planted_model() {
         assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
     });
 }
+
+// Count-closed buckets.
+
+use hotlimit::__planted_sliding_window::RacyExpiry;
+
+/// `limit` per `period` ns in `buckets` buckets, closing at `k` permits.
+fn closed(limit: u64, period: u64, buckets: usize, k: u64) -> SlidingWindow<ManualClock> {
+    SlidingWindow::builder(Rate::new(limit, Duration::from_nanos(period)).unwrap())
+        .buckets(buckets)
+        .count_closed(k)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap()
+}
+
+/// Two admissions close a bucket by count: limit 3 per 4 ns, w = 2 ns, k = 2; one call at
+/// t = 0 and one at t = 1, both in bucket 0. Whichever records second closes the bucket with
+/// both permits, stamped with the newer time (1) even if the closer's own time is 0: the
+/// closed bucket must count until t = 5, not leave at t = 4. Afterwards the count is exact.
+#[test]
+fn count_closed_two_admissions_close_a_bucket() {
+    model(4, || {
+        let w = Arc::new(closed(3, 4, 2, 2));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_at(1).is_ok());
+        let early = w.try_acquire_at(0).is_ok();
+        let late = t.join().unwrap();
+        assert!(early && late, "limit 3: both fit");
+        assert_eq!(drain(&w, 1), 1, "exactly one permit left");
+        assert_eq!(
+            drain(&w, 4),
+            0,
+            "over-admitted: the closed bucket left before one period after t = 1"
+        );
+        // t = 5: the closed bucket (newest grant 1) and bucket 0's open part both leave.
+        assert_eq!(drain(&w, 5), 3, "a permit leaked or was given back twice");
+    });
+}
+
+/// Two threads race for limit 1 with k = 1 on a frozen clock: the grant closes its own
+/// bucket; exactly 1 wins, and exactly 1 is free one period later. (Three threads: the
+/// same model takes minutes.)
+#[test]
+fn count_closed_frozen_clock_exactly_limit() {
+    loom::model(|| {
+        let w = Arc::new(closed(1, 4, 2, 1));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_at(0).is_ok());
+        let mine = w.try_acquire_at(0).is_ok();
+        let theirs = t.join().unwrap();
+        assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
+        assert_eq!(drain(&w, 3), 0, "the closed bucket counts until t = 4");
+        assert_eq!(drain(&w, 4), 1, "exactly the one permit leaves at t = 4");
+    });
+}
+
+/// Limit 3 per 10 ns, one bucket, k = 1: grants at 0, 5, 5 (three closed buckets). At
+/// t = 10 the first has left; two callers expire it and take a permit each: only one of them
+/// may win (the other two still count).
+fn expiry_race(racy: bool) {
+    let w = closed(3, 10, 1, 1);
+    w.try_acquire_at(0).unwrap();
+    w.try_acquire_n_at(2, 5).unwrap();
+    let w = Arc::new(RacyExpiry(w));
+    let w2 = w.clone();
+    let go = move |w: &RacyExpiry<ManualClock>| {
+        if racy {
+            w.try_acquire_at(10).is_ok()
+        } else {
+            w.0.try_acquire_at(10).is_ok()
+        }
+    };
+    let go2 = go;
+    let t = thread::spawn(move || go2(&w2));
+    let mine = go(&w);
+    let theirs = t.join().unwrap();
+    assert!(
+        !(mine && theirs),
+        "over-admitted: 4 grants in the window (0, 10]"
+    );
+    assert!(mine || theirs, "one permit was free");
+}
+
+/// The planted bug: both callers see the expired bucket published and both give it back.
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn count_closed_racy_expiry_is_caught() {
+    loom::model(|| expiry_race(true));
+}
+
+/// The same model passes for the real limiter.
+#[test]
+fn count_closed_real_expiry_passes_the_planted_model() {
+    loom::model(|| expiry_race(false));
+}
+
+/// Expiry racing a push into the same entry: limit 1 per 4 ns, k = 1, so the ring has one
+/// entry. A call at t = 0 closes a bucket into entry 0; a call at t = 4 may expire it and
+/// close its own into the same entry (the next generation). Never both within one window,
+/// a permit is never forgotten early, and afterwards the count is exact.
+#[test]
+fn count_closed_expiry_races_a_push_into_the_same_entry() {
+    model(4, || {
+        let w = Arc::new(closed(1, 4, 2, 1));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_at(4).is_ok());
+        let early = w.try_acquire_at(0).is_ok();
+        let late = t.join().unwrap();
+        assert!(early || late, "neither granted");
+        // A grant at t = 4 counts until t = 8; one at t = 0 (or judged at 4) by then too.
+        let free_at_7 = drain(&w, 7);
+        if late {
+            assert_eq!(
+                free_at_7, 0,
+                "over-admitted: the t = 4 permit was forgotten"
+            );
+        }
+        // A permit drained at t = 7 counts until t = 11.
+        assert_eq!(
+            free_at_7 + drain(&w, 8),
+            1,
+            "a permit leaked or was given back twice"
+        );
+        assert_eq!(
+            drain(&w, 12),
+            1,
+            "the count is exact once everything has left"
+        );
+    });
+}
