@@ -10,6 +10,45 @@ use hotlimit::{Clock, Gcra, Limiter, ManualClock, QuantaClock, Rate, ShardedGcra
 
 const THREADS: usize = 8;
 
+/// Eight threads, released together, each make `calls` single-permit requests on `limiter`
+/// (each alone could take everything, so they all race for it). Returns the permits granted.
+fn race_single_permits(limiter: &(impl Limiter + ?Sized), calls: u64) -> u64 {
+    let granted = AtomicU64::new(0);
+    let barrier = Barrier::new(THREADS);
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                barrier.wait();
+                let mine = (0..calls).filter(|_| limiter.try_acquire().is_ok()).count() as u64;
+                // Relaxed: a counter read after the scope joins.
+                granted.fetch_add(mine, Ordering::Relaxed);
+            });
+        }
+    });
+    granted.into_inner()
+}
+
+/// Eight threads each make 5,000 requests on `limiter`, thread t asking for
+/// `sizes[t % sizes.len()]` permits at a time. Returns the permits granted.
+fn race_weighted(limiter: &(impl Limiter + ?Sized), sizes: &[u32]) -> u64 {
+    let granted = AtomicU64::new(0);
+    thread::scope(|s| {
+        for t in 0..THREADS {
+            let (limiter, granted) = (&limiter, &granted);
+            let n = sizes[t % sizes.len()];
+            s.spawn(move || {
+                for _ in 0..5_000 {
+                    if limiter.try_acquire_n(n).is_ok() {
+                        // Relaxed: read after join.
+                        granted.fetch_add(u64::from(n), Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    granted.into_inner()
+}
+
 #[test]
 fn frozen_clock_grants_exactly_the_burst() {
     for burst in [1u64, 7, 1_000, 25_000] {
@@ -20,53 +59,19 @@ fn frozen_clock_grants_exactly_the_burst() {
             .clock(clock)
             .build()
             .unwrap();
-        let granted = AtomicU64::new(0);
-        let barrier = Barrier::new(THREADS);
-        thread::scope(|s| {
-            for _ in 0..THREADS {
-                s.spawn(|| {
-                    barrier.wait();
-                    let mut mine = 0;
-                    // Each thread alone could take the whole burst: they all race for it.
-                    for _ in 0..burst + 10 {
-                        if g.try_acquire().is_ok() {
-                            mine += 1;
-                        }
-                    }
-                    // Relaxed: a counter read after the scope joins.
-                    granted.fetch_add(mine, Ordering::Relaxed);
-                });
-            }
-        });
-        assert_eq!(granted.into_inner(), burst, "burst {burst}");
+        assert_eq!(race_single_permits(&g, burst + 10), burst, "burst {burst}");
         assert_eq!(g.remaining(), 0);
     }
 }
 
 #[test]
 fn frozen_clock_weighted_requests_never_exceed_the_burst() {
-    let clock = ManualClock::new();
     let g = Gcra::builder(Rate::per_second(1).unwrap())
         .burst(10_000)
-        .clock(clock)
+        .clock(ManualClock::new())
         .build()
         .unwrap();
-    let granted = AtomicU64::new(0);
-    thread::scope(|s| {
-        for t in 0..THREADS {
-            let (g, granted) = (&g, &granted);
-            s.spawn(move || {
-                let n = (t as u32 % 4) + 1;
-                for _ in 0..5_000 {
-                    if g.try_acquire_n(n).is_ok() {
-                        // Relaxed: read after join.
-                        granted.fetch_add(u64::from(n), Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    });
-    let total = granted.into_inner();
+    let total = race_weighted(&g, &[1, 2, 3, 4]);
     // All-or-nothing requests of 1..=4 can strand at most 3 permits at the end.
     assert!((10_000 - 3..=10_000).contains(&total), "{total}");
 }
@@ -152,24 +157,11 @@ fn sliding_log_frozen_clock_grants_exactly_the_limit() {
             .clock(clock)
             .build()
             .unwrap();
-        let granted = AtomicU64::new(0);
-        let barrier = Barrier::new(THREADS);
-        thread::scope(|s| {
-            for _ in 0..THREADS {
-                s.spawn(|| {
-                    barrier.wait();
-                    let mut mine = 0;
-                    for _ in 0..limit + 10 {
-                        if log.try_acquire().is_ok() {
-                            mine += 1;
-                        }
-                    }
-                    // Relaxed: a counter read after the scope joins.
-                    granted.fetch_add(mine, Ordering::Relaxed);
-                });
-            }
-        });
-        assert_eq!(granted.into_inner(), limit, "limit {limit}");
+        assert_eq!(
+            race_single_permits(&log, limit + 10),
+            limit,
+            "limit {limit}"
+        );
         assert!(log.try_acquire().is_err());
     }
 }
@@ -181,22 +173,7 @@ fn sliding_log_frozen_clock_weighted_never_exceeds_the_limit() {
         .clock(ManualClock::new())
         .build()
         .unwrap();
-    let granted = AtomicU64::new(0);
-    thread::scope(|s| {
-        for t in 0..THREADS {
-            let (log, granted) = (&log, &granted);
-            s.spawn(move || {
-                let n = (t as u32 % 4) + 1;
-                for _ in 0..5_000 {
-                    if log.try_acquire_n(n).is_ok() {
-                        // Relaxed: read after join.
-                        granted.fetch_add(u64::from(n), Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    });
-    let total = granted.into_inner();
+    let total = race_weighted(&log, &[1, 2, 3, 4]);
     // Never more than the limit. Fewer only by what all-or-nothing requests leave at the end,
     // plus slots a rolled-back weighted claim left behind the cursor (a false denial, rare).
     assert!(total <= limit, "over-admitted: {total} > {limit}");
@@ -374,31 +351,10 @@ fn sharded_frozen_clock_grants_exactly_the_burst() {
             .clock(clock)
             .build()
             .unwrap();
-        let granted = AtomicU64::new(0);
-        let barrier = Barrier::new(THREADS);
-        thread::scope(|s| {
-            for _ in 0..THREADS {
-                s.spawn(|| {
-                    barrier.wait();
-                    let mut mine = 0;
-                    // Homes are thread-local; every thread could take the whole burst by
-                    // borrowing, so they race for all of it.
-                    for _ in 0..burst + 10 {
-                        if g.try_acquire().is_ok() {
-                            mine += 1;
-                        }
-                    }
-                    // Relaxed: a counter read after the scope joins.
-                    granted.fetch_add(mine, Ordering::Relaxed);
-                });
-            }
-        });
+        // Homes are thread-local; every thread could take the whole burst by borrowing.
         // Single permits never split, so none is stranded: exactly the burst.
-        assert_eq!(
-            granted.into_inner(),
-            burst,
-            "shards {shards}, burst {burst}"
-        );
+        let granted = race_single_permits(&g, burst + 10);
+        assert_eq!(granted, burst, "shards {shards}, burst {burst}");
         assert_eq!(g.remaining(), 0);
     }
 }
@@ -411,23 +367,8 @@ fn sharded_frozen_clock_weighted_requests_never_exceed_the_burst() {
         .clock(ManualClock::new())
         .build()
         .unwrap();
-    let granted = AtomicU64::new(0);
-    thread::scope(|s| {
-        for t in 0..THREADS {
-            let (g, granted) = (&g, &granted);
-            s.spawn(move || {
-                // Up to 4_000: more than a shard's 2_500, so some requests split.
-                let n = [1, 3, 700, 4_000][t % 4];
-                for _ in 0..5_000 {
-                    if g.try_acquire_n(n).is_ok() {
-                        // Relaxed: read after join.
-                        granted.fetch_add(u64::from(n), Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    });
-    let total = granted.into_inner();
+    // Up to 4_000: more than a shard's 2_500, so some requests split.
+    let total = race_weighted(&g, &[1, 3, 700, 4_000]);
     // Never over. Stranded permits (splits that lost a race and could not give back) and
     // all-or-nothing leftovers are under-admission only; most of the burst is still granted.
     assert!(total <= 10_000, "{total}");
