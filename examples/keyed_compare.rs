@@ -1,0 +1,237 @@
+//! Keyed<u64, Gcra> beside governor's keyed limiter, the candidate concurrent maps, and bytes
+//! per key: the figures behind the `## Keyed` section of BENCHMARKS.md and the choice of
+//! papaya.
+//!
+//! ```text
+//! cargo run --release --example keyed_compare -- governor   # vs governor check_key
+//! cargo run --release --example keyed_compare -- maps       # papaya / scc / dashmap lookups
+//! cargo run --release --example keyed_compare -- mem-hotlimit   # one fresh process per peer:
+//! cargo run --release --example keyed_compare -- mem-governor   # RSS growth over 1M keys
+//! cargo run --release --example keyed_compare -- mem-log        # (Linux: reads /proc)
+//! ```
+//!
+//! Every key exists before timing starts and the rate is so high that nothing is denied, so
+//! this measures the lookup plus the grant. Each cell is the median of 3 runs of 2,000,000
+//! calls per thread; the machine's load changes the figures a lot, so compare within a run.
+
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::Instant;
+
+use hotlimit::{Gcra, Keyed, Rate};
+
+const OPS: u64 = 2_000_000;
+
+fn keys(n: u64) -> Vec<u64> {
+    // A fixed pseudo-random walk over the key space.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..OPS)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        })
+        .collect()
+}
+
+/// ns per call, `threads` threads each running OPS calls of `f` on their own key sequence.
+fn run<F: Fn(u64) + Sync>(threads: usize, nkeys: u64, f: F) -> f64 {
+    let seqs: Vec<Vec<u64>> = (0..threads)
+        .map(|t| {
+            let mut k = keys(nkeys);
+            k.rotate_left(t * 7919);
+            k
+        })
+        .collect();
+    let barrier = Barrier::new(threads);
+    let total = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for seq in &seqs {
+            let (f, barrier, total) = (&f, &barrier, &total);
+            s.spawn(move || {
+                barrier.wait();
+                let t0 = Instant::now();
+                for &k in seq {
+                    f(k);
+                }
+                total.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            });
+        }
+    });
+    // per-call latency averaged over threads, then throughput = threads / latency
+    total.load(Ordering::Relaxed) as f64 / (threads as u64 * OPS) as f64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn map_lookup<M: Sync>(m: &M, get: impl Fn(&M, u64) + Sync, threads: usize, n: u64) -> f64 {
+    run(threads, n, |k| get(m, k))
+}
+
+fn cas(a: &AtomicU64) {
+    let v = a.load(Ordering::Relaxed);
+    let _ = a.compare_exchange(v, v + 1, Ordering::Relaxed, Ordering::Relaxed);
+}
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "all".into());
+    // A huge rate so that nothing is denied: the benchmark measures the grant path.
+    let rate = Rate::per_second(1_000_000_000).unwrap();
+    let quota = governor::Quota::per_second(NonZeroU32::new(1_000_000_000).unwrap());
+    println!("| keys | threads | hotlimit Keyed<u64, Gcra> ns/call | governor check_key ns/call | throughput ratio |");
+    println!("|---|---|---|---|---|");
+    if mode == "all" || mode == "governor" {
+        for &n in &[1_000u64, 100_000] {
+            for &threads in &[1usize, 2] {
+                let mut h = Vec::new();
+                let mut g = Vec::new();
+                for _ in 0..3 {
+                    let k: Keyed<u64, Gcra> =
+                        Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
+                    for i in 0..n {
+                        k.try_acquire(&i).unwrap();
+                    }
+                    h.push(run(threads, n, |key| {
+                        let _ = std::hint::black_box(k.try_acquire(&key));
+                    }));
+                    let gl = governor::RateLimiter::keyed(quota);
+                    for i in 0..n {
+                        let _ = gl.check_key(&i);
+                    }
+                    g.push(run(threads, n, |key| {
+                        let _ = std::hint::black_box(gl.check_key(&key));
+                    }));
+                }
+                let (h, g) = (median(h), median(g));
+                println!("| {n} | {threads} | {h:.1} | {g:.1} | {:.2}x |", g / h);
+            }
+        }
+    }
+    if mode == "all" || mode == "maps" {
+        println!("\n| keys | threads | papaya get + CAS | scc HashIndex peek + CAS | dashmap get + CAS | (all foldhash)");
+        println!("|---|---|---|---|---|");
+        for &n in &[1_000u64, 100_000] {
+            for &threads in &[1usize, 2] {
+                let (mut p, mut s, mut d) = (Vec::new(), Vec::new(), Vec::new());
+                for _ in 0..3 {
+                    let pm: papaya::HashMap<u64, AtomicU64, foldhash::fast::RandomState> =
+                        papaya::HashMap::builder()
+                            .hasher(Default::default())
+                            .resize_mode(papaya::ResizeMode::Blocking)
+                            .build();
+                    for i in 0..n {
+                        pm.pin().insert(i, AtomicU64::new(0));
+                    }
+                    p.push(map_lookup(
+                        &pm,
+                        |m, k| {
+                            let g = m.guard();
+                            if let Some(a) = m.get(&k, &g) {
+                                cas(a)
+                            }
+                        },
+                        threads,
+                        n,
+                    ));
+                    let sm: scc::HashIndex<
+                        u64,
+                        std::sync::Arc<AtomicU64>,
+                        foldhash::fast::RandomState,
+                    > = scc::HashIndex::with_hasher(Default::default());
+                    for i in 0..n {
+                        let _ = sm.insert_sync(i, std::sync::Arc::new(AtomicU64::new(0)));
+                    }
+                    s.push(map_lookup(
+                        &sm,
+                        |m, k| {
+                            m.peek_with(&k, |_, a| cas(a));
+                        },
+                        threads,
+                        n,
+                    ));
+                    let dm: dashmap::DashMap<u64, AtomicU64, foldhash::fast::RandomState> =
+                        dashmap::DashMap::with_hasher(Default::default());
+                    for i in 0..n {
+                        dm.insert(i, AtomicU64::new(0));
+                    }
+                    d.push(map_lookup(
+                        &dm,
+                        |m, k| {
+                            if let Some(a) = m.get(&k) {
+                                cas(&a)
+                            }
+                        },
+                        threads,
+                        n,
+                    ));
+                }
+                println!(
+                    "| {n} | {threads} | {:.1} | {:.1} | {:.1} |",
+                    median(p),
+                    median(s),
+                    median(d)
+                );
+            }
+        }
+    }
+    let rss = || -> u64 {
+        std::fs::read_to_string("/proc/self/statm")
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 4096
+    };
+    let n = 1_000_000u64;
+    if mode == "mem-hotlimit" {
+        // Bytes per key: RSS growth while inserting 1,000,000 keys (a fresh process per peer).
+        let before = rss();
+        let k: Keyed<u64, Gcra> = Keyed::gcra(rate).capacity(n as usize).build().unwrap();
+        for i in 0..n {
+            k.try_acquire(&i).unwrap();
+        }
+        let after = rss();
+        println!(
+            "hotlimit Keyed<u64, Gcra>: {} keys, {:.1} bytes/key (RSS growth)",
+            k.len(),
+            (after - before) as f64 / n as f64
+        );
+    }
+    if mode == "mem-log" {
+        let n = 100_000u64;
+        let before = rss();
+        let k: Keyed<u64, hotlimit::SlidingLog> = Keyed::sliding_log(Rate::per_second(10).unwrap())
+            .capacity(n as usize)
+            .build()
+            .unwrap();
+        for i in 0..n {
+            k.try_acquire(&i).unwrap();
+        }
+        let after = rss();
+        println!(
+            "hotlimit Keyed<u64, SlidingLog> limit 10: {} keys, {:.1} bytes/key (RSS growth)",
+            k.len(),
+            (after - before) as f64 / n as f64
+        );
+    }
+    if mode == "mem-governor" {
+        let before = rss();
+        let gl = governor::RateLimiter::keyed(quota);
+        for i in 0..n {
+            let _ = gl.check_key(&i);
+        }
+        let after = rss();
+        println!(
+            "governor keyed (dashmap): {} keys, {:.1} bytes/key (RSS growth)",
+            gl.len(),
+            (after - before) as f64 / n as f64
+        );
+    }
+}
