@@ -6,12 +6,53 @@
 //! each key's X slots carry the log's guarantee: X grants per window for that key, exactly,
 //! with no per-key state on the hot path. Cycling is optimal: the key used longest ago is
 //! always the next to become free (the argument is in the [`guide`](crate::guide)).
+//!
+//! With [`buckets(n)`](KeyPoolBuilder::buckets) each key instead gets its own strict
+//! [`SlidingWindow`] of n buckets (memory independent of `max_uses`), and a shared cursor
+//! picks which key to try: the windows alone enforce every key's budget, the cursor only keeps
+//! the rotation fair.
 
 use core::fmt;
 
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use crossbeam_utils::CachePadded;
+
 use crate::error::{ConfigError, Value};
 use crate::sliding_log::{new_slots, SlidingLog};
-use crate::{Clock, DefaultClock, Denied, Rate};
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::{Clock, DefaultClock, Denied, Rate, SlidingWindow};
+
+/// The inner windows' clock: never read (the pool calls their `*_at` methods with its own
+/// `now`), zero-sized.
+#[derive(Clone, Copy, Debug, Default)]
+struct Unclocked;
+
+impl Clock for Unclocked {
+    #[inline]
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+/// The most bytes the bounded-memory variant allocates (2 GiB, as the log).
+const MAX_WINDOW_BYTES: u128 = 1 << 31;
+
+/// How a pool counts uses.
+enum Store<C> {
+    /// K·max_uses slots; slot i belongs to key i mod K.
+    Log(SlidingLog<C>),
+    /// One strict window per key, plus the cursor of the rotation.
+    Windows(Box<Windows<C>>),
+}
+
+struct Windows<C> {
+    /// The next key to try is `cursor mod K`; advanced by one after each grant.
+    cursor: CachePadded<AtomicU64>,
+    windows: Box<[SlidingWindow<Unclocked>]>,
+    rate: Rate,
+    clock: C,
+}
 
 /// A pool of API keys, each usable at most `max_uses` times in any window of `period`:
 /// [`get_next_key`](KeyPool::get_next_key) returns a key that may be used now, or how long to
@@ -22,7 +63,8 @@ use crate::{Clock, DefaultClock, Denied, Rate};
 /// With `rate = Rate::new(max_uses, period)` and K keys:
 ///
 /// - **No key is handed out more than `max_uses` times in any window (t − period, t]**,
-///   counting each hand-out at the `now` of its call, under any concurrency.
+///   counting each hand-out at the `now` of its call, under any concurrency. (This section is
+///   the default pool, a log; for [`buckets(n)`](KeyPoolBuilder::buckets) see below.)
 /// - **For a sequential caller a request is denied only when every key has used its whole
 ///   budget** in the window (K·`max_uses` hand-outs in the last `period`), and `retry_after` is
 ///   exactly when the first key becomes usable again; waiting that long and asking again
@@ -32,6 +74,33 @@ use crate::{Clock, DefaultClock, Denied, Rate};
 ///
 /// Memory: 8 bytes per key per use (K·`max_uses` slots), at most 2²⁸ slots. Time that goes
 /// backwards never frees a key (as [`SlidingLog`]).
+///
+/// # Bounded memory: [`buckets(n)`](KeyPoolBuilder::buckets)
+///
+/// For huge pools (a million keys × 500 uses would need 4 GB of log) each key can instead get
+/// its own strict [`SlidingWindow`] of n buckets of width w = ⌈period / n⌉, whatever
+/// `max_uses` is: 384 bytes per window on x86-64 (two cache-padded words dominate) plus
+/// 8·(n + 1) bytes of ring. Measured: 1,000,000 keys × 500 uses with n = 10 take 471 MB
+/// (about 480 bytes per key). The trade:
+///
+/// - **No key is handed out more than `max_uses` times in any window of `period`**, under any
+///   concurrency: each hand-out is a grant of that key's own window and carries its strict
+///   guarantee (each grant counted at τ = max(now, the start of the window's floor), which is
+///   `now` while the calls bring a clock that does not run backwards). The rotation plays no
+///   part in it.
+/// - **For a sequential caller whose clock does not run backwards, a request is denied only if
+///   every key has been handed out `max_uses` times within the last `period + w`** (instead of
+///   `period`): a key's oldest bucket is counted whole. `retry_after` is exact (waiting it and
+///   asking again succeeds) and is when the first key becomes usable again, at most
+///   `period + w − 1` after that key's use. Keys come out in the order given, cyclically.
+/// - Under concurrency a request may also be denied while some key is free (calls in flight
+///   can spend the key at the cursor, or hand keys out of order); such a denial still means
+///   the key tried has `max_uses` uses counted, so it lasts at most `period + w` after that
+///   key's oldest counted use. With the clock frozen, exactly K·`max_uses` are handed out.
+/// - Cost: a grant is three CASes (a shared cursor, then the key's window); a denial writes
+///   the cursor twice (claims the turn, gives it back).
+///
+/// The proof is in the [`guide`](crate::guide#keypool-bounded-memory).
 ///
 /// # Examples
 ///
@@ -56,8 +125,7 @@ pub struct KeyPool<K, C = DefaultClock> {
     keys: alloc::vec::Vec<K>,
     /// K as a u64 (≥ 1).
     count: u64,
-    /// K·max_uses slots; slot i belongs to key i mod K.
-    log: SlidingLog<C>,
+    store: Store<C>,
 }
 
 /// Builds a [`KeyPool`]: see [`KeyPool::builder`].
@@ -78,6 +146,7 @@ pub struct KeyPool<K, C = DefaultClock> {
 pub struct KeyPoolBuilder<K, C> {
     keys: alloc::vec::Vec<K>,
     rate: Rate,
+    buckets: Option<usize>,
     clock: C,
 }
 
@@ -101,6 +170,7 @@ impl<K> KeyPool<K> {
         KeyPoolBuilder {
             keys,
             rate,
+            buckets: None,
             clock: DefaultClock::default(),
         }
     }
@@ -143,19 +213,56 @@ impl<K, C> KeyPoolBuilder<K, C> {
         KeyPoolBuilder {
             keys: self.keys,
             rate: self.rate,
+            buckets: self.buckets,
             clock,
         }
+    }
+
+    /// Bounded memory: one strict [`SlidingWindow`] of `buckets` buckets per key instead of
+    /// K·`max_uses` log slots. Memory no longer grows with `max_uses`; a key may be refused
+    /// for up to one bucket width w = ⌈period / buckets⌉ longer than exactly necessary, never
+    /// handed out over its budget (see [`KeyPool`], "Bounded memory").
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// // 1 use per 10 minutes per key, buckets of 1 minute.
+    /// let pool = KeyPool::builder(vec!["a", "b"], Rate::new(1, Duration::from_secs(600))?)
+    ///     .buckets(10)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(pool.get_next_key_at(0), Ok(&"a"));
+    /// assert_eq!(pool.get_next_key_at(0), Ok(&"b"));
+    /// // "a" was used in the bucket [0, 60 s); it is counted until that bucket leaves the
+    /// // window, at 660 s − 1 ns.
+    /// let d = pool.get_next_key_at(0).unwrap_err();
+    /// assert_eq!(d.retry_after_nanos(), Some(660_000_000_000 - 1));
+    /// assert_eq!(pool.get_next_key_at(660_000_000_000 - 1), Ok(&"a"));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn buckets(mut self, buckets: usize) -> Self {
+        self.buckets = Some(buckets);
+        self
     }
 }
 
 impl<K, C: Clock> KeyPoolBuilder<K, C> {
-    /// Builds the pool, allocating K·`max_uses` slots of 8 bytes.
+    /// Builds the pool, allocating K·`max_uses` slots of 8 bytes (or, with
+    /// [`buckets(n)`](KeyPoolBuilder::buckets), K windows).
     ///
     /// # Errors
     ///
     /// [`ConfigError`] naming `keys` when the list is empty; `max_uses` when the rate's limit
     /// alone exceeds 2²⁸; `keys` when K·`max_uses` exceeds 2²⁸ slots (2 GiB) or the slots
     /// cannot be allocated (reported, never an abort).
+    ///
+    /// With [`buckets(n)`](KeyPoolBuilder::buckets): `buckets` as
+    /// [`SlidingWindowBuilder::build`](crate::SlidingWindowBuilder::build) (0, above 65,536,
+    /// or more than the period has nanoseconds); `max_uses` above 4,294,967,294; `keys` when
+    /// the windows would take more than 2 GiB or cannot be allocated.
     ///
     /// # Examples
     ///
@@ -179,6 +286,9 @@ impl<K, C: Clock> KeyPoolBuilder<K, C> {
             ));
         }
         let max_uses = self.rate.limit();
+        if let Some(buckets) = self.buckets {
+            return build_windows(self.keys, self.rate, buckets, self.clock);
+        }
         if max_uses > crate::sliding_log::MAX_SLOTS {
             return Err(ConfigError::new(
                 "max_uses",
@@ -194,9 +304,66 @@ impl<K, C: Clock> KeyPoolBuilder<K, C> {
         Ok(KeyPool {
             count: k,
             keys: self.keys,
-            log: SlidingLog::from_parts(slots, self.rate, self.clock),
+            store: Store::Log(SlidingLog::from_parts(slots, self.rate, self.clock)),
         })
     }
+}
+
+/// The bounded-memory pool: one window per key (`keys` is not empty).
+fn build_windows<K, C>(
+    keys: Vec<K>,
+    rate: Rate,
+    buckets: usize,
+    clock: C,
+) -> Result<KeyPool<K, C>, ConfigError> {
+    let max_uses = rate.limit();
+    if max_uses > u64::from(u32::MAX) - 1 {
+        return Err(ConfigError::new(
+            "max_uses",
+            Value::Count(u128::from(max_uses)),
+            "must be at most 4294967294 with buckets (a window packs counts into 32 bits)",
+        ));
+    }
+    // One builder, cloned per key: `SlidingWindow::builder` starts from the default clock,
+    // which can be costly to create (a `QuantaClock`), and is replaced by `Unclocked` here.
+    let builder = SlidingWindow::builder(rate)
+        .buckets(buckets)
+        .clock(Unclocked);
+    let window = || builder.clone().build();
+    // The first window checks `buckets` (its errors name that field) before anything large
+    // is allocated.
+    let first = window()?;
+    let k = keys.len();
+    let value = Value::Count(k as u128);
+    // A window holds at most buckets + 1 slots of 8 bytes.
+    let per_key =
+        core::mem::size_of::<SlidingWindow<Unclocked>>() as u128 + 8 * (buckets as u128 + 1);
+    if per_key * k as u128 > MAX_WINDOW_BYTES {
+        return Err(ConfigError::new(
+            "keys",
+            value,
+            "keys × window size must be at most 2^31 bytes (2 GiB) with buckets",
+        ));
+    }
+    let mut windows = Vec::new();
+    // Reserve first, so a failed allocation is an error rather than an abort.
+    windows
+        .try_reserve_exact(k)
+        .map_err(|_| ConfigError::new("keys", value, "cannot allocate that many windows"))?;
+    windows.push(first);
+    for _ in 1..k {
+        windows.push(window()?);
+    }
+    Ok(KeyPool {
+        count: k as u64,
+        keys,
+        store: Store::Windows(Box::new(Windows {
+            cursor: CachePadded::new(AtomicU64::new(0)),
+            windows: windows.into_boxed_slice(),
+            rate,
+            clock,
+        })),
+    })
 }
 
 impl<K, C> KeyPool<K, C> {
@@ -227,10 +394,76 @@ impl<K, C> KeyPool<K, C> {
     /// ```
     #[inline]
     pub fn get_next_key_at(&self, now: u64) -> Result<&K, Denied> {
-        let index = self.log.acquire_slots(1, now)?;
-        // Slot index % (K·X) belongs to key (index % (K·X)) % K = index % K, as K divides K·X.
-        // `index % K < K = keys.len()`, so it fits in usize and the lookup is in bounds.
-        Ok(&self.keys[(index % self.count) as usize])
+        let w = match &self.store {
+            Store::Log(log) => {
+                let index = log.acquire_slots(1, now)?;
+                // Slot index % (K·X) belongs to key (index % (K·X)) % K = index % K, as K
+                // divides K·X. `index % K < K = keys.len()`, so it fits in usize and the
+                // lookup is in bounds.
+                return Ok(&self.keys[(index % self.count) as usize]);
+            }
+            Store::Windows(w) => w,
+        };
+        // The cursor only chooses which key to try: every key's budget is enforced by its own
+        // window, whatever cursor value a call reads, so every cursor operation is Relaxed.
+        //
+        // A call first claims the turn c → c + 1, then tries key c mod K: so each turn gives
+        // its key at most one use, and a key is never used twice in a turn while the next key
+        // waits (which, with the clock frozen, could leave the rotation stuck on a spent key).
+        // A denied call gives the turn back (c + 1 → c) unless the cursor moved on meanwhile.
+        let mut c = w.cursor.load(Ordering::Relaxed);
+        let backoff = Backoff::new();
+        loop {
+            // Relaxed: fairness only (above). A failure means another call took or gave back a
+            // turn: retry with the value it left.
+            if let Err(actual) = w.cursor.compare_exchange_weak(
+                c,
+                c.wrapping_add(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                c = actual;
+                backoff.spin();
+                continue;
+            }
+            // `c % K < K = keys.len() = windows.len()`: fits in usize, in bounds.
+            let k = (c % self.count) as usize;
+            return match w.windows[k].try_acquire_at(now) {
+                Ok(()) => Ok(&self.keys[k]),
+                Err(denied) => {
+                    // Relaxed: fairness only. Fails when another call took the next turn
+                    // meanwhile: key k then loses this turn, which it could not use anyway.
+                    let _ = w.cursor.compare_exchange(
+                        c.wrapping_add(1),
+                        c,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                    Err(denied)
+                }
+            };
+        }
+    }
+
+    /// The number of buckets per key window with [`buckets(n)`](KeyPoolBuilder::buckets);
+    /// `None` for the default (log) pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    /// let pool = KeyPool::builder(vec![7, 8], Rate::per_second(1)?)
+    ///     .buckets(4)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(pool.buckets(), Some(4));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn buckets(&self) -> Option<usize> {
+        match &self.store {
+            Store::Log(_) => None,
+            Store::Windows(w) => Some(w.windows[0].buckets()),
+        }
     }
 
     /// The keys, in the order they are handed out.
@@ -262,7 +495,7 @@ impl<K, C> KeyPool<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn max_uses(&self) -> u64 {
-        self.log.rate().limit()
+        self.rate().limit()
     }
 
     /// The per-key rate: `max_uses` per `period`.
@@ -277,7 +510,10 @@ impl<K, C> KeyPool<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn rate(&self) -> Rate {
-        self.log.rate()
+        match &self.store {
+            Store::Log(log) => log.rate(),
+            Store::Windows(w) => w.rate,
+        }
     }
 
     /// The pool's clock.
@@ -293,7 +529,10 @@ impl<K, C> KeyPool<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn clock(&self) -> &C {
-        self.log.clock()
+        match &self.store {
+            Store::Log(log) => log.clock(),
+            Store::Windows(w) => &w.clock,
+        }
     }
 }
 
@@ -321,15 +560,21 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// ```
     #[inline]
     pub fn get_next_key(&self) -> Result<&K, Denied> {
-        self.get_next_key_at(self.log.clock().now())
+        self.get_next_key_at(self.clock().now())
     }
 }
 
 impl<K: fmt::Debug, C> fmt::Debug for KeyPool<K, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyPool")
-            .field("keys", &self.keys)
-            .field("log", &self.log)
-            .finish()
+        let mut d = f.debug_struct("KeyPool");
+        d.field("keys", &self.keys);
+        match &self.store {
+            Store::Log(log) => d.field("log", log),
+            Store::Windows(w) => d
+                .field("rate", &w.rate)
+                .field("buckets", &w.windows[0].buckets())
+                .field("cursor", &w.cursor.load(Ordering::Relaxed)),
+        };
+        d.finish()
     }
 }

@@ -334,7 +334,115 @@ fn key_pool_eight_threads_no_key_over_budget() {
 }
 
 #[test]
+fn key_pool_windows_eight_threads_no_key_over_budget() {
+    // Bounded-memory pool, frozen clock: exactly K·X keys handed out, each key exactly X
+    // times (a call claims its turn before trying a key, so the rotation never sticks on a
+    // spent key while another has uses left).
+    let (keys, max_uses) = (7usize, 3u64);
+    let period = Duration::from_millis(2);
+    for _ in 0..20 {
+        let pool =
+            hotlimit::KeyPool::builder((0..keys).collect(), Rate::new(max_uses, period).unwrap())
+                .buckets(4)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap();
+        let barrier = Barrier::new(THREADS);
+        let uses: Vec<usize> = thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    let (pool, barrier) = (&pool, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        (0..50)
+                            .filter_map(|_| pool.get_next_key().ok().copied())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        assert_eq!(uses.len(), keys * max_uses as usize);
+        for k in 0..keys {
+            assert_eq!(uses.iter().filter(|&&u| u == k).count(), max_uses as usize);
+        }
+    }
+
+    // Real clock: every key audited over every window. A window counts a grant at
+    // τ = max(now, the start of its floor), and a thread preempted between reading the clock
+    // and calling can bring a `now` behind a floor another thread moved: so τ is only known
+    // to lie in [now, the clock read after the call], and the audit uses those bounds.
+    let clock = QuantaClock::new();
+    let pool =
+        hotlimit::KeyPool::builder((0..keys).collect(), Rate::new(max_uses, period).unwrap())
+            .buckets(4)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+    let run = Duration::from_millis(if cfg!(miri) { 5 } else { 300 });
+    let uses: Vec<(usize, u64, u64)> = thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (pool, clock) = (&pool, &clock);
+                s.spawn(move || {
+                    let start = Instant::now();
+                    let mut mine = Vec::new();
+                    while start.elapsed() < run {
+                        let now = clock.now();
+                        if let Ok(&k) = pool.get_next_key_at(now) {
+                            mine.push((k, now, clock.now()));
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let total = audit_keys_bounds(&uses, max_uses as usize, period.as_nanos() as u64);
+    assert!(total >= keys * max_uses as usize, "granted only {total}");
+}
+
+/// Panics if some max_uses + 1 uses of one key certainly fall within less than `period`: uses
+/// are (key, earliest, latest) with the counted time somewhere in [earliest, latest].
+fn audit_keys_bounds(uses: &[(usize, u64, u64)], max_uses: usize, period: u64) -> usize {
+    let mut per_key: std::collections::BTreeMap<usize, Vec<(u64, u64)>> = Default::default();
+    for &(k, lo, hi) in uses {
+        per_key.entry(k).or_default().push((lo, hi));
+    }
+    for (k, mut v) in per_key {
+        v.sort_unstable();
+        for i in 0..v.len() {
+            // The tightest set whose earliest lower bound is v[i].0: v[i] and the max_uses
+            // later-starting uses with the smallest upper bounds.
+            let mut his: Vec<u64> = v[i + 1..].iter().map(|u| u.1).collect();
+            if his.len() < max_uses {
+                break;
+            }
+            his.sort_unstable();
+            let latest = his[max_uses - 1].max(v[i].1);
+            assert!(
+                latest - v[i].0 >= period,
+                "key {k}: {} uses within {} ns",
+                max_uses + 1,
+                latest - v[i].0
+            );
+        }
+    }
+    uses.len()
+}
+
+#[test]
 fn key_audit_catches_a_key_over_budget() {
+    let bounds = |u: &[(usize, u64, u64)]| audit_keys_bounds(u, 1, 10);
+    assert!(std::panic::catch_unwind(|| bounds(&[(0, 0, 1), (1, 1, 1), (0, 5, 9)])).is_err());
+    assert_eq!(bounds(&[(0, 0, 1), (1, 1, 1), (0, 5, 10)]), 3);
     let caught = std::panic::catch_unwind(|| audit_keys(&mut [(0, 0), (1, 1), (0, 9)], 1, 10));
     assert!(caught.is_err());
     assert_eq!(audit_keys(&mut [(0, 0), (1, 1), (0, 10)], 1, 10), 3);
