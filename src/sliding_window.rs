@@ -776,31 +776,8 @@ impl<C> SlidingWindow<C> {
         let f = self.floor_at(now);
         let backoff = Backoff::new();
         loop {
-            // Acquire: pairs with the AcqRel RMWs on `state`; together with the Acquire load
-            // of `high` below it guarantees high ≥ the floor read here.
-            let g = self.state.load(Ordering::Acquire);
-            // Acquire: `high` is raised before `state`'s floor (see the fetch_max below).
-            let high = self.floors.high.load(Ordering::Acquire);
-            // high ≥ s always (see above), so this never saturates; saturating rather than
-            // panicking if that were ever broken.
-            let s = high.saturating_sub(u64::from((high as u32).wrapping_sub(epoch32(g))));
-            if f > s {
-                // Our time is past the floor: move it. `high` first, so that every reader of
-                // the new floor can rebuild its full value.
-                // AcqRel: released to the readers of `state` through the CAS below.
-                self.floors.high.fetch_max(f, Ordering::AcqRel);
-                // AcqRel: publishes the `high` update; failure means `state` moved: retry.
-                let _ = self.state.compare_exchange(
-                    g,
-                    pack(f, count(g)),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                );
-                continue;
-            }
-            // Acquire: pairs with `sweep`'s fetch_max: the retirements it covers are visible.
-            if self.floors.swept.load(Ordering::Acquire) < s {
-                self.sweep(s);
+            let (g, s) = self.load_state();
+            if self.catch_up(g, s, f) {
                 continue;
             }
             let c = count(g);
@@ -945,6 +922,52 @@ impl<C> SlidingWindow<C> {
     }
 }
 
+// The two steps every admission loop starts with, in both modes.
+impl<C> SlidingWindow<C> {
+    /// Loads the decision word and rebuilds its full 64-bit floor: `(word, floor)`.
+    #[inline(always)]
+    fn load_state(&self) -> (u64, u64) {
+        // Acquire: pairs with the AcqRel RMWs on `state`; together with the Acquire load of
+        // `high` below it guarantees high ≥ the floor read here, and that the retirements
+        // made before the word was written are visible.
+        let g = self.state.load(Ordering::Acquire);
+        // Acquire: `high` is raised before `state`'s floor (see `catch_up`).
+        let high = self.floors.high.load(Ordering::Acquire);
+        // high ≥ s always (see above), so this never saturates; saturating rather than
+        // panicking if that were ever broken.
+        let s = high.saturating_sub(u64::from((high as u32).wrapping_sub(epoch32(g))));
+        (g, s)
+    }
+
+    /// Brings the window up to the caller's floor `f`, given the word `g` and its floor `s`
+    /// from [`load_state`](Self::load_state): moves the floor if `f > s`, else retires the
+    /// slots below `s` if a sweep is pending. True if it did either: the caller then retries
+    /// with a fresh word.
+    #[inline(always)]
+    fn catch_up(&self, g: u64, s: u64, f: u64) -> bool {
+        if f > s {
+            // Our time is past the floor: move it. `high` first, so that every reader of the
+            // new floor can rebuild its full value.
+            // AcqRel: released to the readers of `state` through the CAS below.
+            self.floors.high.fetch_max(f, Ordering::AcqRel);
+            // AcqRel: publishes the `high` update; failure means `state` moved: retry.
+            let _ = self.state.compare_exchange(
+                g,
+                pack(f, count(g)),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+            return true;
+        }
+        // Acquire: pairs with `sweep`'s fetch_max: the retirements it covers are visible.
+        if self.floors.swept.load(Ordering::Acquire) < s {
+            self.sweep(s);
+            return true;
+        }
+        false
+    }
+}
+
 // Count-closed mode (see `Closed` and the
 // guide, "Count-closed buckets").
 impl<C> SlidingWindow<C> {
@@ -960,11 +983,7 @@ impl<C> SlidingWindow<C> {
         }
         let backoff = Backoff::new();
         loop {
-            // Acquire: as in strict mode (floor reconstruction, retirements visible).
-            let g = self.state.load(Ordering::Acquire);
-            // Acquire: `high` is raised before `state`'s floor.
-            let high = self.floors.high.load(Ordering::Acquire);
-            let s = high.saturating_sub(u64::from((high as u32).wrapping_sub(epoch32(g))));
+            let (g, s) = self.load_state();
             // Acquire, after `state`: if our CAS on `g` succeeds, every give-back counted in
             // `r` was made while `state` was still `g` or before.
             let r = cl.released.load(Ordering::Acquire);
@@ -972,21 +991,7 @@ impl<C> SlidingWindow<C> {
             // time t ≤ latest, so our t0 ≥ t.
             let t0 = now.max(cl.latest.load(Ordering::Acquire));
             let f = self.floor_at(t0);
-            if f > s {
-                // AcqRel: as in strict mode: `high` first, then the floor.
-                self.floors.high.fetch_max(f, Ordering::AcqRel);
-                // AcqRel: publishes the `high` update; failure means `state` moved: retry.
-                let _ = self.state.compare_exchange(
-                    g,
-                    pack(f, count(g)),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                );
-                continue;
-            }
-            // Acquire: pairs with `sweep`'s fetch_max.
-            if self.floors.swept.load(Ordering::Acquire) < s {
-                self.sweep(s);
+            if self.catch_up(g, s, f) {
                 continue;
             }
             if self.expire(cl, t0) {
