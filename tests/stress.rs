@@ -99,30 +99,28 @@ fn audit_gcra(mut grants: Vec<(u64, u64)>, interval: u64, burst: u64) -> u128 {
     prefix as u128
 }
 
-#[test]
-fn real_clock_audit_of_every_interval() {
-    let clock = QuantaClock::new();
-    let rate = Rate::per_second(200_000).unwrap();
-    let g = Gcra::builder(rate)
-        .burst(500)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let interval = g.emission_interval().as_nanos() as u64;
+/// Eight threads on the real clock for 300 ms; thread t asks for `sizes[t % sizes.len()]`
+/// permits at a time through `acquire(n, now)` with `now` read just before. Returns every
+/// grant as `(now, n)`, for an audit of every window.
+fn record_grants(
+    clock: &QuantaClock,
+    sizes: &[u32],
+    acquire: impl Fn(u32, u64) -> bool + Sync,
+) -> Vec<(u64, u64)> {
     let run = Duration::from_millis(if cfg!(miri) { 5 } else { 300 });
     let barrier = Barrier::new(THREADS);
-    let grants: Vec<(u64, u64)> = thread::scope(|s| {
+    thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (g, clock, barrier) = (&g, &clock, &barrier);
+                let (acquire, barrier) = (&acquire, &barrier);
+                let n = sizes[t % sizes.len()];
                 s.spawn(move || {
                     barrier.wait();
-                    let n = if t % 2 == 0 { 1 } else { 3 };
                     let start = Instant::now();
                     let mut mine = Vec::new();
                     while start.elapsed() < run {
                         let now = clock.now();
-                        if g.try_acquire_n_at(n, now).is_ok() {
+                        if acquire(n, now) {
                             mine.push((now, u64::from(n)));
                         }
                     }
@@ -134,7 +132,20 @@ fn real_clock_audit_of_every_interval() {
             .into_iter()
             .flat_map(|h| h.join().unwrap())
             .collect()
-    });
+    })
+}
+
+#[test]
+fn real_clock_audit_of_every_interval() {
+    let clock = QuantaClock::new();
+    let rate = Rate::per_second(200_000).unwrap();
+    let g = Gcra::builder(rate)
+        .burst(500)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let interval = g.emission_interval().as_nanos() as u64;
+    let grants = record_grants(&clock, &[1, 3], |n, now| g.try_acquire_n_at(n, now).is_ok());
     let total = audit_gcra(grants, interval, 500);
     // Not a speed goal: only that the limiter really granted under contention.
     assert!(total >= 500, "granted only {total}");
@@ -210,31 +221,8 @@ fn sliding_log_real_clock_audit_of_every_window() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    let run = Duration::from_millis(if cfg!(miri) { 5 } else { 300 });
-    let barrier = Barrier::new(THREADS);
-    let grants: Vec<(u64, u64)> = thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (log, clock, barrier) = (&log, &clock, &barrier);
-                s.spawn(move || {
-                    barrier.wait();
-                    let n = if t % 2 == 0 { 1 } else { 3 };
-                    let start = Instant::now();
-                    let mut mine = Vec::new();
-                    while start.elapsed() < run {
-                        let now = clock.now();
-                        if log.try_acquire_n_at(n, now).is_ok() {
-                            mine.push((now, u64::from(n)));
-                        }
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
+    let grants = record_grants(&clock, &[1, 3], |n, now| {
+        log.try_acquire_n_at(n, now).is_ok()
     });
     let total = audit_log_windows(grants, period.as_nanos() as u64, limit);
     assert!(total >= limit, "granted only {total}");
@@ -495,32 +483,9 @@ fn sharded_real_clock_audit_of_every_interval() {
         .build()
         .unwrap();
     let interval = g.emission_interval().as_nanos() as u64;
-    let run = Duration::from_millis(if cfg!(miri) { 5 } else { 300 });
-    let barrier = Barrier::new(THREADS);
-    let grants: Vec<(u64, u64)> = thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (g, clock, barrier) = (&g, &clock, &barrier);
-                s.spawn(move || {
-                    barrier.wait();
-                    // 1s, 3s, and 200s: more than one shard's 125, so those split.
-                    let n = [1, 3, 1, 200][t % 4];
-                    let start = Instant::now();
-                    let mut mine = Vec::new();
-                    while start.elapsed() < run {
-                        let now = clock.now();
-                        if g.try_acquire_n_at(n, now).is_ok() {
-                            mine.push((now, u64::from(n)));
-                        }
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
+    // 1s, 3s, and 200s: more than one shard's 125, so those split.
+    let grants = record_grants(&clock, &[1, 3, 1, 200], |n, now| {
+        g.try_acquire_n_at(n, now).is_ok()
     });
     // The global bound b + d/I of one Gcra with the same rate and burst.
     let total = audit_gcra(grants, interval, 500);
