@@ -426,7 +426,7 @@ impl<C> SlidingWindow<C> {
     /// assert!(limiter.try_acquire_n_at(4, 0).unwrap_err().is_never());
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire_n_at(&self, permits: u32, now: u64) -> Result<(), Denied> {
         if permits == 0 {
             return Ok(());
@@ -557,7 +557,7 @@ impl<C> SlidingWindow<C> {
 }
 
 impl<C: Clock> Limiter for SlidingWindow<C> {
-    #[inline]
+    #[inline(always)]
     fn try_acquire(&self) -> Result<(), Denied> {
         self.try_acquire_n_at(1, self.clock.now())
     }

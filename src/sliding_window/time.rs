@@ -177,7 +177,7 @@ impl TimeRing {
     }
 
     /// Takes `n` ≥ 1 permits at `now`, all or nothing (more than `limit`: denied, never).
-    #[inline]
+    #[inline(always)]
     pub(super) fn acquire(&self, n: u64, now: u64) -> Result<(), Denied> {
         // The common case inline: `now` in the current bucket, room in the window, no
         // contention. Everything else (rolls, stale views, denials, retries) is out of line.
