@@ -425,71 +425,81 @@
 //! counted bucket.
 //!
 //! **Ring size.** The buckets a request can count are f(t) ..= ⌊t / w⌋; their number
-//! ⌊t/w⌋ − ⌊(t − lag)/w⌋ + 1 is at most ⌈lag / w⌉ + 1 =: R, attained for suitable t. So R
-//! slots (slot e mod R) never hold two live buckets. Strict: R = n + 1 when w > 1 and
-//! p = n·w (a window of n buckets can straddle n + 1 of them).
+//! ⌊t/w⌋ − ⌊(t − lag)/w⌋ + 1 is at most ⌈lag / w⌉ + 1 =: R, attained for suitable t. Strict:
+//! R = n + 1 when w > 1 and p = n·w (a window of n buckets can straddle n + 1 of them). The
+//! ring has M slots, the power of two ≥ R (slot y mod M).
 //!
-//! **The state.** `state` = `{ floor: s, count: c }` changes only by: a floor move
-//! (s → s' > s, c unchanged), a grant (c → c + n, CAS validating s and c together), and a
-//! subtraction (c → c − k, `fetch_sub`). `high` (raised before the floor) lets every reader
-//! rebuild the full 64-bit s; the floor never moves back.
+//! **The state.** `state` = `{ granted: G, epoch: x, FROZEN }`: G counts every permit ever
+//! granted (mod 2^32; nothing is ever subtracted), x is the current bucket. P\[y\], the value
+//! of G at the end of bucket y, is kept in slot y mod M as `{ prefix: P\[y\], epoch: y }`. A
+//! grant is a CAS G → G + n on an unfrozen word whose epoch is the caller's bucket, so grants
+//! are only ever made in the current bucket, and the buckets of grants never decrease in the
+//! order their CASes succeed (the linearization order). A request whose floor is f counts
+//! c = G − P\[f − 1\].
 //!
-//! *Lemma 1 (exactly once).* Every granted permit is subtracted from c at most once, and
-//! only after the floor exceeded its bucket x. A granter reserves slot x (`{ epoch: x,
-//! count: k }`) before its CAS on `state` and adds its n to the slot after it. Only two
-//! things subtract: the CAS that retires the slot (`{ epoch: x, count: RETIRED }`), done
-//! only under a floor s > x, subtracts the k it replaced; and a granter that finds its slot
-//! no longer live for x (so it was retired) subtracts its own n. The granter's add and the
-//! retirement are CASes on the same word: if the add comes first the retirer's k includes
-//! it, otherwise the granter sees RETIRED. Either way exactly once.
+//! *Lemma 1 (invariant J).* While `state` is unfrozen at epoch x, slot y mod M holds
+//! `{ y, P\[y\] }` for every y in [x − M, x). Initially every slot holds a negative epoch with
+//! P = 0 (no permit before time 0). A call whose bucket b is past x rolls: it picks b as
+//! the `target` by a CAS from x (or reuses an earlier roller's pick), then freezes the word,
+//! `{ G, x, 0 } → { G, b, FROZEN }`, by CAS. No grant can follow in bucket x (a grant needs
+//! an unfrozen word), so G = P\[x\]; and no grant was made in buckets x+1 .. b−1 (the epoch
+//! jumps over them), so P\[y\] = G for all y in [x, b). The snapshots `{ y, G }` for y in
+//! [max(x, b − M), b) are written by CAS, then `epoch` advances to b, then a CAS clears
+//! FROZEN (the thaw). Slots of [b − M, x) are untouched and exact by J at x, so J holds at b.
+//! Any call that finds the word frozen performs the same steps, so a roller preempted anywhere
+//! blocks no one. A helper writes a slot only after re-reading `state` between the slot's
+//! load and its CAS: if the word is still the frozen one, the loaded value is one the slot
+//! held during this roll, and once the roll is over the slot holds a newer epoch, never that
+//! value again, so a stale helper's CAS fails.
 //!
-//! *Theorem (strict).* Give each grant the effective time τ = max(now, T(s)), s being the
-//! floor its CAS validated; τ = now whenever the caller's clock is not behind the floor,
-//! in particular for any sequential caller whose clock does not go backwards. Then every
-//! window (t − p, t] holds at most L permits of grants by τ.
+//! *Theorem (strict).* Give each grant the effective time τ = max(now, x·w), x being the
+//! epoch of the word its CAS validated; τ = now whenever the caller's clock is not behind
+//! the current bucket, in particular for any sequential caller whose clock does not go
+//! backwards. Then every window (t − p, t] holds at most L permits of grants by τ.
 //!
-//! *Proof.* f(τ) = s (τ ≥ T(s), and if τ = now then f(now) ≤ s because the call moves the
-//! floor to f(now) first), and the grant is recorded in bucket x = ⌊τ / w⌋ ≥ s. Fix a
-//! window and let k be the grant in it whose CAS came last. Any other grant i in the
-//! window was linearized before k. If τ_i ≤ τ_k then τ_i > t − p ≥ τ_k − p, so
-//! x_i = ⌊τ_i / w⌋ ≥ f(τ_k) = s_k: by Lemma 1 its permits were not subtracted when k's
-//! CAS saw the count. If τ_i > τ_k then x_i ≥ ⌊τ_k / w⌋ ≥ s_k: the same. So k's CAS saw
-//! c ≥ the permits of every other grant in the window, and required c + n_k ≤ L. ∎
+//! *Proof.* A grant decided under the word (G, x) has τ in bucket x (a `now` past the bucket
+//! rolls first), and its CAS saw c = G − P\[f(τ) − 1\] (Lemma 1, and the CAS succeeded on
+//! that very word), which is exactly the permits of the grants linearized before it in
+//! buckets f(τ) .. x. Fix a window and let k be the grant with τ in it whose CAS came last.
+//! Any other grant i in the window was linearized before k, and
+//! τ_i > t − p ≥ τ_k − p = τ_k − lag − 1, so x_i = ⌊τ_i / w⌋ ≥ ⌊(τ_k − lag) / w⌋ = f(τ_k):
+//! its permits are in k's c. And c + n_k ≤ L. ∎
 //!
 //! The proof uses nothing about the order of the `now`s, so it holds for concurrent
-//! callers whose clock reads interleave arbitrarily with their CASes. A denial changes no
-//! count, so it cannot affect the bound.
+//! callers whose clock reads interleave arbitrarily with their CASes. A denial writes
+//! nothing, so it cannot affect the bound.
 //!
-//! **False denials.** Called sequentially, c is exactly the permits in buckets ≥ f(now), all
-//! granted at times ≥ f(now)·w ≥ now − lag − (w − 1) = now − p − w + 2. So a denial means
-//! more than L − n permits were granted within the last p + w − 1 ns. Concurrently, c can
-//! also briefly include permits whose bucket just expired (a retirement or a sweep in
-//! progress, or a granter between its decision and its bucket update): that can only deny,
-//! and only while that other call is in progress. The property tests check this bound
-//! against the exact log on every denial.
+//! *The count's width.* c covers at most R buckets: the grants in them are the last
+//! L-bounded window's plus at most one whole bucket below its floor, so c ≤ 2L, which must
+//! fit the 32 bits of G and P: hence `limit` ≤ 2^31 − 1.
 //!
-//! **Exact retry.** A denial at `now` (c + n > L under floor s) walks the buckets y ≥ s in
-//! order, adding up their counts, and answers T(y + 1) − now for the first y at which the
-//! freed permits reach c + n − L. At T(y + 1) the floor is y + 1: those buckets no longer
-//! count and the request fits; at T(y + 1) − 1 the floor is still y and it does not. (If
-//! the buckets hold less than that, some grants are still being recorded; the answer is
-//! then the time when every live bucket has left, T(s + R).) The property tests check both
-//! sides on random traces.
+//! **False denials.** c is exactly the permits in buckets ≥ f(τ), all granted at times
+//! ≥ f(τ)·w ≥ τ − p − w + 2. So a denial means more than L − n permits were granted within
+//! the last p + w − 1 ns before τ. This holds for concurrent callers too: a denial is
+//! decided on one snapshot (the word is re-read after the slots, and the call retries if it
+//! moved), and there is no transient state in which permits are counted twice or counted
+//! after their bucket expired. The property tests check this bound against the exact log on
+//! every denial.
 //!
-//! **Clocks that go backwards.** A `now` behind the floor is judged at T(s): the same
-//! buckets as the newest caller sees, none of them expired. An expired bucket is one below
-//! the floor, and the floor only moves forward.
+//! **Exact retry.** A denial at `now` (c + n > L under floor f) answers T(f') − now for the
+//! least f' > f with G − P\[f' − 1\] + n ≤ L (with P\[x\] = G, f' = x + 1 always qualifies). P
+//! grows with the bucket, so f' is found by bisection: O(log R) slot reads, and one when
+//! the current bucket alone holds more than L − n (checked first; the common case under
+//! overload). At T(f') the floor is f' and the request fits; at T(f') − 1 the floor is
+//! f' − 1 and it does not. The property tests check both sides on random traces.
 //!
-//! **Wrap-around and ABA.** Epochs in packed words keep 32 bits. A slot stamped with an
-//! epoch is compared with the current floor by its signed 32-bit offset, and a retired slot
-//! still carrying x's low bits is only taken as "x was retired" after re-reading the floor
-//! (a retirement of x is only done under a floor > x, and the reader sees that floor).
-//! After an idle gap of 2^31 buckets or more (offsets mean nothing), the sweep that moves
-//! the floor retires every live slot: no bucket is opened before `swept` catches up with the
-//! floor, so every live slot it sees predates the gap (tested with a gap of exactly 2^32
-//! buckets, where the old bucket has the new bucket's low bits). What remains is a call
-//! suspended between two of its own atomic steps for about 2^31 bucket widths (6.8 years at
-//! w = 100 ms, 36 minutes at w = 1 µs): then a stale stamp could be misread.
+//! **Clocks that go backwards.** A `now` behind the current bucket x is judged at x·w: its
+//! floor is at most that of any time in bucket x, so it counts every bucket the newest
+//! caller counts, none of them expired. It can only be denied more.
+//!
+//! **Wrap-around and ABA.** `state` keeps the epoch's low 30 bits and slots keep 32; the
+//! full epoch lives in the `epoch` word, advanced before the thaw, so every reader of an
+//! unfrozen word sees it, and a reader whose two loads straddle a roll sees mismatched bits
+//! and looks again. (On an exact alias, a roll of k·2^30 buckets between the two loads, the
+//! grant's CAS fails and a denial's re-read of the word catches it.) An idle gap of any length
+//! is one roll that writes at most M snapshots; tests cover gaps of 2^30, 3·2^30, 2^32 and
+//! 2^32 + 1 buckets. What remains is a call suspended between two of its own atomic steps
+//! for 2^30 bucket widths (3.4 years at w = 100 ms, 18 minutes at w = 1 µs).
 //!
 //! **Approximate mode.** lag = p − w: the floor is the first bucket that starts after
 //! now − p, dropping the partially overlapping oldest bucket. The proof above then bounds
@@ -528,6 +538,21 @@
 //! exactly σ + p; the open part of x counts until the floor passes x, at T(x + 1), as in
 //! strict mode. Closed buckets are expired in FIFO order from the ring's tail.
 //!
+//! **The time buckets.** This mode keeps the per-bucket counters of hotlimit's first strict
+//! design: the decision word is `{ floor: s, count }`, slot x mod R holds
+//! `{ epoch: x, count: k }`, and the floor s moves forward by CAS (with `high`, raised before
+//! it, so every reader rebuilds the full 64-bit s). A granter checks that its slot is open
+//! for its bucket x before its CAS on the decision word, and adds its n to the slot after it.
+//! An expired bucket (x < s) is *retired* by a CAS `{ x, k } → { x, RETIRED }`, done only
+//! under a floor > x, and its k permits are given back by the winner of that CAS; a granter
+//! that finds its slot retired when it comes to add gives its own n back.
+//!
+//! *Lemma 1 (exactly once).* Every granted permit is given back at most once, and only after
+//! the floor exceeded its bucket x: the granter's add and the retirement are CASes on the
+//! same word; if the add comes first the retirer's k includes it, otherwise the granter sees
+//! RETIRED. A grant's bucket is x = ⌊τ / w⌋ with τ = max(t0, T(s)), s the floor its CAS
+//! validated, so x ≥ s = f(τ) (the call moved the floor to f(t0) first).
+//!
 //! **The state.** The decision word keeps its layout `{ floor: s, count }`, but in this mode
 //! its count field is G, the permits ever granted (mod 2^32), and only grows: every
 //! give-back (a retired bucket's open part, an expired closed bucket, a granter whose bucket
@@ -543,9 +568,9 @@
 //! 2^32 floors). So a CAS that succeeds from g proves nothing changed `state` between the
 //! call's load of g and its CAS. Every give-back counted in r happens-before the load of r,
 //! which precedes the CAS; so the grant it gives back, and the floor move that caused a
-//! retirement, came before g in `state`'s order. The strict mode's fetch_sub on `state`
-//! would allow the ABA "subtract, then grant the same amount" between a call's load and its
-//! CAS, and with it a call whose clock read predates the subtraction.
+//! retirement, came before g in `state`'s order. Subtracting from `state` instead would
+//! allow the ABA "subtract, then grant the same amount" between a call's load and its CAS,
+//! and with it a call whose clock read predates the subtraction.
 //!
 //! *Lemma 3 (stamps).* A closed bucket's σ is at least the τ of every grant in it. Each
 //! grant i has τ_i ≤ `latest` when it records (it raised `latest` to its `now`, read a value
@@ -553,7 +578,7 @@
 //! floor CAS); its record CAS on the slot precedes the closing CAS, which acquires it, and
 //! the closer takes σ = max(its τ, `latest` read after that CAS).
 //!
-//! *Lemma 1 still holds* (exactly once): a bucket's open part is given back by the CAS that
+//! *Lemma 1 with closing* (exactly once): a bucket's open part is given back by the CAS that
 //! retires its slot or moved by the CAS that closes it, never both; a closed bucket is given
 //! back only by the CAS that frees its tag, `{ gen: j, count } → { gen: j + M, FREE }`.
 //!
@@ -563,7 +588,7 @@
 //! give-backs of grants before g (Lemma 2). Take another grant i in the window. If r
 //! includes the give-back of i's permits from a time bucket, that bucket was retired under a
 //! floor s' > x_i, and that floor move came before g (Lemma 2), so s_z ≥ s' > x_i; but
-//! x_i ≥ s_z exactly as in the strict proof. If r includes the expiry of i's closed bucket,
+//! τ_i > t − p ≥ τ_z − p gives x_i = ⌊τ_i / w⌋ ≥ f(τ_z) = s_z (Lemma 1). If r includes the expiry of i's closed bucket,
 //! the expiring call saw σ + p ≤ its t0 ≤ `latest`, raised before its give-back; z read
 //! `latest` after r, so τ_z ≥ σ + p ≥ τ_i + p (Lemma 3): i is not in a window of length p
 //! with z. So z's c counted every other grant of the window, and c + n_z ≤ L. ∎
@@ -586,8 +611,8 @@
 //! retry time against a sequential model (`tests/model/window.rs`, `ClosedModel`), for
 //! 1..=16 buckets and every k ≤ L.
 //!
-//! Concurrently, as in strict mode, c may also include permits that a call in progress is
-//! about to give back; further, a closed bucket's σ may be a concurrent call's later `now`
+//! Concurrently, c may also include permits that a call in progress is about to give back
+//! (a granter between its decision and its add, whose bucket expired meanwhile); further, a closed bucket's σ may be a concurrent call's later `now`
 //! (so it counts that much longer), and a closed bucket claimed but not yet published holds
 //! back the expiry of the ones after it until its closer resumes. These can only deny.
 //!

@@ -261,7 +261,7 @@ impl<K, C: Clock> KeyPoolBuilder<K, C> {
     ///
     /// With [`buckets(n)`](KeyPoolBuilder::buckets): `buckets` as
     /// [`SlidingWindowBuilder::build`](crate::SlidingWindowBuilder::build) (0, above 65,536,
-    /// or more than the period has nanoseconds); `max_uses` above 4,294,967,294; `keys` when
+    /// or more than the period has nanoseconds); `max_uses` above 2,147,483,647; `keys` when
     /// the windows would take more than 2 GiB or cannot be allocated.
     ///
     /// # Examples
@@ -317,11 +317,11 @@ fn build_windows<K, C>(
     clock: C,
 ) -> Result<KeyPool<K, C>, ConfigError> {
     let max_uses = rate.limit();
-    if max_uses > u64::from(u32::MAX) - 1 {
+    if max_uses > (1 << 31) - 1 {
         return Err(ConfigError::new(
             "max_uses",
             Value::Count(u128::from(max_uses)),
-            "must be at most 4294967294 with buckets (a window packs counts into 32 bits)",
+            "must be at most 2147483647 with buckets (a window packs counts into 32 bits)",
         ));
     }
     // One builder, cloned per key: `SlidingWindow::builder` starts from the default clock,

@@ -140,6 +140,22 @@ fn key_pool_errors_name_field_and_value() {
     );
     let e = build(2, 1 << 28).unwrap_err();
     assert_eq!(e.field(), "keys");
+    // With per-key windows, a window's count (up to twice max_uses) must fit 32 bits.
+    let windows = |max_uses: u64| {
+        hotlimit::KeyPool::builder(
+            vec![0u8; 2],
+            Rate::new(max_uses, Duration::from_secs(600)).unwrap(),
+        )
+        .buckets(10)
+        .clock(ManualClock::new())
+        .build()
+    };
+    let e = windows(1 << 31).unwrap_err();
+    assert_eq!(e.field(), "max_uses");
+    assert!(e
+        .to_string()
+        .starts_with("invalid max_uses = 2147483648: must be at most 2147483647"));
+    assert!(windows((1 << 31) - 1).is_ok());
 }
 
 fn sharded(
@@ -230,13 +246,13 @@ fn sliding_window_errors_name_field_and_value() {
     assert!(build(Rate::per_second(1).unwrap(), 65_536).is_ok());
     let e = build(Rate::per_second(1).unwrap(), usize::MAX).unwrap_err();
     assert_eq!(e.field(), "buckets");
-    // Counts are packed into 32 bits.
-    let e = build(Rate::per_second(u64::from(u32::MAX)).unwrap(), 10).unwrap_err();
+    // A window's count (up to twice the limit) is packed into 32 bits.
+    let e = build(Rate::per_second(1 << 31).unwrap(), 10).unwrap_err();
     assert_eq!(e.field(), "limit");
     assert!(e
         .to_string()
-        .starts_with("invalid limit = 4294967295: must be at most 4294967294"));
-    assert!(build(Rate::per_second(u64::from(u32::MAX) - 1).unwrap(), 10).is_ok());
+        .starts_with("invalid limit = 2147483648: must be at most 2147483647"));
+    assert!(build(Rate::per_second((1 << 31) - 1).unwrap(), 10).is_ok());
     assert_eq!(
         build(Rate::per_second(u64::MAX).unwrap(), 10)
             .unwrap_err()

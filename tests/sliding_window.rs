@@ -168,6 +168,29 @@ fn an_idle_gap_of_more_than_two_to_the_32_buckets_forgets_nothing_live() {
 }
 
 #[test]
+fn idle_gaps_that_alias_the_stored_epoch_bits_forget_nothing_live() {
+    // The decision word keeps 30 bits of the bucket number and the snapshots 32: gaps of
+    // 2^30, 3·2^30 and 2^32 buckets land on the same low bits. With w = 1 ns each gap is
+    // one roll; the permits before it must be gone, the ones after it must count.
+    for gap in [1u64 << 30, 3 << 30, 1 << 32, (1 << 32) + 1] {
+        let w = window(Rate::new(3, Duration::from_nanos(4)).unwrap(), 4, false);
+        w.try_acquire_n_at(3, 10).unwrap();
+        assert!(w.try_acquire_at(12).is_err());
+        let later = 10 + gap;
+        assert_eq!(
+            w.try_acquire_n_at(2, later),
+            Ok(()),
+            "gap {gap}: old permits are gone"
+        );
+        assert_eq!(w.try_acquire_at(later + 1), Ok(()));
+        let d = w.try_acquire_at(later + 2).unwrap_err();
+        // The permits at `later` leave when the floor passes their bucket: at later + 4.
+        assert_eq!(d.retry_after_nanos(), Some(2), "gap {gap}");
+        assert_eq!(w.try_acquire_n_at(2, later + 4), Ok(()), "gap {gap}");
+    }
+}
+
+#[test]
 fn the_limit_is_exact_at_one_instant() {
     for limit in [1u64, 2, 17, 1000] {
         let w = window(Rate::per_second(limit).unwrap(), 10, false);
@@ -346,7 +369,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
 
     /// Clocks that jump backwards: every decision and retry time equals the model's, which
-    /// judges a request at its effective time τ = max(now, start of the highest floor seen);
+    /// judges a request at its effective time τ = max(now, start of the newest bucket seen);
     /// by τ no window ever holds more than `limit` (strict), and the log never holds more
     /// than the real window could give back: going back never frees a permit.
     #[test]

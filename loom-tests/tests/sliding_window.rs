@@ -1,12 +1,14 @@
 //! SlidingWindow under loom: concurrent admissions on a frozen clock, around a bucket boundary
 //! and across a slot recycle never over-admit, and every permit is subtracted exactly once
-//! (none leaks, none is forgotten early). The planted `RacySlidingWindow` (sum the live
-//! buckets, then increment) must fail the same kind of model.
+//! (none leaks, none is forgotten early); rolls to a new bucket, raced by grants and finished
+//! by whoever comes next, book every permit to the right bucket. The planted
+//! `RacySlidingWindow` (read the count, then add) and `LateSnapshots` (a roll that moves the
+//! epoch first and snapshots afterwards) must fail the same kind of model.
 #![cfg(hotlimit_loom)]
 
 use std::time::Duration;
 
-use hotlimit::__planted_sliding_window::RacySlidingWindow;
+use hotlimit::__planted_sliding_window::{LateSnapshots, RacySlidingWindow};
 use hotlimit::{Limiter, ManualClock, Rate, SlidingWindow};
 use loom::sync::Arc;
 use loom::thread;
@@ -189,6 +191,83 @@ fn real_limiter_passes_the_planted_model() {
         let mine = w.try_acquire().is_ok();
         let theirs = t.join().unwrap();
         assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
+    });
+}
+
+// Rolls: 2 per 4 ns in buckets of w = 2 ns (lag 3: bucket y leaves the window at 2y + 5).
+
+/// Two grants in bucket 1 (t = 2 and t = 3), one of them rolling from bucket 0, race: both are
+/// granted, both are booked to bucket 1, so none is free again before t = 7.
+#[test]
+fn a_roll_racing_a_grant_books_both_to_the_new_bucket() {
+    model(3, || {
+        let clock = ManualClock::new();
+        let w = Arc::new(window(2, 4, 2, &clock));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_at(2).is_ok());
+        let mine = w.try_acquire_at(3).is_ok();
+        let theirs = t.join().unwrap();
+        assert!(mine && theirs, "limit 2: both fit");
+        assert_eq!(
+            drain(&w, 5),
+            0,
+            "over-admitted: a permit of bucket 1 left at t = 5"
+        );
+        assert_eq!(drain(&w, 7), 2, "a permit leaked");
+    });
+}
+
+/// The planted roll (move the epoch, then snapshot a fresh count): a grant made in bucket 1
+/// between the two steps is booked to bucket 0 and leaves at t = 5. Loom must find it.
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn late_snapshots_are_caught() {
+    model(3, || {
+        let clock = ManualClock::new();
+        let w = Arc::new(LateSnapshots(window(2, 4, 2, &clock)));
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.try_acquire_n_at(1, 2).is_ok());
+        let mine = w.try_acquire_n_at(1, 3).is_ok();
+        let theirs = t.join().unwrap();
+        assert!(mine && theirs, "limit 2: both fit");
+        assert_eq!(
+            drain(&w.0, 5),
+            0,
+            "over-admitted: a permit of bucket 1 left at t = 5"
+        );
+    });
+}
+
+/// Three calls, two of them rolling from bucket 0 to bucket 1 and one stale (t = 1, bucket 0),
+/// on a limit of 2: exactly 2 granted whatever the interleaving (a roll preempted anywhere is
+/// finished by the others), and the permits leave exactly when their buckets do.
+#[test]
+fn three_calls_across_a_roll_exactly_limit() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let w = Arc::new(window(2, 4, 2, &clock));
+        let handles: Vec<_> = [2u64, 3]
+            .into_iter()
+            .map(|t| {
+                let w = w.clone();
+                thread::spawn(move || w.try_acquire_at(t).is_ok())
+            })
+            .collect();
+        let stale = w.try_acquire_at(1).is_ok();
+        let late = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&ok| ok)
+            .count();
+        assert_eq!(usize::from(stale) + late, 2, "exactly limit");
+        // A stale grant made before the roll is in bucket 0 and leaves at t = 5; every other
+        // grant is in bucket 1 and leaves at t = 7.
+        let free_at_5 = drain(&w, 5);
+        assert!(
+            free_at_5 <= usize::from(stale) as u64,
+            "over-admitted at t = 5"
+        );
+        assert_eq!(free_at_5 + drain(&w, 7), 2, "a permit leaked");
     });
 }
 

@@ -54,15 +54,15 @@ impl WindowLog {
     }
 }
 
-/// The bucketed decision, sequentially, for non-decreasing times: bucket width w, floor
-/// f(now) = ⌊(now − lag) / w⌋ (saturating), lag = period − 1 (strict) or period − w
-/// (approximate). A request counts every grant in buckets ≥ f(τ), where τ = max(now, T(s)) is
-/// its effective time: s is the highest floor seen so far and T(s) = s·w + lag (T(0) = 0) the
-/// first time whose floor is s. For non-decreasing times τ = now. Grants are logged at τ.
+/// The bucketed decision, sequentially: bucket width w, floor f(now) = ⌊(now − lag) / w⌋
+/// (saturating), lag = period − 1 (strict) or period − w (approximate). A request counts every
+/// grant in buckets ≥ f(τ), where τ = max(now, x·w) is its effective time: x is the newest
+/// bucket any request has reached so far. For non-decreasing times τ = now. Grants are logged
+/// at τ.
 #[derive(Debug)]
 pub(crate) struct BucketModel {
     pub(crate) limit: u64,
-    pub(crate) floor_seen: u64,
+    pub(crate) bucket_seen: u64,
     pub(crate) width: u64,
     pub(crate) lag: u64,
     pub(crate) log: WindowLog,
@@ -78,7 +78,7 @@ impl BucketModel {
         };
         BucketModel {
             limit,
-            floor_seen: 0,
+            bucket_seen: 0,
             width,
             lag,
             log: WindowLog::new(),
@@ -100,15 +100,10 @@ impl BucketModel {
             .sum()
     }
 
-    /// The effective time of a request at `now` (and remember its floor).
+    /// The effective time of a request at `now` (and remember its bucket).
     pub(crate) fn effective(&mut self, now: u64) -> u64 {
-        self.floor_seen = self.floor_seen.max(self.floor(now));
-        let start = if self.floor_seen == 0 {
-            0
-        } else {
-            self.floor_seen * self.width + self.lag
-        };
-        now.max(start)
+        self.bucket_seen = self.bucket_seen.max(now / self.width);
+        now.max(self.bucket_seen * self.width)
     }
 
     /// Ok (and records the grant at its effective time) or Err(retry after, in ns from `now`;

@@ -1,0 +1,565 @@
+//! Strict and approximate mode's core: one decision word holding the **cumulative** count of
+//! every permit ever granted, and a ring of snapshots of that count taken at bucket ends
+//! ("prefix sums"). Nothing is ever subtracted: the permits a window counts are the count now
+//! minus the snapshot at the end of the bucket just below the floor. A grant is one load of the
+//! decision word, one load of a snapshot and one CAS, the same shape as [`Gcra`](crate::Gcra).
+//!
+//! # Words
+//!
+//! ```text
+//! state:     { granted: G mod 2^32 (bits 63..32), epoch: x mod 2^30 (bits 31..2), FROZEN (bit 0) }
+//! epoch:     x, the current bucket, full 64 bits (while frozen: the bucket being closed)
+//! target:    the bucket the next roll moves to (= epoch when none is chosen), full 64 bits
+//! slot[y%M]: { prefix: P[y] mod 2^32 (bits 63..32), epoch: y mod 2^32 (bits 31..0) }
+//! ```
+//!
+//! P[y] is G at the end of bucket y: every permit granted in buckets ≤ y. Grants are only made
+//! in the current bucket x, so a request whose floor is f counts `G − P[f − 1]`, mod 2^32
+//! (exact: a window holds at most 2·limit < 2^32 permits). M is the ring size, a power of two
+//! ≥ R = ⌈lag / w⌉ + 1, the buckets one window touches.
+//!
+//! **Invariant J**: while `state` is not frozen and its epoch is x, slot y mod M holds P[y]
+//! for every y in [x − M, x) (initially every slot holds a negative epoch with P = 0).
+//!
+//! # Rolling to a new bucket
+//!
+//! A call whose bucket b is past x *rolls*: (1) it picks `target` = b with a CAS from x (the
+//! first roller since x wins; later ones reuse its choice); (2) it *freezes* x with a CAS
+//! `{ G, x, 0 } → { G, target, FROZEN }`: no grant can change G for bucket x any more, so the
+//! frozen G is P[x], and P[y] = G too for every bucket y in (x, target) (nobody called
+//! then); (3) every slot y in [max(x, target − M), target) that does not already hold
+//! `{ y, G }` gets it, by CAS; (4) `epoch` moves to the target; (5) a CAS clears FROZEN (the
+//! *thaw*). Any caller that finds the word frozen does (3)–(5) itself, so a roller preempted
+//! anywhere stalls nobody. A helper writes a slot only after checking, between loading it and
+//! its CAS, that `state` still holds the same frozen word: a slot value it loaded during the
+//! roll can only be replaced while the roll lasts, and a slot changes again only in a later
+//! roll, to a newer epoch, so a stale helper's CAS fails. This keeps invariant J.
+//!
+//! # Time
+//!
+//! A call at `now` in the current bucket is judged at `now`; a call whose `now` is behind the
+//! current bucket's start is judged at that start (its *effective time* τ = max(now, x·w));
+//! the floor f(τ) = ⌊(τ − lag) / w⌋ needs no division: with lag = q·w + r and
+//! τ = x·w + off, f = x − q − [off < r] (saturating at 0).
+//!
+//! Wrap-around: `state` keeps 30 bits of the epoch and slots keep 32; the full epoch lives in
+//! `epoch`, which is advanced before the thaw, so a reader of an unfrozen `state` sees it.
+//! A gap of any length is one roll (it rewrites at most M slots). A value could only be
+//! mistaken if a single call were suspended between two of its own steps for 2^30 bucket
+//! widths.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::Denied;
+
+/// `state`'s flag: bucket `epoch` is closed and the roll to `target` is under way.
+const FROZEN: u64 = 1;
+/// Where `state` keeps the epoch's low bits.
+const EPOCH_SHIFT: u32 = 2;
+/// The epoch bits `state` keeps.
+const EPOCH_MASK: u64 = (1 << 30) - 1;
+/// Where `state` keeps G, and slots keep P.
+const HIGH: u32 = 32;
+
+#[inline(always)]
+fn state_word(granted: u32, epoch: u64, frozen: bool) -> u64 {
+    (u64::from(granted) << HIGH) | ((epoch & EPOCH_MASK) << EPOCH_SHIFT) | u64::from(frozen)
+}
+
+#[inline(always)]
+fn granted(state: u64) -> u32 {
+    (state >> HIGH) as u32
+}
+
+#[inline(always)]
+fn state_epoch(state: u64) -> u64 {
+    (state >> EPOCH_SHIFT) & EPOCH_MASK
+}
+
+#[inline(always)]
+fn slot_word(epoch: u64, prefix: u32) -> u64 {
+    (u64::from(prefix) << HIGH) | u64::from(epoch as u32)
+}
+
+#[inline(always)]
+fn slot_prefix(slot: u64) -> u32 {
+    (slot >> HIGH) as u32
+}
+
+#[inline(always)]
+fn slot_epoch(slot: u64) -> u32 {
+    slot as u32
+}
+
+/// The three words every call reads first, on one cache line.
+struct Head {
+    state: AtomicU64,
+    epoch: AtomicU64,
+    target: AtomicU64,
+}
+
+/// Strict (lag = period − 1) or approximate (lag = period − w) sliding window.
+pub(super) struct TimeRing {
+    head: CachePadded<Head>,
+    /// P[y] for the M buckets below the current one.
+    slots: Box<[AtomicU64]>,
+    /// M − 1.
+    mask: u64,
+    /// Bucket width w in nanoseconds, at least 1.
+    width: u64,
+    /// f(t) = ⌊(t − lag) / w⌋.
+    lag: u64,
+    /// q = ⌊lag / w⌋.
+    lag_buckets: u64,
+    /// r = lag mod w.
+    lag_rest: u64,
+    limit: u64,
+}
+
+/// The fast path's verdict.
+enum Fast {
+    /// Grant by a CAS from the word read to this one.
+    Grant(u64),
+    /// Denied under epoch x and floor f = below + 1 (wrapping; see `fast`): the wait is
+    /// computed out of line.
+    Deny { x: u64, below: u64 },
+    /// Anything else: the full loop decides.
+    Slow,
+}
+
+/// What a grant attempt saw, when it cannot grant.
+enum Miss {
+    /// The view was stale, or the call helped a roll: look again.
+    Retry,
+    /// Denied, with this wait.
+    Denied(Denied),
+}
+
+impl TimeRing {
+    /// The core for `limit` per window in buckets of `width` ns, counting from f(t) with `lag`.
+    /// Needs width ≥ 1, lag < 2^64 − width, and lag / width ≤ 2^16 (the builder checks).
+    pub(super) fn new(limit: u64, width: u64, lag: u64) -> TimeRing {
+        let ring = lag.div_ceil(width) + 1;
+        let slots = ring.next_power_of_two();
+        // Slot i starts as the newest negative epoch ≡ i (mod M), i − M, with P = 0: no
+        // permit was ever granted before time 0, so invariant J holds for x = 0.
+        let slots: Vec<AtomicU64> = (0..slots)
+            .map(|i| AtomicU64::new(slot_word(i.wrapping_sub(slots), 0)))
+            .collect();
+        TimeRing {
+            head: CachePadded::new(Head {
+                state: AtomicU64::new(state_word(0, 0, false)),
+                epoch: AtomicU64::new(0),
+                target: AtomicU64::new(0),
+            }),
+            mask: slots.len() as u64 - 1,
+            slots: slots.into_boxed_slice(),
+            width,
+            lag,
+            lag_buckets: lag / width,
+            lag_rest: lag % width,
+            limit,
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&self, y: u64) -> &AtomicU64 {
+        &self.slots[(y & self.mask) as usize]
+    }
+
+    /// T(s), the first time whose floor is s, for s ≥ 1 (`None` past u64::MAX).
+    #[inline]
+    fn floor_start(&self, s: u64) -> Option<u64> {
+        s.checked_mul(self.width)?.checked_add(self.lag)
+    }
+
+    /// Takes `n` ≥ 1 permits at `now`, all or nothing (more than `limit`: denied, never).
+    #[inline(always)]
+    pub(super) fn acquire(&self, n: u64, now: u64) -> Result<(), Denied> {
+        // The common case inline: `now` in the current bucket, room in the window, no
+        // contention. Everything else (rolls, stale views, denials, retries) is out of line.
+        // Acquire: pairs with the thaw (or the grant CASes after it): the slots and the
+        // epoch written before the thaw are visible.
+        let s = self.head.state.load(Ordering::Acquire);
+        match self.fast(s, n, now) {
+            Fast::Grant(next) => {
+                // Release, Relaxed: as in `acquire_slow`.
+                if self
+                    .head
+                    .state
+                    .compare_exchange_weak(s, next, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+            }
+            Fast::Deny { x, below } => {
+                // The floor, saturated at 0 (`below` wraps when x − q − 1 − [off < r] < 0).
+                let f = if below < x { below + 1 } else { 0 };
+                if let Miss::Denied(d) = self.denial(s, x, f, n, now) {
+                    return Err(d);
+                }
+            }
+            Fast::Slow => {}
+        }
+        self.acquire_slow(n, now)
+    }
+
+    /// The decision for a call whose `now` lies in the current bucket of the unfrozen word
+    /// `s`; anything else is `Slow` (decided by `attempt`).
+    #[inline(always)]
+    fn fast(&self, s: u64, n: u64, now: u64) -> Fast {
+        // Relaxed: ordered after the Acquire load of `s`, and checked against it.
+        let x = self.head.epoch.load(Ordering::Relaxed);
+        // Not frozen, and `epoch` matches the word's epoch bits: one test for both.
+        if (s ^ (x << EPOCH_SHIFT)) & ((EPOCH_MASK << EPOCH_SHIFT) | FROZEN) != 0 {
+            return Fast::Slow;
+        }
+        // x = ⌊t / w⌋ for a time t some call brought: no overflow. A `now` behind the bucket
+        // wraps to a huge offset and takes the slow path too.
+        let off = now.wrapping_sub(x * self.width);
+        if off >= self.width {
+            return Fast::Slow;
+        }
+        // f − 1 = x − q − 1 − [off < r], wrapping: below 0 it names a negative epoch, whose
+        // slot (invariant J) holds P = 0, exactly the P[−1] of a floor saturated at 0.
+        let below = x.wrapping_sub(self.lag_buckets + 1 + u64::from(off < self.lag_rest));
+        // Acquire: as in `attempt`.
+        let v = self.slot(below).load(Ordering::Acquire);
+        if slot_epoch(v) != below as u32 {
+            return Fast::Slow;
+        }
+        if u64::from(granted(s).wrapping_sub(slot_prefix(v))) + n > self.limit {
+            return Fast::Deny { x, below };
+        }
+        Fast::Grant(s.wrapping_add(n << HIGH))
+    }
+
+    /// [`acquire`](Self::acquire) after its fast path failed: the full loop.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow(&self, n: u64, now: u64) -> Result<(), Denied> {
+        if n > self.limit {
+            // Never, and without moving the window.
+            return Err(Denied::never());
+        }
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: as in `acquire`.
+            let s = self.head.state.load(Ordering::Acquire);
+            match self.attempt(s, n, now) {
+                Ok(()) => {}
+                Err(Miss::Retry) => {
+                    // Another call moved `state` (or we helped it): a pause, then look again.
+                    backoff.spin();
+                    continue;
+                }
+                Err(Miss::Denied(d)) => return Err(d),
+            }
+            // The CAS succeeds only if `state` is still `s`, under which the snapshot read by
+            // `attempt` is P[f − 1] (slots below the epoch change only after a freeze, which
+            // changes `state`). Release: whoever acquires the new word also sees the epoch and
+            // snapshots this call saw, without relying on release sequences through RMWs.
+            // Relaxed on failure: nothing was read.
+            match self.head.state.compare_exchange_weak(
+                s,
+                s.wrapping_add(n << HIGH),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(_) => backoff.spin(),
+            }
+        }
+    }
+
+    /// Decides a request for `n` at `now` under the word `s`: `Ok` means "grant by CAS on
+    /// `s`". Writes nothing unless it rolls or helps a roll.
+    #[inline(always)]
+    fn attempt(&self, s: u64, n: u64, now: u64) -> Result<(), Miss> {
+        // Relaxed: ordered after the Acquire load of `s`, and checked against it.
+        let x = self.head.epoch.load(Ordering::Relaxed);
+        if s & FROZEN != 0 || x & EPOCH_MASK != state_epoch(s) {
+            self.help(s);
+            return Err(Miss::Retry);
+        }
+        // x = ⌊t / w⌋ for a time t some call brought: no overflow.
+        let off = now.saturating_sub(x * self.width);
+        if off >= self.width {
+            self.roll(s, x, now / self.width);
+            return Err(Miss::Retry);
+        }
+        // f(τ) for τ = x·w + off (off = 0 when `now` is behind the bucket).
+        let f = x.saturating_sub(self.lag_buckets + u64::from(off < self.lag_rest));
+        let below = f.wrapping_sub(1);
+        // Acquire: pairs with the slot CAS of the roll that wrote it, so a value from a later
+        // roll also shows that roll's freeze (see `stale`).
+        let v = self.slot(below).load(Ordering::Acquire);
+        if slot_epoch(v) != below as u32 {
+            return Err(self.stale(s));
+        }
+        let counted = u64::from(granted(s).wrapping_sub(slot_prefix(v)));
+        if counted + n > self.limit {
+            return Err(self.denial(s, x, f, n, now));
+        }
+        Ok(())
+    }
+
+    /// A snapshot slot did not hold its bucket: `state` has moved on since `s` (retry), or
+    /// invariant J is broken (a bug: deny for one bucket width rather than spin or panic).
+    #[cold]
+    fn stale(&self, s: u64) -> Miss {
+        // Acquire: as in `acquire`.
+        if self.head.state.load(Ordering::Acquire) != s {
+            return Miss::Retry;
+        }
+        debug_assert!(false, "sliding window: a live snapshot is missing");
+        Miss::Denied(Denied::after_nanos(self.width))
+    }
+
+    /// The wait for a denied request under `s` (epoch x, floor f): the first floor f' > f
+    /// at which the request fits, G − P[f' − 1] + n ≤ limit (with P[x] = G, f' = x + 1 always
+    /// fits), and the wait until T(f'). P only grows with the bucket, so the first such f' is
+    /// found by bisection: O(log R) snapshot loads, and one when the current bucket alone is
+    /// too full (the usual case under overload). `Retry` if `s` changed meanwhile, so a
+    /// denial is always decided on one snapshot.
+    #[cold]
+    #[inline(never)]
+    fn denial(&self, s: u64, x: u64, f: u64, n: u64, now: u64) -> Miss {
+        if n > self.limit {
+            return Miss::Denied(Denied::never());
+        }
+        let g = granted(s);
+        // fits(f') for f ≤ f' − 1 < x, or None if the snapshot is not there.
+        let fits = |fp: u64| -> Option<bool> {
+            let y = fp - 1;
+            // Acquire: as in `attempt`.
+            let v = self.slot(y).load(Ordering::Acquire);
+            (slot_epoch(v) == y as u32)
+                .then(|| u64::from(g.wrapping_sub(slot_prefix(v))) + n <= self.limit)
+        };
+        // Invariant: !fits(lo) (lo = f was denied), fits(hi).
+        let (mut lo, mut hi) = (f, x + 1);
+        if hi - lo > 1 {
+            // The newest snapshot first: if the current bucket alone is too full, f' = x + 1.
+            match fits(x) {
+                None => return self.stale(s),
+                Some(true) => hi = x,
+                Some(false) => lo = x,
+            }
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            match fits(mid) {
+                None => return self.stale(s),
+                Some(true) => hi = mid,
+                Some(false) => lo = mid,
+            }
+        }
+        // Acquire: the slots above were read while `state` was `s` if it still is.
+        if self.head.state.load(Ordering::Acquire) != s {
+            return Miss::Retry;
+        }
+        Miss::Denied(match self.floor_start(hi) {
+            // T(f') > τ ≥ now.
+            Some(t) => Denied::after_nanos(t.saturating_sub(now).max(1)),
+            None => Denied::never(),
+        })
+    }
+
+    /// Moves the window from bucket x (under the unfrozen word `s`) towards bucket b > x:
+    /// picks or reuses the target, freezes x, then finishes the roll (`help`).
+    #[cold]
+    fn roll(&self, s: u64, x: u64, b: u64) {
+        // Acquire: a target chosen by another roller (nothing else is read through it).
+        let mut t = self.head.target.load(Ordering::Acquire);
+        if t == x {
+            // AcqRel: the first roller since the epoch became x picks the target; released
+            // to the helpers, which read it after the freeze below.
+            t = match self
+                .head
+                .target
+                .compare_exchange(x, b, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => b,
+                Err(current) => current,
+            };
+        }
+        if t <= x {
+            // Our view of the epoch is stale.
+            return;
+        }
+        let frozen = state_word(granted(s), t, true);
+        // AcqRel: closes bucket x at G (no grant can follow on `s`) and releases the target
+        // to the helpers that acquire the frozen word.
+        if self
+            .head
+            .state
+            .compare_exchange(s, frozen, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.help(frozen);
+        }
+    }
+
+    /// Finishes the roll that the frozen word `s` announces: writes the snapshots, advances
+    /// `epoch`, thaws. Does nothing if `s` is not frozen or that roll is already over.
+    #[cold]
+    fn help(&self, s: u64) {
+        if s & FROZEN == 0 {
+            // An unfrozen word whose epoch did not match: a roll moved on between the loads.
+            return;
+        }
+        // Acquire (both): the freeze released them. `epoch` is the bucket being closed until
+        // the snapshots are written, then the target.
+        let x = self.head.epoch.load(Ordering::Acquire);
+        let b = self.head.target.load(Ordering::Acquire);
+        if b & EPOCH_MASK != state_epoch(s) || x > b {
+            // A newer roll has chosen its target: the one we saw is over.
+            return;
+        }
+        if x != b {
+            if !self.write_snapshots(s, x, b) {
+                return;
+            }
+            // AcqRel: after the snapshots (program order), before the thaw; a helper that
+            // lost this CAS finds `epoch` = b already.
+            let _ = self
+                .head
+                .epoch
+                .compare_exchange(x, b, Ordering::AcqRel, Ordering::Relaxed);
+        }
+        // AcqRel: the thaw: releases the snapshots and the epoch to every call that acquires
+        // the unfrozen word. Fails harmlessly if another helper thawed first.
+        let _ =
+            self.head
+                .state
+                .compare_exchange(s, s & !FROZEN, Ordering::AcqRel, Ordering::Relaxed);
+    }
+
+    /// Step (3) of a roll from x to b under the frozen word `s`: slot y gets `{ y, G }` for
+    /// y in [max(x, b − M), b). False if `s` is no longer current (the roll is over).
+    fn write_snapshots(&self, s: u64, x: u64, b: u64) -> bool {
+        let g = granted(s);
+        let lo = x.max(b.saturating_sub(self.mask + 1));
+        for y in lo..b {
+            let slot = self.slot(y);
+            let want = slot_word(y, g);
+            loop {
+                // Acquire: see the latest snapshot before replacing it.
+                let v = slot.load(Ordering::Acquire);
+                if v == want {
+                    break;
+                }
+                // Acquire: `v` was loaded while the roll lasts only if `state` is still the
+                // frozen `s` now; then our CAS can only replace a value of this roll's time.
+                if self.head.state.load(Ordering::Acquire) != s {
+                    return false;
+                }
+                // AcqRel: publishes the snapshot to readers that acquire the slot (and orders
+                // it before the thaw); fails if another helper wrote it first.
+                if slot
+                    .compare_exchange(v, want, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    break;
+                }
+            }
+        }
+        true
+    }
+
+    /// The raw decision word and epoch, for `Debug`.
+    pub(super) fn debug_words(&self) -> (u64, u64) {
+        // Relaxed (both): a snapshot for display.
+        let s = self.head.state.load(Ordering::Relaxed);
+        (
+            u64::from(granted(s)),
+            self.head.epoch.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Planted bugs for the loom models (see `super::planted`).
+#[cfg(hotlimit_loom)]
+impl TimeRing {
+    /// The grant decided by "sum, then add": the count is read, then a separate `fetch_add`
+    /// adds, so two threads can both see `limit − 1` and both add. Frozen clock only.
+    pub(super) fn racy_sum_then_add(&self, now: u64) -> Result<(), Denied> {
+        loop {
+            // Acquire: as in `acquire`.
+            let s = self.head.state.load(Ordering::Acquire);
+            match self.attempt(s, 1, now) {
+                Ok(()) => {
+                    // Relaxed: deliberately broken: the add does not check `s` is current.
+                    self.head.state.fetch_add(1 << HIGH, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(Miss::Retry) => crate::sync::Backoff::new().spin(),
+                Err(Miss::Denied(d)) => return Err(d),
+            }
+        }
+    }
+
+    /// A roll that thaws first and writes the snapshots afterwards, from a fresh load of G:
+    /// grants made in the new bucket meanwhile are taken into P of the old one, so they leave
+    /// the window one bucket early.
+    pub(super) fn racy_late_snapshots(&self, n: u64, now: u64) -> Result<(), Denied> {
+        loop {
+            // Acquire: as in `acquire`.
+            let s = self.head.state.load(Ordering::Acquire);
+            // Relaxed: as in `attempt`.
+            let x = self.head.epoch.load(Ordering::Relaxed);
+            let b = now / self.width;
+            if s & FROZEN == 0 && x & EPOCH_MASK == state_epoch(s) && b > x {
+                // Deliberately broken: move to bucket b without freezing x, publish the epoch,
+                // and only then snapshot.
+                if self
+                    .head
+                    .state
+                    .compare_exchange(
+                        s,
+                        state_word(granted(s), b, false),
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
+                    .is_err()
+                {
+                    continue;
+                }
+                // Release (both): as the real roll's epoch and target.
+                self.head.target.store(b, Ordering::Release);
+                self.head.epoch.store(b, Ordering::Release);
+                // Acquire: the late, fresh G.
+                let g = granted(self.head.state.load(Ordering::Acquire));
+                for y in x.max(b.saturating_sub(self.mask + 1))..b {
+                    self.slot(y).store(slot_word(y, g), Ordering::Release);
+                }
+                continue;
+            }
+            match self.attempt(s, n, now) {
+                Ok(()) => {
+                    // Relaxed: as in `acquire`.
+                    if self
+                        .head
+                        .state
+                        .compare_exchange(
+                            s,
+                            s.wrapping_add(n << HIGH),
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                    {
+                        return Ok(());
+                    }
+                }
+                Err(Miss::Retry) => crate::sync::Backoff::new().spin(),
+                Err(Miss::Denied(d)) => return Err(d),
+            }
+        }
+    }
+}
