@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use hotlimit::__planted_keyed::{Admit, GcraKey, LogKey};
+use hotlimit::__planted_keyed::{Admit, GcraKey, LogKey, WindowKey};
 use hotlimit::Rate;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::{Arc, Mutex};
@@ -42,6 +42,7 @@ macro_rules! key_state {
 }
 key_state!(GcraKey);
 key_state!(LogKey);
+key_state!(WindowKey);
 
 /// The abstract map for one key: the entry currently stored, if any.
 type Entry<S> = Arc<Mutex<Option<Arc<S>>>>;
@@ -191,4 +192,17 @@ fn admission_racing_eviction_keeps_its_debt() {
         assert!(!admit(&map, 19), "the grant at 10 ns was lost");
         assert!(admit(&map, 20));
     });
+}
+
+/// The per-key strict sliding window behind its gate: a grant decided on the window's word but
+/// not yet recorded in its bucket, or not yet made, must keep the evictor off the state.
+#[test]
+fn window_eviction_never_loses_an_admission() {
+    admitter_and_evictor_then_admitter::<WindowKey>(false);
+}
+
+#[test]
+#[should_panic(expected = "over-admission across an eviction")]
+fn planted_window_eviction_without_closing_the_gate_over_admits() {
+    admitter_and_evictor_then_admitter::<WindowKey>(true);
 }
