@@ -8,6 +8,7 @@
 //! cargo run --release --example keyed_compare -- mem-hotlimit   # one fresh process per peer:
 //! cargo run --release --example keyed_compare -- mem-governor   # RSS growth over 1M keys
 //! cargo run --release --example keyed_compare -- mem-log        # (Linux: reads /proc)
+//! cargo run --release --example keyed_compare -- mem-window     # SlidingWindow, 10 buckets
 //! ```
 //!
 //! Every key exists before timing starts and the rate is so high that nothing is denied, so
@@ -217,6 +218,24 @@ fn main() {
         let after = rss();
         println!(
             "hotlimit Keyed<u64, SlidingLog> limit 10: {} keys, {:.1} bytes/key (RSS growth)",
+            k.len(),
+            (after - before) as f64 / n as f64
+        );
+    }
+    if mode == "mem-window" {
+        let n = 100_000u64;
+        let before = rss();
+        let k: Keyed<u64, hotlimit::SlidingWindow> =
+            Keyed::sliding_window(Rate::per_second(10).unwrap())
+                .capacity(n as usize)
+                .build()
+                .unwrap();
+        for i in 0..n {
+            k.try_acquire(&i).unwrap();
+        }
+        let after = rss();
+        println!(
+            "hotlimit Keyed<u64, SlidingWindow> 10 buckets: {} keys, {:.1} bytes/key (RSS growth)",
             k.len(),
             (after - before) as f64 / n as f64
         );

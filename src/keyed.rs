@@ -32,7 +32,8 @@
 //! A [`SlidingLog`] per key is idle only when all its slots are, which one CAS cannot decide;
 //! its state sits behind a gate word that admitters count themselves in and out of, and the
 //! evictor closes the gate, waits for the admitters inside, re-checks, and only then marks the
-//! log evicted (see the [`guide`](crate::guide)).
+//! log evicted (see the [`guide`](crate::guide)). A [`SlidingWindow`] per key (idle when none
+//! of its buckets holds a permit it still counts) sits behind the same gate.
 //!
 //! The protocol is model-checked in `loom-tests/tests/keyed.rs` (the map abstracted, the
 //! state-word protocol the real code), with a planted evictor that removes without the
@@ -835,11 +836,16 @@ mod table {
     ///   atomic: for GCRA one CAS per grant and a single load per denial.
     ///
     /// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
-    /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default.
+    /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default;
+    /// [`set_default_rate`](Keyed::set_default_rate) changes the default at runtime. At most
+    /// `capacity` keys have an override at a time (kept apart from the key states, which they
+    /// outlive), so the memory of both tables is bounded by `capacity`.
     ///
     /// Memory per key: the key, the state (8 bytes for GCRA; for [`SlidingLog`] a ring of `limit`
-    /// timestamps and a gate word), an 8-byte override pointer, plus the map's entry overhead
-    /// (measured in `BENCHMARKS.md`).
+    /// timestamps and a gate word; for [`SlidingWindow`] its ring of `buckets + 1` counters, its
+    /// 384-byte header and a gate word), an 8-byte override pointer, plus the map's entry overhead
+    /// (measured in `BENCHMARKS.md`: 70, 234 and 984 bytes per `u64` key for GCRA, a log of limit
+    /// 10 and a window of 10 buckets).
     ///
     /// # Examples
     ///
@@ -952,10 +958,10 @@ mod table {
     impl<K> Keyed<K, SlidingLog> {
         /// A builder for per-key [`SlidingLog`] limits at `rate`: each key gets the exact
         /// sliding window (at most `limit` in every window of `period`), at a cost of a ring of
-        /// `limit` timestamps per key (8 bytes × `limit` + about 200 bytes; a sweep reads each
-        /// key's ring, so it is O(capacity × limit)). Admissions also pass a per-key gate word
-        /// (two RMWs) that lets an evictor wait out the admitters inside the log. Capacity
-        /// 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock.
+        /// `limit` timestamps per key (8 bytes × `limit` + about 150 bytes, measured; a sweep
+        /// reads each key's ring, so it is O(capacity × limit)). Admissions also pass a per-key
+        /// gate word (two RMWs) that lets an evictor wait out the admitters inside the log.
+        /// Capacity 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock.
         ///
         /// # Examples
         ///
@@ -1354,16 +1360,19 @@ mod table {
         /// refunded nor charged again, and every request from now on is judged with the new
         /// interval and burst (burst = the new rate's `limit`). For a sliding log the newest
         /// `limit` (new limit) grant times move into the new ring and keep counting until they
-        /// leave the new window. The override outlives evictions of
-        /// the key (overrides are not counted in `capacity`; remove one with
-        /// [`clear_rate`](Keyed::clear_rate)).
+        /// leave the new window. For a sliding window the permits still counted move into the
+        /// new window bucket by bucket, each recorded at its old bucket's last instant (or at the
+        /// newest call's time, if earlier), the newest new-`limit` of them. The override outlives
+        /// evictions of the key; at most [`capacity`](Keyed::capacity) keys have one at a time
+        /// (remove one with [`clear_rate`](Keyed::clear_rate)).
         ///
         /// Concurrent requests on this key wait for the entry's replacement (one map store); other
         /// keys are unaffected.
         ///
         /// # Errors
         ///
-        /// [`ConfigError`] as the inner limiter's builder for `rate` (the key is left unchanged).
+        /// [`ConfigError`] as the inner limiter's builder for `rate`, or naming `overrides` when
+        /// `capacity` other keys already have one (the key is left unchanged either way).
         ///
         /// # Examples
         ///
@@ -1663,13 +1672,15 @@ mod table {
         /// ```
         /// use hotlimit::{Keyed, ManualClock, Rate, SlidingWindow};
         ///
-        /// let k: Keyed<u8, SlidingWindow, ManualClock> = Keyed::sliding_window(Rate::per_second(1)?)
+        /// let k: Keyed<u8, SlidingWindow, ManualClock> =
+        ///     Keyed::sliding_window(Rate::per_second(1)?)
         ///     .buckets(4)
         ///     .clock(ManualClock::new())
         ///     .build()?;
         /// assert!(k.try_acquire_at(&1, 0).is_ok());
         /// // 250 ms buckets: the grant at 0 is counted until 1.25 s − 1 ns.
-        /// assert_eq!(k.try_acquire_at(&1, 0).unwrap_err().retry_after_nanos(), Some(1_249_999_999));
+        /// let d = k.try_acquire_at(&1, 0).unwrap_err();
+        /// assert_eq!(d.retry_after_nanos(), Some(1_249_999_999));
         /// # Ok::<(), hotlimit::ConfigError>(())
         /// ```
         pub fn buckets(mut self, buckets: usize) -> Self {
@@ -1775,8 +1786,10 @@ mod table {
         ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
         /// k.try_acquire_at(&"alice", 0)?;
         /// k.set_default_rate(Rate::per_second(10)?)?;
-        /// // Alice's TAT (1 s) is kept; the burst is now 10 at 100 ms each: 9 more fit at 0.
-        /// assert!(k.try_acquire_n_at(&"alice", 9, 0).is_ok());
+        /// // Alice's TAT (1 s) is kept: under 10 per second (interval 100 ms, tolerance 1 s) the
+        /// // time her grant took is the whole burst, and her next permit is due at 100 ms.
+        /// let d = k.try_acquire_at(&"alice", 0).unwrap_err();
+        /// assert_eq!(d.retry_after_nanos(), Some(100_000_000));
         /// assert!(k.try_acquire_n_at(&"bob", 10, 0).is_ok()); // new keys too
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```

@@ -566,7 +566,10 @@ proptest! {
                     let mut idle = 0;
                     for (m, created) in models.iter_mut() {
                         // Idle: nothing counted at the model's effective time for `now`.
-                        let start = if m.floor_seen == 0 { 0 } else { m.floor_seen * m.width + m.lag };
+                        let start = match m.floor_seen {
+                            0 => 0,
+                            s => s * m.width + m.lag,
+                        };
                         if created.is_some() && m.counted(now.max(start)) == 0 {
                             (*m, *created) = (fresh(), None);
                             idle += 1;
