@@ -290,30 +290,11 @@ impl KeyedState for SlidingLog {
         if u64::from(permits) > cfg.limit {
             return Admit::Denied(Denied::never());
         }
-        // Relaxed: a look before announcing ourselves, so that admitters bouncing off a
-        // closed gate do not keep its count above 0 while the closer waits for it to drain.
-        let mut g = state.gate.load(Ordering::Relaxed);
-        if g & !LOG_ACTIVE == 0 {
-            // Relaxed: announces us to a closer, which waits for the count to drop; the flags
-            // we read decide whether we may enter.
-            g = state.gate.fetch_add(1, Ordering::Relaxed);
-            if g & !LOG_ACTIVE != 0 {
-                // Relaxed: leaving without touching the log.
-                state.gate.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-        if g & !LOG_ACTIVE != 0 {
-            return if g & LOG_EVICTED != 0 {
-                // Acquire: as for GCRA's tombstone, makes the raised floor visible.
-                let _ = state.gate.load(Ordering::Acquire);
-                Admit::Evicted
-            } else {
-                Admit::Moving
-            };
+        if let Err(admit) = gate_enter(&state.gate) {
+            return admit;
         }
         let result = state.log.try_acquire_n_at(permits, now.max(state.floor));
-        // Release: publishes our slot claims to a closer that sees the count drop to 0.
-        state.gate.fetch_sub(1, Ordering::Release);
+        gate_leave(&state.gate);
         match result {
             Ok(()) => Admit::Granted,
             Err(denied) => Admit::Denied(denied),
@@ -334,33 +315,16 @@ impl KeyedState for SlidingLog {
     }
 
     fn retire(cfg: &LogConfig, state: &LogState, now: u64, how: Retire) -> Option<Vec<u64>> {
-        let idle = |state: &LogState| state.log.stamps().all(|s| log_end(cfg, s) <= now);
-        // A cheap look first: a busy log is never closed by a sweep.
-        if how == Retire::IfIdle && !idle(state) {
-            return None;
-        }
-        if !gate_close(&state.gate) {
-            return None;
-        }
-        // The gate is closed and empty: the slots are final until we reopen it.
-        if how == Retire::IfIdle && !idle(state) {
-            // Relaxed: reopening publishes nothing (we changed no slot).
-            state.gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
-            return None;
-        }
-        let mut stamps: Vec<u64> = state.log.stamps().filter(|&s| s != 0).collect();
-        stamps.sort_unstable();
-        let terminal = if how == Retire::Move {
-            LOG_MOVING
-        } else {
-            LOG_EVICTED
-        };
-        // Release: as GCRA's tombstone CAS (publishes the raised floor). An RMW, not a
-        // store: bounced admitters' increments and decrements must not be lost.
-        state
-            .gate
-            .fetch_xor(LOG_CLOSING | terminal, Ordering::Release);
-        Some(stamps)
+        gate_retire(
+            &state.gate,
+            how,
+            || state.log.stamps().all(|s| log_end(cfg, s) <= now),
+            || {
+                let mut stamps: Vec<u64> = state.log.stamps().filter(|&s| s != 0).collect();
+                stamps.sort_unstable();
+                stamps
+            },
+        )
     }
 
     fn is_evicted(state: &LogState) -> bool {
@@ -547,7 +511,8 @@ use window_state::{WindowConfig, WindowState};
 /// counted inside (it must call [`gate_leave`]), else what to tell the admitter.
 #[inline]
 fn gate_enter(gate: &AtomicU64) -> Result<(), Admit> {
-    // Relaxed: a look before announcing ourselves (see the log's `acquire`).
+    // Relaxed: a look before announcing ourselves, so that admitters bouncing off a closed
+    // gate do not keep its count above 0 while the closer waits for it to drain.
     let mut g = gate.load(Ordering::Relaxed);
     if g & !LOG_ACTIVE == 0 {
         // Relaxed: announces us to a closer, which waits for the count to drop; the flags we
@@ -571,7 +536,8 @@ fn gate_enter(gate: &AtomicU64) -> Result<(), Admit> {
 /// Leaves a gate entered with [`gate_enter`].
 #[inline]
 fn gate_leave(gate: &AtomicU64) {
-    // Release: publishes our writes inside to a closer that sees the count drop to 0.
+    // Release: publishes our writes inside (slot claims, bucket records) to a closer that sees
+    // the count drop to 0.
     gate.fetch_sub(1, Ordering::Release);
 }
 
