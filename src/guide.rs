@@ -791,7 +791,10 @@
 //! looks the key up again. So no grant lands on a state after its final idleness check. The
 //! loom model `window_eviction_never_loses_an_admission` runs the real window (one bucket, the
 //! smallest ring) through it; the planted evictor that reads the buckets without the gate
-//! over-admits in loom, as the log's does.
+//! over-admits in loom, as the log's does. A rate change freezes the state through the same
+//! gate (terminal flag `moving`) before it reads what to carry, so a grant in flight is in the
+//! carry; `window_rate_change_never_loses_an_admission` models a move racing an admission, and
+//! its planted twin (a move that reads the buckets without the gate) over-admits.
 //!
 //! The window exposes what `Keyed` needs as one crate-internal function,
 //! `SlidingWindow::counted()`: the `(t, k)` of every bucket holding k ≥ 1 permits that a

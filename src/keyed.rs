@@ -1918,5 +1918,29 @@ pub mod planted {
         pub fn evict_racy_at(&self, now: u64) -> bool {
             window_idle_at(&self.cfg, &self.state.window) <= now
         }
+
+        /// The real rate change (to the same rate): freeze the state behind its gate and build
+        /// its successor from what it counted. `None` if another move or an eviction got there
+        /// first.
+        pub fn move_at(&self, now: u64) -> Option<WindowKey> {
+            let carry =
+                <SlidingWindow as KeyedState>::retire(&self.cfg, &self.state, now, Retire::Move)?;
+            Some(self.successor(carry))
+        }
+
+        /// The planted bug: a rate change that reads the counted buckets without closing the
+        /// gate and without freezing the state, so a grant made on the old state after the
+        /// read is in neither state's count.
+        pub fn move_racy_at(&self, _now: u64) -> Option<WindowKey> {
+            let carry = self.state.window.counted().collect();
+            Some(self.successor(carry))
+        }
+
+        fn successor(&self, carry: Vec<(u64, u64)>) -> WindowKey {
+            let cfg =
+                <SlidingWindow as KeyedState>::config(self.cfg.rate, Some(1)).expect("valid rate");
+            let state = <SlidingWindow as KeyedState>::carried(&cfg, carry, self.state.floor);
+            WindowKey { cfg, state }
+        }
     }
 }

@@ -206,3 +206,45 @@ fn window_eviction_never_loses_an_admission() {
 fn planted_window_eviction_without_closing_the_gate_over_admits() {
     admitter_and_evictor_then_admitter::<WindowKey>(true);
 }
+
+/// A rate change racing an admission on a per-key window: the mover freezes the state behind
+/// its gate and builds the successor from what it counted, then a second admission follows.
+/// Limit 1 at a frozen clock: exactly one of the two admissions is granted, so a grant made
+/// while the state was being moved is carried into the successor, never lost.
+fn window_move_racing_an_admission(racy: bool) {
+    let mut model = loom::model::Builder::new();
+    model.max_branches = 10_000;
+    model.check(move || {
+        let map: Entry<WindowKey> = Arc::new(Mutex::new(Some(fresh())));
+        let m2 = map.clone();
+        let t = thread::spawn(move || admit(&m2, 0));
+        let current = map.lock().unwrap().clone().unwrap();
+        let next = if racy {
+            current.move_racy_at(0)
+        } else {
+            current.move_at(0)
+        };
+        if let Some(next) = next {
+            // The mover alone replaces a frozen entry (one map store in `Keyed`).
+            *map.lock().unwrap() = Some(Arc::new(next));
+        }
+        let first = t.join().unwrap();
+        let second = admit(&map, 0);
+        assert_eq!(
+            u32::from(first) + u32::from(second),
+            1,
+            "over-admission across a rate change"
+        );
+    });
+}
+
+#[test]
+fn window_rate_change_never_loses_an_admission() {
+    window_move_racing_an_admission(false);
+}
+
+#[test]
+#[should_panic(expected = "over-admission across a rate change")]
+fn planted_window_rate_change_without_the_gate_over_admits() {
+    window_move_racing_an_admission(true);
+}
