@@ -635,3 +635,51 @@ fn keyed_hot_keys_frozen_clock_exactly_burst_per_key() {
         .unwrap();
     run_with(gcra, &clock, burst, Some(rate));
 }
+
+/// Keyed: rate changes racing the creation of the keys they concern. One thread creates keys
+/// while another changes the default rate (or gives each key an override) at the same time;
+/// once both are done, every key must run on its current rate: the `rates` word's RMWs close
+/// the store-buffering race between "store the rate, then look for the key" and "insert the
+/// key, then look for its rate".
+#[test]
+fn keyed_rate_changes_racing_new_keys_reach_every_key() {
+    use hotlimit::Keyed;
+    const KEYS: u64 = 2_000;
+    let rounds = if cfg!(debug_assertions) { 5 } else { 20 };
+    let s = 1_000_000_000u64;
+    for round in 0..rounds {
+        let override_each = round % 2 == 1;
+        let k: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1).unwrap())
+            .capacity(2 * KEYS as usize)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let five = Rate::per_second(5).unwrap();
+        let barrier = Barrier::new(2);
+        thread::scope(|scope| {
+            scope.spawn(|| {
+                barrier.wait();
+                for key in 0..KEYS {
+                    let _ = k.try_acquire_at(&key, 0);
+                }
+            });
+            scope.spawn(|| {
+                barrier.wait();
+                if override_each {
+                    for key in 0..KEYS {
+                        k.set_rate(key, five).unwrap();
+                    }
+                } else {
+                    k.set_default_rate(five).unwrap();
+                }
+            });
+        });
+        // At 10 s every key is rested: 5 permits fit under 5 per second, never under 1.
+        for key in 0..KEYS {
+            assert!(
+                k.try_acquire_n_at(&key, 5, 10 * s).is_ok(),
+                "round {round}: key {key} is not on the new rate"
+            );
+        }
+    }
+}
