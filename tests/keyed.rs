@@ -1,6 +1,8 @@
 //! Keyed against per-key reference models: the worked example, capacity and eviction,
 //! rate overrides, a flood of unique keys, and random multi-key traces where every key must
-//! behave exactly as its own GCRA definition, with evictions at random points.
+//! behave exactly as its own GCRA definition (or exact log, or bucketed window), with
+//! evictions at random points; default-rate changes against per-key overrides, and no
+//! over-admission across a rate change.
 
 mod model;
 
