@@ -544,6 +544,35 @@ proptest! {
         }
     }
 
+    /// With a table too small for the keys (sweeps on insert, new keys denied when too few are
+    /// idle), every grant is one the key's own window model allows given the grants before
+    /// it: a sweep only ever evicts a window that counts nothing.
+    #[test]
+    fn windows_never_over_admit_with_a_small_table(
+        (limit, period, buckets, steps) in window_config().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), steps(l, p, false))
+        }),
+        capacity in 1usize..=4,
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let k = window_keyed(rate, buckets as usize, capacity);
+        let mut models: Vec<BucketModel> =
+            (0..6).map(|_| BucketModel::new(limit, period, buckets, false)).collect();
+        let mut now = 0u64;
+        for (i, step) in steps.iter().enumerate() {
+            let (key, n) = match *step {
+                Step::Ask { gap, key, n } => { now += gap; (key, n) }
+                Step::Back { .. } => unreachable!(),
+                Step::Evict => { k.evict_idle_at(now); continue; }
+            };
+            if k.try_acquire_n_at(&key, n, now).is_ok() {
+                let want = models[key as usize].acquire(u64::from(n), now);
+                prop_assert!(want.is_ok(), "step {} ({:?}) at {}: granted, model says {:?}", i, step, now, want);
+            }
+            prop_assert!(k.len() <= capacity);
+        }
+    }
+
     /// With a clock that jumps back as well: each key is exactly its own window model, where
     /// an evicted key's model restarts, like its fresh state, judging no time before the
     /// `Keyed`'s floor (the greatest sweep time) as passed.
