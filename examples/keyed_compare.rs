@@ -8,6 +8,8 @@
 //! cargo run --release --example keyed_compare -- mem-hotlimit   # one fresh process per peer:
 //! cargo run --release --example keyed_compare -- mem-governor   # RSS growth over 1M keys
 //! cargo run --release --example keyed_compare -- mem-log        # (Linux: reads /proc)
+//! cargo run --release --example keyed_compare -- mem-window     # SlidingWindow, 10 buckets
+//! cargo run --release --example keyed_compare -- algos   # Keyed over Gcra / SlidingLog / SlidingWindow
 //! ```
 //!
 //! Every key exists before timing starts and the rate is so high that nothing is denied, so
@@ -217,6 +219,50 @@ fn main() {
         let after = rss();
         println!(
             "hotlimit Keyed<u64, SlidingLog> limit 10: {} keys, {:.1} bytes/key (RSS growth)",
+            k.len(),
+            (after - before) as f64 / n as f64
+        );
+    }
+    if mode == "algos" {
+        // 1,000 keys, 1 thread; 1,000 per ms per key, so that nothing is denied (about 40
+        // calls per key per ms here) while a log's ring stays small (8 KB per key).
+        let r = Rate::new(1_000, std::time::Duration::from_millis(1)).unwrap();
+        let n = 1_000u64;
+        fn time<L: hotlimit::KeyedState>(k: Keyed<u64, L>, n: u64) -> f64 {
+            for i in 0..n {
+                k.try_acquire(&i).unwrap();
+            }
+            run(1, n, |key| {
+                let _ = std::hint::black_box(k.try_acquire(&key));
+            })
+        }
+        let (mut g, mut l, mut w) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..3 {
+            g.push(time(Keyed::gcra(r).build().unwrap(), n));
+            l.push(time(Keyed::sliding_log(r).build().unwrap(), n));
+            w.push(time(Keyed::sliding_window(r).build().unwrap(), n));
+        }
+        println!(
+            "Keyed, {n} keys, 1 thread, ns/call: Gcra {:.1}, SlidingLog {:.1}, SlidingWindow {:.1}",
+            median(g),
+            median(l),
+            median(w)
+        );
+    }
+    if mode == "mem-window" {
+        let n = 100_000u64;
+        let before = rss();
+        let k: Keyed<u64, hotlimit::SlidingWindow> =
+            Keyed::sliding_window(Rate::per_second(10).unwrap())
+                .capacity(n as usize)
+                .build()
+                .unwrap();
+        for i in 0..n {
+            k.try_acquire(&i).unwrap();
+        }
+        let after = rss();
+        println!(
+            "hotlimit Keyed<u64, SlidingWindow> 10 buckets: {} keys, {:.1} bytes/key (RSS growth)",
             k.len(),
             (after - before) as f64 / n as f64
         );

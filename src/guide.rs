@@ -716,6 +716,52 @@
 //! the frozen one: grants made under the old rate are neither refunded nor charged again.
 //! Admitters that read `MOVING` retry the lookup until that store lands (only on that key).
 //!
+//! `set_default_rate(rate)` stores the new default, then moves every live key that has no
+//! override, one at a time, exactly as `set_rate` moves one key; keys created later read the
+//! new default. Overrides are bounded: at most `capacity` keys have one (a counter reserved by
+//! CAS before each insert, released after each removal; `set_rate` on a key that already has
+//! one replaces it in place), so no public call grows either table past `capacity`.
+//!
+//! **Every state ends on its key's current rate**, also when rate changes race each other and
+//! new keys. A rate change stores its configuration, then does an RMW on a word `rates`, then
+//! syncs the key (or every key); a new key is inserted, then does an RMW on `rates`
+//! (`fetch_add(0)`), then syncs itself. The map alone (Release/Acquire) would allow the
+//! store-buffering outcome where the change misses the new entry and the new key misses the
+//! change; RMWs on one word are totally ordered and the later one reads from the earlier
+//! (AcqRel), so either the new key's sync reads the stored configuration or the change's sync
+//! finds the entry. A sync that acted on a stale configuration and replaced a state installed
+//! by a fresher sync acquired that install (map entry, Acquire), hence the fresher
+//! configuration, and its loop moves the state again.
+//!
+//! **No over-admission at a switch.** Per algorithm, for a key whose rate changes from
+//! (`limit`, `period`) to (`limit'`, `period'`) at time s (the clock read by the change):
+//!
+//! - GCRA keeps the TAT; from s on, a request is judged by the new interval and tolerance
+//!   from that TAT: the GCRA bound with the new parameters holds for every interval starting at
+//!   or after s, with the grants before s counted through the TAT.
+//! - SlidingLog carries its newest `limit'` stamps; SlidingWindow carries, for each bucket
+//!   still counted, its permits at t = min(the bucket's last instant, the newest `now` any call
+//!   on the key brought), the newest `limit'` permits, re-recorded oldest first into a fresh
+//!   window of the new rate. Claim (for a clock that does not run backwards): every window of
+//!   length `period'` ending at a grant made after s holds at most `limit'` permits, counting
+//!   every grant made after s − `period` at its real time (older grants had left the old state
+//!   already, and are forgotten). Proof for the window: each carried permit's t is ≥ its real
+//!   grant time (the bucket's last instant bounds the effective times in it, and so does the
+//!   newest `now`) and ≤ s (so every later request's effective time is its `now`: the new
+//!   window's floor never passes the clock). A permit re-recorded at t is counted by a strict
+//!   window at `now` iff its bucket y' = ⌊t / w'⌋ is ≥
+//!   f'(now) = ⌊(now − period' + 1) / w'⌋, which holds whenever t > now − period', in particular whenever its real time is in
+//!   (now − period', now]. A permit dropped for lack of room is older (in t) than every kept
+//!   one, so while it is in a request's window all `limit'` kept ones are counted and the
+//!   request is denied. The new grants are the new window's own, under its strict bound. The
+//!   log is the same argument with exact stamps. Without the clamp to the newest call, a
+//!   bucket's last instant can lie after s, the new window's floor runs ahead of the clock,
+//!   and an older carried bucket leaves early: `tests/keyed.rs` has that trace (the test fails
+//!   without the clamp), and a property test checks the claim over random traces and switches
+//!   for logs and windows, and that a default change is, key by key, the same as an override.
+//!   Keeping the newest `now` costs a `fetch_max` on the key's gate line when a call's time
+//!   has moved on.
+//!
 //! ## Memory and speed
 //!
 //! Per key: the key, the 8-byte state, an 8-byte override pointer, and papaya's boxed entry
@@ -725,8 +771,8 @@
 //! ## SlidingLog per key
 //!
 //! `Keyed::sliding_log(rate)` keeps a ring of `limit` timestamps per key (8 bytes × `limit`
-//! plus about 200 bytes of log header, O(limit) per key: a million keys at `limit` 100 is about
-//! a gigabyte, so size `capacity` accordingly). A log is idle when every stamp has left the
+//! plus about 150 bytes of log header, gate and map entry, O(limit) per key: a million keys
+//! at `limit` 100 is about a gigabyte, so size `capacity` accordingly). A log is idle when every stamp has left the
 //! window, a property of all `limit` slots, not of one word, so one CAS cannot decide it. Each
 //! per-key log sits behind a gate word `{ closing, evicted, moving, active: 61 bits }`:
 //!
@@ -744,7 +790,44 @@
 //! the evictor. A rate change moves the newest `limit` stamps into the new ring. The loom
 //! model is two threads (an admitter racing the evictor, then a late admission); a
 //! three-thread model of the gate ran for over a minute, so it is not in the suite.
-//! SlidingWindow per key is a follow-up: it plugs in through the same
-//! [`KeyedState`](crate::KeyedState) trait.
+//!
+//! Each per-key log's cursor is unpadded (`SlidingLog<(), Unpadded>`; the shared
+//! `SlidingLog`'s cursor stays cache-padded): 234 bytes per key at `limit` 10 instead of 880.
+//!
+//! ## SlidingWindow per key
+//!
+//! `Keyed::sliding_window(rate).buckets(n)` keeps one strict
+//! [`SlidingWindow`](crate::SlidingWindow) per key, behind the same gate as the log. Its state is *idle* at `now` when no bucket holds
+//! a permit that a request at any time ≥ `now` still counts: every live bucket y with permits
+//! has left, T(y + 1) ≤ now (T(y + 1) = (y + 1)·w + period − 1 is when the floor passes y).
+//! Such a window decides at every time ≥ `now` exactly as a fresh one: its count is 0 once
+//! its floor moves, and it records a grant in the bucket of its own `now`. A fresh state's
+//! effective times are ≥ the `Keyed`'s floor ≥ the eviction time, so clocks that go back gain
+//! nothing either (as for the log).
+//!
+//! The race is subtler than the log's: a grant is two steps, the decision (a CAS on the
+//! window's decision word) and the record (adding the permits to their bucket), and idleness
+//! is read from the buckets. An evictor that looked at the buckets between the two steps would
+//! see an idle window that has just granted. The gate closes that: the evictor looks (loads
+//! only; a busy window is never closed), sets `closing`, waits until `active` reads 0 (Acquire,
+//! pairing with each admitter's Release decrement: both steps of every grant made inside are
+//! visible), looks again, and only then marks the state evicted. An admitter inside the gate
+//! finishes both steps before it leaves; one that arrives after `closing` grants nothing and
+//! looks the key up again. So no grant lands on a state after its final idleness check. The
+//! loom model `window_eviction_never_loses_an_admission` runs the real window (one bucket, the
+//! smallest ring) through it; the planted evictor that reads the buckets without the gate
+//! over-admits in loom, as the log's does. A rate change freezes the state through the same
+//! gate (terminal flag `moving`) before it reads what to carry, so a grant in flight is in the
+//! carry; `window_rate_change_never_loses_an_admission` models a move racing an admission, and
+//! its planted twin (a move that reads the buckets without the gate) over-admits.
+//!
+//! The window exposes what `Keyed` needs as one crate-internal function,
+//! `SlidingWindow::counted()`: the `(t, k)` of every bucket holding k ≥ 1 permits that a
+//! request at `now` counts iff `now < t + period` (t = the bucket's last instant). Idle at
+//! `now` iff every t + period ≤ now; the carry of a rate change is that list.
+//!
+//! Memory: 984 bytes per `u64` key with 10 buckets (measured, BENCHMARKS.md): the ring is 88
+//! of them; the rest is the window's two cache-padded words and the alignment they impose on
+//! the key's state and map entry.
 //!
 //! [`WhenFull`]: crate::WhenFull

@@ -26,7 +26,7 @@ use crate::{Clock, DefaultClock, Denied, Rate, SlidingWindow};
 /// The inner windows' clock: never read (the pool calls their `*_at` methods with its own
 /// `now`), zero-sized.
 #[derive(Clone, Copy, Debug, Default)]
-struct Unclocked;
+pub(crate) struct Unclocked;
 
 impl Clock for Unclocked {
     #[inline]

@@ -32,7 +32,8 @@
 //! A [`SlidingLog`] per key is idle only when all its slots are, which one CAS cannot decide;
 //! its state sits behind a gate word that admitters count themselves in and out of, and the
 //! evictor closes the gate, waits for the admitters inside, re-checks, and only then marks the
-//! log evicted (see the [`guide`](crate::guide)).
+//! log evicted (see the [`guide`](crate::guide)). A [`SlidingWindow`] per key (idle when none
+//! of its buckets holds a permit it still counts) sits behind the same gate.
 //!
 //! The protocol is model-checked in `loom-tests/tests/keyed.rs` (the map abstracted, the
 //! state-word protocol the real code), with a planted evictor that removes without the
@@ -43,13 +44,15 @@ use core::fmt;
 
 use crate::error::ConfigError;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{Denied, Gcra, ManualClock, Rate, SlidingLog};
+use crate::{Denied, Gcra, ManualClock, Rate, SlidingLog, SlidingWindow};
 
 /// A limiter algorithm that [`Keyed`] can keep per key: its per-key state, and the
 /// configuration shared by all keys (or per key, for rate overrides).
 ///
-/// Implemented for [`Gcra`] (8 bytes of state per key) and [`SlidingLog`] (a ring of `limit`
-/// timestamps per key: 8 bytes × `limit` plus about 200 bytes, O(limit) per key). The trait is sealed; its methods are
+/// Implemented for [`Gcra`] (8 bytes of state per key), [`SlidingLog`] (a ring of `limit`
+/// timestamps per key: 8 bytes × `limit` plus about 100 bytes, O(limit) per key) and
+/// [`SlidingWindow`] (a strict window per key: its ring of `buckets + 1` counters plus about
+/// 500 bytes of header, independent of `limit`). The trait is sealed; its methods are
 /// the crate's internal protocol (see the [module docs](crate::Keyed) for the eviction
 /// protocol every implementation follows).
 ///
@@ -74,9 +77,17 @@ pub trait KeyedState: sealed::Sealed + 'static {
     #[doc(hidden)]
     type Carry;
 
-    /// The configuration for `rate` (and `burst`, where the algorithm has one).
+    /// The configuration for `rate` (and the algorithm's one knob where it has one: GCRA's
+    /// `burst`, SlidingWindow's `buckets`).
     #[doc(hidden)]
     fn config(rate: Rate, burst: Option<u64>) -> Result<Self::Config, ConfigError>;
+    /// The configuration for `rate` in place of `base` (a rate override or a new default):
+    /// GCRA's burst becomes the new `limit`; SlidingWindow keeps its `buckets`.
+    #[doc(hidden)]
+    fn rerate(base: &Self::Config, rate: Rate) -> Result<Self::Config, ConfigError> {
+        let _ = base;
+        Self::config(rate, None)
+    }
     /// A fresh state that treats no time before `floor` as passed.
     #[doc(hidden)]
     fn fresh(cfg: &Self::Config, floor: u64) -> Self::State;
@@ -109,6 +120,7 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for crate::Gcra {}
     impl Sealed for crate::SlidingLog {}
+    impl Sealed for crate::SlidingWindow {}
 }
 
 /// The outcome of one admission attempt on one key's state.
@@ -182,7 +194,7 @@ mod state {
         pub(crate) gate: AtomicU64,
         /// No time before this counts as passed (the `Keyed`'s floor at creation).
         pub(crate) floor: u64,
-        pub(crate) log: SlidingLog<()>,
+        pub(crate) log: SlidingLog<(), super::Unpadded>,
     }
 }
 use state::{GcraConfig, GcraState, LogConfig, LogState};
@@ -226,20 +238,20 @@ fn log_end(cfg: &LogConfig, stamp: u64) -> u64 {
 
 /// Closes the gate and waits for the admitters inside to leave. False if another closer or a
 /// terminal flag got there first (the gate is left as it was).
-fn log_close(state: &LogState) -> bool {
+fn gate_close(gate: &AtomicU64) -> bool {
     // Acquire: with the admitters' Release decrements (a release sequence on this word), once
     // the count reads 0 every grant made inside is visible in the slots.
-    let g = state.gate.fetch_or(LOG_CLOSING, Ordering::Acquire);
+    let g = gate.fetch_or(LOG_CLOSING, Ordering::Acquire);
     if g & !LOG_ACTIVE != 0 {
         if g & LOG_CLOSING == 0 {
             // Relaxed: undo our flag on a terminal gate (nobody reads CLOSING there).
-            state.gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
+            gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
         }
         return false;
     }
     let backoff = Backoff::new();
     // Acquire: see above.
-    while state.gate.load(Ordering::Acquire) & LOG_ACTIVE != 0 {
+    while gate.load(Ordering::Acquire) & LOG_ACTIVE != 0 {
         backoff.snooze_or_spin();
     }
     true
@@ -278,30 +290,11 @@ impl KeyedState for SlidingLog {
         if u64::from(permits) > cfg.limit {
             return Admit::Denied(Denied::never());
         }
-        // Relaxed: a look before announcing ourselves, so that admitters bouncing off a
-        // closed gate do not keep its count above 0 while the closer waits for it to drain.
-        let mut g = state.gate.load(Ordering::Relaxed);
-        if g & !LOG_ACTIVE == 0 {
-            // Relaxed: announces us to a closer, which waits for the count to drop; the flags
-            // we read decide whether we may enter.
-            g = state.gate.fetch_add(1, Ordering::Relaxed);
-            if g & !LOG_ACTIVE != 0 {
-                // Relaxed: leaving without touching the log.
-                state.gate.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-        if g & !LOG_ACTIVE != 0 {
-            return if g & LOG_EVICTED != 0 {
-                // Acquire: as for GCRA's tombstone, makes the raised floor visible.
-                let _ = state.gate.load(Ordering::Acquire);
-                Admit::Evicted
-            } else {
-                Admit::Moving
-            };
+        if let Err(admit) = gate_enter(&state.gate) {
+            return admit;
         }
         let result = state.log.try_acquire_n_at(permits, now.max(state.floor));
-        // Release: publishes our slot claims to a closer that sees the count drop to 0.
-        state.gate.fetch_sub(1, Ordering::Release);
+        gate_leave(&state.gate);
         match result {
             Ok(()) => Admit::Granted,
             Err(denied) => Admit::Denied(denied),
@@ -322,33 +315,16 @@ impl KeyedState for SlidingLog {
     }
 
     fn retire(cfg: &LogConfig, state: &LogState, now: u64, how: Retire) -> Option<Vec<u64>> {
-        let idle = |state: &LogState| state.log.stamps().all(|s| log_end(cfg, s) <= now);
-        // A cheap look first: a busy log is never closed by a sweep.
-        if how == Retire::IfIdle && !idle(state) {
-            return None;
-        }
-        if !log_close(state) {
-            return None;
-        }
-        // The gate is closed and empty: the slots are final until we reopen it.
-        if how == Retire::IfIdle && !idle(state) {
-            // Relaxed: reopening publishes nothing (we changed no slot).
-            state.gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
-            return None;
-        }
-        let mut stamps: Vec<u64> = state.log.stamps().filter(|&s| s != 0).collect();
-        stamps.sort_unstable();
-        let terminal = if how == Retire::Move {
-            LOG_MOVING
-        } else {
-            LOG_EVICTED
-        };
-        // Release: as GCRA's tombstone CAS (publishes the raised floor). An RMW, not a
-        // store: bounced admitters' increments and decrements must not be lost.
-        state
-            .gate
-            .fetch_xor(LOG_CLOSING | terminal, Ordering::Release);
-        Some(stamps)
+        gate_retire(
+            &state.gate,
+            how,
+            || state.log.stamps().all(|s| log_end(cfg, s) <= now),
+            || {
+                let mut stamps: Vec<u64> = state.log.stamps().filter(|&s| s != 0).collect();
+                stamps.sort_unstable();
+                stamps
+            },
+        )
     }
 
     fn is_evicted(state: &LogState) -> bool {
@@ -479,6 +455,262 @@ fn gcra_retired(state: &GcraState, tat: u64) -> Admit {
     }
 }
 
+/// A per-key log's (or window's) cursor word without cache padding: a per-key limiter is
+/// rarely contended, and padding would cost up to 120 bytes per key.
+#[derive(Debug)]
+pub(crate) struct Unpadded(AtomicU64);
+
+impl core::ops::Deref for Unpadded {
+    type Target = AtomicU64;
+
+    #[inline(always)]
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
+impl From<AtomicU64> for Unpadded {
+    fn from(word: AtomicU64) -> Self {
+        Unpadded(word)
+    }
+}
+
+mod window_state {
+    #![allow(unreachable_pub)]
+    use super::*;
+    use crate::key_pool::Unclocked;
+    use crate::SlidingWindowBuilder;
+
+    /// SlidingWindow's shared configuration: the (validated) builder every key's window is
+    /// built from.
+    #[derive(Debug)]
+    pub struct WindowConfig {
+        pub(crate) builder: SlidingWindowBuilder<Unclocked>,
+        pub(crate) rate: Rate,
+        pub(crate) buckets: Option<usize>,
+        pub(crate) period: u64,
+    }
+
+    /// One key's strict sliding window, behind a gate word with the same protocol as the
+    /// per-key log's (`LOG_CLOSING`, `LOG_EVICTED`, `LOG_MOVING`, `LOG_ACTIVE`).
+    #[derive(Debug)]
+    pub struct WindowState {
+        /// `{ closing: 1, evicted: 1, moving: 1, active: 61 }`.
+        pub(crate) gate: AtomicU64,
+        /// No time before this counts as passed (the `Keyed`'s floor at creation).
+        pub(crate) floor: u64,
+        /// The highest time any call brought in (≥ every grant's effective time): a rate change
+        /// re-records carried permits no later than this.
+        pub(crate) newest: AtomicU64,
+        pub(crate) window: SlidingWindow<Unclocked>,
+    }
+}
+use window_state::{WindowConfig, WindowState};
+
+/// Enters a per-key gate (`LogState::gate`, `WindowState::gate`): `Ok` if the caller is now
+/// counted inside (it must call [`gate_leave`]), else what to tell the admitter.
+#[inline]
+fn gate_enter(gate: &AtomicU64) -> Result<(), Admit> {
+    // Relaxed: a look before announcing ourselves, so that admitters bouncing off a closed
+    // gate do not keep its count above 0 while the closer waits for it to drain.
+    let mut g = gate.load(Ordering::Relaxed);
+    if g & !LOG_ACTIVE == 0 {
+        // Relaxed: announces us to a closer, which waits for the count to drop; the flags we
+        // read decide whether we may enter.
+        g = gate.fetch_add(1, Ordering::Relaxed);
+        if g & !LOG_ACTIVE == 0 {
+            return Ok(());
+        }
+        // Relaxed: leaving without touching the state.
+        gate.fetch_sub(1, Ordering::Relaxed);
+    }
+    if g & LOG_EVICTED != 0 {
+        // Acquire: as for GCRA's tombstone, makes the raised floor visible.
+        let _ = gate.load(Ordering::Acquire);
+        Err(Admit::Evicted)
+    } else {
+        Err(Admit::Moving)
+    }
+}
+
+/// Leaves a gate entered with [`gate_enter`].
+#[inline]
+fn gate_leave(gate: &AtomicU64) {
+    // Release: publishes our writes inside (slot claims, bucket records) to a closer that sees
+    // the count drop to 0.
+    gate.fetch_sub(1, Ordering::Release);
+}
+
+/// Retires a gated state: if `idle` (checked again once the gate is closed and empty) or
+/// `how` is not `IfIdle`, marks the gate terminal and returns `take()`, the state's contents.
+fn gate_retire<T>(
+    gate: &AtomicU64,
+    how: Retire,
+    idle: impl Fn() -> bool,
+    take: impl FnOnce() -> T,
+) -> Option<T> {
+    // A cheap look first: a busy state is never closed by a sweep.
+    if how == Retire::IfIdle && !idle() {
+        return None;
+    }
+    if !gate_close(gate) {
+        return None;
+    }
+    // The gate is closed and empty: the state is final until we reopen it.
+    if how == Retire::IfIdle && !idle() {
+        // Relaxed: reopening publishes nothing (we changed nothing).
+        gate.fetch_and(!LOG_CLOSING, Ordering::Relaxed);
+        return None;
+    }
+    let carry = take();
+    let terminal = if how == Retire::Move {
+        LOG_MOVING
+    } else {
+        LOG_EVICTED
+    };
+    // Release: as GCRA's tombstone CAS (publishes the raised floor). An RMW, not a store:
+    // bounced admitters' increments and decrements must not be lost.
+    gate.fetch_xor(LOG_CLOSING | terminal, Ordering::Release);
+    Some(carry)
+}
+
+/// The time from which a per-key window counts none of its permits (0: none counted now).
+fn window_idle_at(cfg: &WindowConfig, window: &SlidingWindow<crate::key_pool::Unclocked>) -> u64 {
+    window
+        .counted()
+        .map(|(t, _)| t.saturating_add(cfg.period))
+        .max()
+        .unwrap_or(0)
+}
+
+/// A per-key window under `cfg` holding the newest `limit` of the `carried` permits
+/// (`(t, k)`, ascending in t), each re-recorded at its t.
+fn new_window(cfg: &WindowConfig, carried: &[(u64, u64)], floor: u64) -> WindowState {
+    let window = match cfg.builder.clone().build() {
+        Ok(w) => w,
+        // `config` built this very builder once, and a build depends on nothing else.
+        Err(e) => unreachable!("validated per-key window: {e}"),
+    };
+    // The newest permits first, up to the limit; then replayed oldest first. Each replay is
+    // granted: the window holds at most what was replayed before it, ≤ limit in all.
+    let mut room = cfg.rate.limit();
+    let mut keep = Vec::new();
+    for &(t, k) in carried.iter().rev() {
+        let k = k.min(room);
+        if k == 0 {
+            break;
+        }
+        room -= k;
+        keep.push((t, k));
+    }
+    for &(t, k) in keep.iter().rev() {
+        // k ≤ limit ≤ 2^32 − 2 (the window's own bound), so it fits a u32.
+        let granted = window.try_acquire_n_at(k as u32, t);
+        debug_assert!(granted.is_ok(), "a carried permit did not fit");
+    }
+    WindowState {
+        gate: AtomicU64::new(0),
+        floor,
+        // Replays were judged at their own times (ascending, so the window's floor never ran
+        // ahead of them): the newest is the highest effective time so far.
+        newest: AtomicU64::new(keep.first().map_or(0, |&(t, _)| t)),
+        window,
+    }
+}
+
+impl KeyedState for SlidingWindow {
+    type Config = WindowConfig;
+    type State = WindowState;
+    type Carry = Vec<(u64, u64)>;
+
+    fn config(rate: Rate, buckets: Option<u64>) -> Result<WindowConfig, ConfigError> {
+        let buckets = buckets.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+        let mut builder = SlidingWindow::builder(rate).clock(crate::key_pool::Unclocked);
+        if let Some(b) = buckets {
+            builder = builder.buckets(b);
+        }
+        // The window's own builder validates (same fields, same messages).
+        builder.clone().build()?;
+        Ok(WindowConfig {
+            builder,
+            rate,
+            buckets,
+            period: rate.period_nanos(),
+        })
+    }
+
+    fn rerate(base: &WindowConfig, rate: Rate) -> Result<WindowConfig, ConfigError> {
+        Self::config(rate, base.buckets.map(|b| b as u64))
+    }
+
+    fn fresh(cfg: &WindowConfig, floor: u64) -> WindowState {
+        new_window(cfg, &[], floor)
+    }
+
+    fn carried(cfg: &WindowConfig, carry: Vec<(u64, u64)>, floor: u64) -> WindowState {
+        new_window(cfg, &carry, floor)
+    }
+
+    fn acquire(cfg: &WindowConfig, state: &WindowState, permits: u32, now: u64) -> Admit {
+        if u64::from(permits) > cfg.rate.limit() {
+            return Admit::Denied(Denied::never());
+        }
+        if let Err(admit) = gate_enter(&state.gate) {
+            return admit;
+        }
+        let now = now.max(state.floor);
+        // Relaxed (both): a high-water mark read only by a closer, to which our `gate_leave`
+        // (Release) publishes it. A grant's effective time is at most the highest `now` any
+        // call brought (the window's floor start comes from one), so every call raises it.
+        if state.newest.load(Ordering::Relaxed) < now {
+            state.newest.fetch_max(now, Ordering::Relaxed);
+        }
+        let result = state.window.try_acquire_n_at(permits, now);
+        gate_leave(&state.gate);
+        match result {
+            Ok(()) => Admit::Granted,
+            Err(denied) => Admit::Denied(denied),
+        }
+    }
+
+    fn idle_at(cfg: &WindowConfig, state: &WindowState) -> u64 {
+        // Relaxed: a snapshot to rank eviction candidates; `retire` decides under the gate.
+        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING) != 0 {
+            return u64::MAX;
+        }
+        window_idle_at(cfg, &state.window)
+    }
+
+    fn retire(
+        cfg: &WindowConfig,
+        state: &WindowState,
+        now: u64,
+        how: Retire,
+    ) -> Option<Vec<(u64, u64)>> {
+        gate_retire(
+            &state.gate,
+            how,
+            || window_idle_at(cfg, &state.window) <= now,
+            || {
+                // Each bucket's permits at its last instant, but no later than the newest
+                // call: for a clock that does not run backwards, no later than now.
+                // Relaxed: the gate is closed and empty (its Acquire made this final).
+                let newest = state.newest.load(Ordering::Relaxed);
+                let mut carry: Vec<(u64, u64)> = (state.window.counted())
+                    .map(|(t, k)| (t.min(newest), k))
+                    .collect();
+                carry.sort_unstable();
+                carry
+            },
+        )
+    }
+
+    fn is_evicted(state: &WindowState) -> bool {
+        // Relaxed: the flag is terminal; a stale read only delays the removal.
+        state.gate.load(Ordering::Relaxed) & LOG_EVICTED != 0
+    }
+}
+
 #[cfg(feature = "std")]
 pub use table::{Keyed, KeyedBuilder, WhenFull};
 
@@ -494,7 +726,7 @@ mod table {
     use super::{Admit, KeyedState, Retire, SnoozeOrSpin};
     use crate::error::{ConfigError, Value};
     use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
-    use crate::{Clock, DefaultClock, Denied, Gcra, Rate, SlidingLog};
+    use crate::{Clock, DefaultClock, Denied, Gcra, Rate, SlidingLog, SlidingWindow};
 
     /// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
     /// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
@@ -570,11 +802,16 @@ mod table {
     ///   atomic: for GCRA one CAS per grant and a single load per denial.
     ///
     /// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
-    /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default.
+    /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default;
+    /// [`set_default_rate`](Keyed::set_default_rate) changes the default at runtime. At most
+    /// `capacity` keys have an override at a time (kept apart from the key states, which they
+    /// outlive), so the memory of both tables is bounded by `capacity`.
     ///
     /// Memory per key: the key, the state (8 bytes for GCRA; for [`SlidingLog`] a ring of `limit`
-    /// timestamps and a gate word), an 8-byte override pointer, plus the map's entry overhead
-    /// (measured in `BENCHMARKS.md`).
+    /// timestamps and a gate word; for [`SlidingWindow`] its ring of `buckets + 1` counters, its
+    /// 384-byte header and a gate word), an 8-byte override pointer, plus the map's entry overhead
+    /// (measured in `BENCHMARKS.md`: 70, 234 and 984 bytes per `u64` key for GCRA, a log of limit
+    /// 10 and a window of 10 buckets).
     ///
     /// # Examples
     ///
@@ -599,6 +836,14 @@ mod table {
         map: Map<K, Slot<L>>,
         /// Per-key rate overrides, consulted only when a key's state is created.
         overrides: Map<K, Arc<L::Config>>,
+        /// The default configuration once [`set_default_rate`](Keyed::set_default_rate) ran,
+        /// under the key `()` (absent: `cfg`).
+        default: Map<(), Arc<L::Config>>,
+        /// Overrides held plus places reserved by `set_rate`: ≤ `capacity` at all times.
+        n_overrides: CachePadded<AtomicU64>,
+        /// Bumped by every rate change once it is stored, touched by every new key once it is
+        /// inserted (RMWs both): see [`sync_override`](Keyed::sync_override).
+        rates: CachePadded<AtomicU64>,
         cfg: L::Config,
         capacity: u64,
         /// Keys in the map plus places reserved by inserters: ≤ `capacity` at all times.
@@ -679,10 +924,10 @@ mod table {
     impl<K> Keyed<K, SlidingLog> {
         /// A builder for per-key [`SlidingLog`] limits at `rate`: each key gets the exact
         /// sliding window (at most `limit` in every window of `period`), at a cost of a ring of
-        /// `limit` timestamps per key (8 bytes × `limit` + about 200 bytes; a sweep reads each
-        /// key's ring, so it is O(capacity × limit)). Admissions also pass a per-key gate word
-        /// (two RMWs) that lets an evictor wait out the admitters inside the log. Capacity
-        /// 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock.
+        /// `limit` timestamps per key (8 bytes × `limit` + about 150 bytes, measured; a sweep
+        /// reads each key's ring, so it is O(capacity × limit)). Admissions also pass a per-key
+        /// gate word (two RMWs) that lets an evictor wait out the admitters inside the log.
+        /// Capacity 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock.
         ///
         /// # Examples
         ///
@@ -844,6 +1089,9 @@ mod table {
                     .resize_mode(papaya::ResizeMode::Blocking)
                     .build(),
                 overrides: Map::default(),
+                default: Map::default(),
+                n_overrides: CachePadded::new(AtomicU64::new(0)),
+                rates: CachePadded::new(AtomicU64::new(0)),
                 cfg,
                 capacity: self.capacity as u64,
                 len: CachePadded::new(AtomicU64::new(0)),
@@ -943,7 +1191,7 @@ mod table {
         #[cold]
         fn insert_new(&self, key: &K, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
             self.reserve_place(now, guard)?;
-            let cfg = self.overrides.get(key, &self.overrides.guard()).cloned();
+            let cfg = self.rate_of(key);
             // Relaxed: ordered after the eviction that raised it by the map (an evictor raises the
             // floor, then removes the entry; our lookup that saw the key missing is ordered after
             // the removal by papaya's Release/Acquire on the entry pointer) or by the Acquire load
@@ -958,6 +1206,9 @@ mod table {
             } else {
                 // A `set_rate` may have raced with our read of the overrides: make sure the state
                 // we just published runs on the key's current rate.
+                // AcqRel: see `sync_override` (a rate change's RMW before ours is visible to the
+                // re-read there; one after ours sees our entry in its own sync).
+                self.rates.fetch_add(0, Ordering::AcqRel);
                 self.sync_override(key, now);
             }
             Ok(())
@@ -1075,16 +1326,19 @@ mod table {
         /// refunded nor charged again, and every request from now on is judged with the new
         /// interval and burst (burst = the new rate's `limit`). For a sliding log the newest
         /// `limit` (new limit) grant times move into the new ring and keep counting until they
-        /// leave the new window. The override outlives evictions of
-        /// the key (overrides are not counted in `capacity`; remove one with
-        /// [`clear_rate`](Keyed::clear_rate)).
+        /// leave the new window. For a sliding window the permits still counted move into the
+        /// new window bucket by bucket, each recorded at its old bucket's last instant (or at the
+        /// newest call's time, if earlier), the newest new-`limit` of them. The override outlives
+        /// evictions of the key; at most [`capacity`](Keyed::capacity) keys have one at a time
+        /// (remove one with [`clear_rate`](Keyed::clear_rate)).
         ///
         /// Concurrent requests on this key wait for the entry's replacement (one map store); other
         /// keys are unaffected.
         ///
         /// # Errors
         ///
-        /// [`ConfigError`] as the inner limiter's builder for `rate` (the key is left unchanged).
+        /// [`ConfigError`] as the inner limiter's builder for `rate`, or naming `overrides` when
+        /// `capacity` other keys already have one (the key is left unchanged either way).
         ///
         /// # Examples
         ///
@@ -1102,9 +1356,11 @@ mod table {
         where
             C: Clock,
         {
-            let cfg = Arc::new(L::config(rate, None)?);
+            let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
             let now = self.clock.now();
-            self.overrides.pin().insert(key.clone(), cfg);
+            self.store_override(&key, cfg)?;
+            // AcqRel: see `sync_override`.
+            self.rates.fetch_add(1, Ordering::AcqRel);
             self.sync_override(&key, now);
             Ok(())
         }
@@ -1129,17 +1385,31 @@ mod table {
             C: Clock,
         {
             let now = self.clock.now();
-            self.overrides.pin().remove(key);
+            if self.overrides.pin().remove(key).is_some() {
+                // Relaxed: a counter (see `store_override`).
+                self.n_overrides.fetch_sub(1, Ordering::Relaxed);
+            }
+            // AcqRel: see `sync_override`.
+            self.rates.fetch_add(1, Ordering::AcqRel);
             self.sync_override(key, now);
         }
 
         /// Makes `key`'s live state (if any) run on the key's current override (or the default):
         /// freezes it (CAS to `MOVING`), then replaces the entry with a carried state.
+        ///
+        /// Why every state ends on its key's current rate, also against concurrent rate changes
+        /// and new keys: a rate change stores its configuration, then RMWs `rates`, then syncs;
+        /// a new key is inserted, then RMWs `rates`, then syncs. RMWs on one word are totally
+        /// ordered, and the later one acquires the earlier: if the new key's RMW is later, its
+        /// sync reads the stored configuration; if the rate change's is later, its sync finds
+        /// the entry. A sync that read a stale configuration and moved a state installed by a
+        /// fresher sync acquired that install (map entry, Acquire), hence the fresher
+        /// configuration, and fixes the state on its next turn of this loop.
         fn sync_override(&self, key: &K, now: u64) {
             let guard = self.map.guard();
             let backoff = Backoff::new();
             loop {
-                let want = self.overrides.get(key, &self.overrides.guard()).cloned();
+                let want = self.rate_of(key);
                 let Some(slot) = self.map.get(key, &guard) else {
                     return; // the next state created for the key reads the override
                 };
@@ -1321,6 +1591,191 @@ mod table {
         }
     }
 
+    impl<K> Keyed<K, SlidingWindow> {
+        /// A builder for per-key strict [`SlidingWindow`] limits at `rate`: each key gets the
+        /// window's hard cap (at most `limit` in every window of `period`, a false denial only if
+        /// `limit` were granted within `period` + one bucket width), in memory independent of
+        /// `limit`: the window's ring of `buckets + 1` 8-byte counters plus its header (about
+        /// 900 bytes per key with 10 buckets, measured: see `examples/keyed_compare.rs`).
+        /// Admissions pass a per-key gate word (two RMWs), as with
+        /// [`sliding_log`](Keyed::sliding_log). 10 buckets (see
+        /// [`buckets`](KeyedBuilder::buckets)), capacity 100,000 keys,
+        /// [`WhenFull::DenyNewKeys`], the default clock.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Keyed, ManualClock, Rate, SlidingWindow};
+        ///
+        /// let k: Keyed<u32, SlidingWindow, ManualClock> =
+        ///     Keyed::sliding_window(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
+        /// assert!(k.try_acquire_n_at(&1, 2, 0).is_ok());
+        /// // The bucket [0, 100 ms) is counted whole until the window stops touching it.
+        /// let d = k.try_acquire_at(&1, 500_000_000).unwrap_err();
+        /// assert_eq!(d.retry_after_nanos(), Some(599_999_999));
+        /// assert!(k.try_acquire_at(&2, 0).is_ok()); // every key has its own window
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn sliding_window(rate: Rate) -> KeyedBuilder<K, SlidingWindow, DefaultClock> {
+            KeyedBuilder {
+                rate,
+                burst: None,
+                capacity: DEFAULT_CAPACITY,
+                when_full: WhenFull::DenyNewKeys,
+                clock: DefaultClock::default(),
+                _marker: core::marker::PhantomData,
+            }
+        }
+    }
+
+    impl<K, C> KeyedBuilder<K, SlidingWindow, C> {
+        /// Every key's bucket count (see
+        /// [`SlidingWindowBuilder::buckets`](crate::SlidingWindowBuilder::buckets)). Default: 10.
+        /// Rate overrides and [`set_default_rate`](Keyed::set_default_rate) keep it.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Keyed, ManualClock, Rate, SlidingWindow};
+        ///
+        /// let k: Keyed<u8, SlidingWindow, ManualClock> =
+        ///     Keyed::sliding_window(Rate::per_second(1)?)
+        ///     .buckets(4)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// assert!(k.try_acquire_at(&1, 0).is_ok());
+        /// // 250 ms buckets: the grant at 0 is counted until 1.25 s − 1 ns.
+        /// let d = k.try_acquire_at(&1, 0).unwrap_err();
+        /// assert_eq!(d.retry_after_nanos(), Some(1_249_999_999));
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn buckets(mut self, buckets: usize) -> Self {
+            // The one per-algorithm knob (GCRA's burst) carries the bucket count here.
+            self.burst = Some(buckets as u64);
+            self
+        }
+    }
+
+    impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+        /// The configuration a state for `key` should run on: its override, else the default.
+        fn rate_of(&self, key: &K) -> Option<Arc<L::Config>> {
+            let key_rate = self.overrides.get(key, &self.overrides.guard()).cloned();
+            key_rate.or_else(|| self.default.get(&(), &self.default.guard()).cloned())
+        }
+
+        /// Stores `key`'s override, reserving a place for a new one: at most `capacity`
+        /// overrides at any time.
+        fn store_override(&self, key: &K, cfg: Arc<L::Config>) -> Result<(), ConfigError> {
+            let overrides = self.overrides.pin();
+            // An existing override is replaced in place (no new place).
+            if overrides.update(key.clone(), |_| cfg.clone()).is_some() {
+                return Ok(());
+            }
+            // Relaxed (all): a counter; the CAS keeps it ≤ capacity, and every override is
+            // reserved before its insert and released after its removal.
+            let mut n = self.n_overrides.load(Ordering::Relaxed);
+            loop {
+                if n >= self.capacity {
+                    return Err(ConfigError::new(
+                        "overrides",
+                        Value::Count(u128::from(n)),
+                        "at most `capacity` keys may have a rate override (clear_rate one first)",
+                    ));
+                }
+                match self.n_overrides.compare_exchange_weak(
+                    n,
+                    n + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(current) => n = current,
+                }
+            }
+            if overrides.insert(key.clone(), cfg).is_some() {
+                // Another `set_rate` stored one meanwhile: ours replaced it; one place is enough.
+                // Relaxed: as above.
+                self.n_overrides.fetch_sub(1, Ordering::Relaxed);
+            }
+            Ok(())
+        }
+
+        /// The number of keys with a rate override ([`set_rate`](Keyed::set_rate)), at most
+        /// [`capacity`](Keyed::capacity).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<&str, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// k.set_rate("premium", Rate::per_second(100)?)?;
+        /// k.set_rate("premium", Rate::per_second(200)?)?; // replaced, not added
+        /// assert_eq!(k.overrides(), 1);
+        /// k.clear_rate(&"premium");
+        /// assert_eq!(k.overrides(), 0);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn overrides(&self) -> usize {
+            self.overrides.len()
+        }
+
+        /// Changes the default rate at runtime: every key without an override runs on `rate` from
+        /// now on (keys with an override keep it; [`clear_rate`](Keyed::clear_rate) returns a
+        /// key to the new default).
+        ///
+        /// Each live key's state is carried over exactly as [`set_rate`](Keyed::set_rate)
+        /// carries it: for GCRA the TAT is kept (grants already made are neither refunded nor
+        /// charged again; burst becomes the new rate's `limit`); for a sliding log the newest
+        /// `limit` (new limit) grant times move into the new ring; for a sliding window the
+        /// permits still counted move into the new window, bucket by bucket, each counted as if
+        /// granted at its old bucket's last instant (never earlier than it was granted), the
+        /// newest new-`limit` of them. So no key over-admits at the switch: every request after
+        /// it is judged by the new rate's guarantee with the grants made before it counted (see
+        /// the [`guide`](crate::guide#rate-overrides-and-rate-changes)).
+        ///
+        /// Cost: O(`len()`) map operations, on the calling thread. A request on a key being moved
+        /// waits for its move (one map store); keys are moved one at a time, so for a moment some
+        /// keys run on the new rate and some on the old.
+        ///
+        /// # Errors
+        ///
+        /// [`ConfigError`] as the inner limiter's builder for `rate` (nothing is changed).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<&str, Gcra, ManualClock> =
+        ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+        /// k.try_acquire_at(&"alice", 0)?;
+        /// k.set_default_rate(Rate::per_second(10)?)?;
+        /// // Alice's TAT (1 s) is kept: under 10 per second (interval 100 ms, tolerance 1 s) the
+        /// // time her grant took is the whole burst, and her next permit is due at 100 ms.
+        /// let d = k.try_acquire_at(&"alice", 0).unwrap_err();
+        /// assert_eq!(d.retry_after_nanos(), Some(100_000_000));
+        /// assert!(k.try_acquire_n_at(&"bob", 10, 0).is_ok()); // new keys too
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn set_default_rate(&self, rate: Rate) -> Result<(), ConfigError>
+        where
+            C: Clock,
+        {
+            let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
+            let now = self.clock.now();
+            self.default.pin().insert((), cfg);
+            // AcqRel: see `sync_override`.
+            self.rates.fetch_add(1, Ordering::AcqRel);
+            let guard = self.map.guard();
+            for (key, _) in self.map.iter(&guard) {
+                self.sync_override(key, now);
+            }
+            Ok(())
+        }
+    }
+
     impl<K, L: KeyedState, C> fmt::Debug for Keyed<K, L, C> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.debug_struct("Keyed")
@@ -1427,6 +1882,65 @@ pub mod planted {
                 .log
                 .stamps()
                 .all(|s| log_end(&self.cfg, s) <= now)
+        }
+    }
+
+    /// One key's strict sliding window behind its gate, as a `Keyed<_, SlidingWindow>` entry
+    /// holds it (one bucket: the smallest ring).
+    #[derive(Debug)]
+    pub struct WindowKey {
+        cfg: WindowConfig,
+        state: WindowState,
+    }
+
+    impl WindowKey {
+        /// A fresh one-bucket window for `rate` with floor `floor`.
+        pub fn new(rate: Rate, floor: u64) -> Self {
+            let cfg = <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate");
+            let state = <SlidingWindow as KeyedState>::fresh(&cfg, floor);
+            WindowKey { cfg, state }
+        }
+
+        /// The real admission through the gate.
+        pub fn acquire_at(&self, now: u64) -> Admit {
+            <SlidingWindow as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
+        }
+
+        /// The real eviction: close the gate, wait out the admitters, check idleness, retire.
+        pub fn evict_at(&self, now: u64) -> bool {
+            <SlidingWindow as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle)
+                .is_some()
+        }
+
+        /// The planted bug: checks idleness from the buckets with loads only, without closing
+        /// the gate, so a grant decided but not yet recorded in its bucket (or not yet made) is
+        /// missed and lands on a state the caller then removes.
+        pub fn evict_racy_at(&self, now: u64) -> bool {
+            window_idle_at(&self.cfg, &self.state.window) <= now
+        }
+
+        /// The real rate change (to the same rate): freeze the state behind its gate and build
+        /// its successor from what it counted. `None` if another move or an eviction got there
+        /// first.
+        pub fn move_at(&self, now: u64) -> Option<WindowKey> {
+            let carry =
+                <SlidingWindow as KeyedState>::retire(&self.cfg, &self.state, now, Retire::Move)?;
+            Some(self.successor(carry))
+        }
+
+        /// The planted bug: a rate change that reads the counted buckets without closing the
+        /// gate and without freezing the state, so a grant made on the old state after the
+        /// read is in neither state's count.
+        pub fn move_racy_at(&self, _now: u64) -> Option<WindowKey> {
+            let carry = self.state.window.counted().collect();
+            Some(self.successor(carry))
+        }
+
+        fn successor(&self, carry: Vec<(u64, u64)>) -> WindowKey {
+            let cfg =
+                <SlidingWindow as KeyedState>::config(self.cfg.rate, Some(1)).expect("valid rate");
+            let state = <SlidingWindow as KeyedState>::carried(&cfg, carry, self.state.floor);
+            WindowKey { cfg, state }
         }
     }
 }

@@ -17,6 +17,7 @@
 //! never an over-admission.
 
 use core::fmt;
+use core::ops::Deref;
 
 use crossbeam_utils::CachePadded;
 
@@ -76,10 +77,11 @@ pub(crate) const MAX_SLOTS: u64 = 1 << 28;
 /// log.try_acquire()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct SlidingLog<C = DefaultClock> {
+pub struct SlidingLog<C = DefaultClock, W = CachePadded<AtomicU64>> {
     /// Slots reserved so far (a `u64` that no real clock can wrap: 584 years at one grant per
     /// ns). Slot `cursor % len` holds the oldest grant; `(cursor − 1) % len` the newest.
-    cursor: CachePadded<AtomicU64>,
+    /// `W`: the cursor's storage, cache-padded except in `Keyed`'s per-key logs (`Unpadded`).
+    cursor: W,
     /// `{ stamp: t + 1 }` of a grant recorded at time `t`; `0` = never used.
     slots: alloc::vec::Vec<AtomicU64>,
     /// `slots.len()`, i.e. the rate's limit, as a u64 (1 ..= [`MAX_SLOTS`]).
@@ -231,12 +233,15 @@ pub(crate) fn new_slots(
     Ok(slots)
 }
 
-impl<C> SlidingLog<C> {
+impl<C, W: Deref<Target = AtomicU64>> SlidingLog<C, W> {
     /// A log over pre-allocated slots (1 ..= [`MAX_SLOTS`] of them, all 0).
-    pub(crate) fn from_parts(slots: alloc::vec::Vec<AtomicU64>, rate: Rate, clock: C) -> Self {
+    pub(crate) fn from_parts(slots: alloc::vec::Vec<AtomicU64>, rate: Rate, clock: C) -> Self
+    where
+        W: From<AtomicU64>,
+    {
         debug_assert!(!slots.is_empty() && slots.len() as u64 <= MAX_SLOTS);
         SlidingLog {
-            cursor: CachePadded::new(AtomicU64::new(0)),
+            cursor: W::from(AtomicU64::new(0)),
             len: slots.len() as u64,
             slots,
             period: rate.period_nanos(),
@@ -507,7 +512,7 @@ impl<C: Clock> Limiter for SlidingLog<C> {
     }
 }
 
-impl<C> fmt::Debug for SlidingLog<C> {
+impl<C, W: Deref<Target = AtomicU64>> fmt::Debug for SlidingLog<C, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SlidingLog")
             .field("rate", &self.rate)
@@ -622,7 +627,7 @@ pub mod planted {
 /// Crate-internal access for `Keyed` (`src/keyed.rs`), which keeps one log per key and must
 /// tell whether a log still holds any grant in the window.
 #[cfg(any(feature = "std", hotlimit_loom))]
-impl<C> SlidingLog<C> {
+impl<C, W: Deref<Target = AtomicU64>> SlidingLog<C, W> {
     /// The slot words, read-only (`{ stamp: t + 1 }` or 0), in ring order from slot 0.
     pub(crate) fn stamps(&self) -> impl Iterator<Item = u64> + '_ {
         // Acquire: a stamp's claim published the claimant's cursor reservation (see `claim`);

@@ -645,3 +645,29 @@ pub mod planted {
         }
     }
 }
+
+// Crate-internal access for `Keyed` (`src/keyed.rs`), which keeps one strict window per key
+// and must tell whether a window still counts any permit, and carry its permits on a rate
+// change.
+#[cfg(any(feature = "std", hotlimit_loom))]
+impl<C> SlidingWindow<C> {
+    /// The permits a request may still count, bucket by bucket: `(t, k)` for k ≥ 1 permits that
+    /// a request at any `now` counts iff `now < t + period`. Strict mode: t is the bucket's last
+    /// instant, ≥ the effective time of every grant in it. Time-closed modes only; exact when
+    /// no call is in flight (a snapshot otherwise).
+    pub(crate) fn counted(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        debug_assert!(self.closed.is_none());
+        let (_, s) = self.load_state();
+        self.slots.iter().filter_map(move |slot| {
+            // Acquire: see the grants recorded into the bucket (as in `denial`).
+            let word = slot.load(Ordering::Acquire);
+            // Buckets below the floor, or not of it, are never counted again.
+            let y = u64::from(epoch32(word).wrapping_sub(s as u32));
+            let live = count(word) != RETIRED && count(word) > 0 && y < self.ring;
+            let t = self
+                .floor_start(s.saturating_add(y + 1))
+                .saturating_sub(self.rate.period_nanos());
+            live.then_some((t, count(word)))
+        })
+    }
+}

@@ -370,3 +370,74 @@ fn sliding_window_count_closed_errors_name_field_and_value() {
     let d = w.try_acquire_at(u64::MAX).unwrap_err();
     assert!(d.is_never(), "{d:?}");
 }
+
+#[test]
+fn keyed_sliding_window_rate_changes_and_overrides_errors_name_field_and_value() {
+    use hotlimit::{Keyed, ManualClock, SlidingWindow};
+    let build = |rate: Rate, buckets: usize| {
+        Keyed::<u64, SlidingWindow>::sliding_window(rate)
+            .buckets(buckets)
+            .clock(ManualClock::new())
+            .build()
+    };
+    let e = build(Rate::per_second(1).unwrap(), 0).unwrap_err();
+    assert_eq!(e.to_string(), "invalid buckets = 0: must be at least 1");
+    let e = build(Rate::new(1, Duration::from_nanos(5)).unwrap(), 6).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid buckets = 6: more buckets than nanoseconds in the period"
+    );
+    let e = build(Rate::per_second(1).unwrap(), 70_000).unwrap_err();
+    assert_eq!(e.field(), "buckets");
+    let e = build(Rate::per_second(1 << 33).unwrap(), 10).unwrap_err();
+    assert_eq!(e.field(), "limit");
+    // A rate override or a new default the key's window cannot take: an error, and nothing
+    // changes (10 buckets need a period of at least 10 ns).
+    let k = build(Rate::per_second(1).unwrap(), 10).unwrap();
+    k.try_acquire_at(&1, 0).unwrap();
+    let tiny = Rate::new(1, Duration::from_nanos(9)).unwrap();
+    assert_eq!(k.set_rate(1, tiny).unwrap_err().field(), "buckets");
+    assert_eq!(k.set_default_rate(tiny).unwrap_err().field(), "buckets");
+    assert_eq!(k.overrides(), 0);
+    assert!(
+        k.try_acquire_at(&1, 1).is_err(),
+        "key 1 still on 1 per second"
+    );
+    // Extreme times never panic.
+    for now in [u64::MAX, u64::MAX - 1, 0, u64::MAX / 2] {
+        let _ = k.try_acquire_at(&2, now);
+        let _ = k.evict_idle_at(now);
+    }
+    let k = build(Rate::new(3, Duration::from_nanos(10)).unwrap(), 10).unwrap();
+    for now in [u64::MAX - 5, u64::MAX, 7] {
+        let _ = k.try_acquire_n_at(&3, 3, now);
+        k.set_default_rate(Rate::new(2, Duration::from_nanos(10)).unwrap())
+            .unwrap();
+        let _ = k.try_acquire_n_at(&3, 2, now);
+        let _ = k.evict_idle_at(now);
+    }
+}
+
+#[test]
+fn keyed_overrides_beyond_capacity_are_an_error() {
+    use hotlimit::{Keyed, ManualClock};
+    let k: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1).unwrap())
+        .capacity(2)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    let r = Rate::per_second(5).unwrap();
+    k.set_rate(1, r).unwrap();
+    k.set_rate(2, r).unwrap();
+    let e = k.set_rate(3, r).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid overrides = 2: at most `capacity` keys may have a rate override (clear_rate one first)"
+    );
+    assert_eq!(k.overrides(), 2);
+    // A bad default is reported like a bad override (GCRA: the rate's interval).
+    let e = k
+        .set_default_rate(Rate::new(10, Duration::from_nanos(5)).unwrap())
+        .unwrap_err();
+    assert_eq!(e.field(), "rate");
+}

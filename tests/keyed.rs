@@ -1,6 +1,8 @@
 //! Keyed against per-key reference models: the worked example, capacity and eviction,
 //! rate overrides, a flood of unique keys, and random multi-key traces where every key must
-//! behave exactly as its own GCRA definition, with evictions at random points.
+//! behave exactly as its own GCRA definition (or exact log, or bucketed window), with
+//! evictions at random points; default-rate changes against per-key overrides, and no
+//! over-admission across a rate change.
 
 mod model;
 
@@ -337,6 +339,379 @@ proptest! {
                 Step::Evict => { k.evict_idle_at(now); }
             }
             prop_assert!(k.len() <= 6);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SlidingWindow per key, changing the default rate, the bound on overrides.
+
+use hotlimit::{Clock, KeyedState, SlidingWindow};
+use model::window::{BucketModel, WindowLog};
+
+fn window_keyed(
+    rate: Rate,
+    buckets: usize,
+    capacity: usize,
+) -> Keyed<u64, SlidingWindow, ManualClock> {
+    Keyed::sliding_window(rate)
+        .buckets(buckets)
+        .capacity(capacity)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn sliding_window_per_key_eviction_and_rate_change() {
+    // 3 per second, 10 buckets of 100 ms.
+    let k = window_keyed(Rate::per_second(3).unwrap(), 10, 2);
+    for t in 0..3 {
+        k.try_acquire_at(&1, t * 100).unwrap();
+    }
+    // Bucket [0, 100 ms) is counted whole until 1.1 s − 1 ns.
+    assert_eq!(
+        k.try_acquire_at(&1, 500).unwrap_err().retry_after_nanos(),
+        Some(1_100_000_000 - 1 - 500)
+    );
+    k.try_acquire_at(&2, 0).unwrap();
+    // Full, both busy until 1.1 s − 1 ns: the new key waits for the first to go idle.
+    assert_eq!(
+        k.try_acquire_at(&3, 10).unwrap_err().retry_after_nanos(),
+        Some(1_100_000_000 - 1 - 10)
+    );
+    assert_eq!(k.evict_idle_at(1_099_999_998), 0, "still counted");
+    assert!(
+        k.try_acquire_at(&3, 1_099_999_999).is_ok(),
+        "keys 1 and 2 went idle"
+    );
+    assert_eq!(k.len(), 1, "the sweep evicted both idle keys");
+    // A rate change carries the counted permits: key 3's grant at 1.099999999 s moves into the
+    // new window (limit 2, 1 s, 100 ms buckets) and still counts.
+    k.set_rate(3, Rate::per_second(2).unwrap()).unwrap();
+    assert!(k.try_acquire_at(&3, 1_099_999_999).is_ok());
+    assert!(k.try_acquire_at(&3, 1_099_999_999).is_err());
+    assert!(k.try_acquire_n_at(&3, 3, 0).unwrap_err().is_never());
+}
+
+/// A rate change re-records each carried bucket at its last instant, but never after the
+/// newest call: re-recorded later than `now`, it would push the new window's floor ahead of
+/// the clock, and an older bucket would then leave the new window early.
+#[test]
+fn window_rate_change_records_carried_permits_no_later_than_the_newest_call() {
+    // 10 per 50 s: buckets of 5 s.
+    let k: Keyed<u64, SlidingWindow, ManualClock> =
+        Keyed::sliding_window(Rate::new(10, Duration::from_secs(50)).unwrap())
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+    k.try_acquire_at(&1, 4_600_000_000).unwrap(); // bucket [0, 5 s)
+    k.try_acquire_at(&1, 5_200_000_000).unwrap(); // bucket [5 s, 10 s)
+    k.clock().set(Duration::from_millis(5_500));
+    // 2 per second, buckets of 100 ms: both grants are in the window (4.5 s, 5.5 s].
+    k.set_default_rate(Rate::per_second(2).unwrap()).unwrap();
+    let d = k.try_acquire_at(&1, 5_500_000_000).unwrap_err();
+    // The grant at 4.6 s, re-recorded at 4.999999999 s (its bucket's end), leaves the new
+    // window when the floor passes bucket [4.9 s, 5 s): at 5 s + 1 s − 1 ns.
+    assert_eq!(d.retry_after_nanos(), Some(5_999_999_999 - 5_500_000_000));
+}
+
+#[test]
+fn sliding_window_override_keeps_the_bucket_count() {
+    let k = window_keyed(Rate::per_second(1).unwrap(), 2, 10);
+    k.set_rate(7, Rate::per_second(2).unwrap()).unwrap();
+    k.try_acquire_n_at(&7, 2, 0).unwrap();
+    // 2 buckets of 500 ms: bucket [0, 500 ms) counts until 1.5 s − 1 ns (with the default 10
+    // buckets it would be 1.1 s − 1 ns).
+    assert_eq!(
+        k.try_acquire_at(&7, 0).unwrap_err().retry_after_nanos(),
+        Some(1_499_999_999)
+    );
+}
+
+#[test]
+fn default_rate_change_reaches_every_key_without_an_override() {
+    let k = keyed(Rate::per_second(1).unwrap(), 10, WhenFull::DenyNewKeys);
+    k.set_rate(9, Rate::per_second(100).unwrap()).unwrap();
+    k.try_acquire_at(&1, 0).unwrap();
+    k.try_acquire_at(&9, 0).unwrap();
+    k.set_default_rate(Rate::per_second(4).unwrap()).unwrap();
+    // Key 1's TAT (1 s) carried: under I = 250 ms, τ = 1 s the next fits at 250 ms.
+    assert_eq!(
+        k.try_acquire_at(&1, 0).unwrap_err().retry_after_nanos(),
+        Some(250_000_000)
+    );
+    // A new key gets the new default; key 9 keeps its override until cleared.
+    assert!(k.try_acquire_n_at(&2, 4, 0).is_ok());
+    assert!(k.try_acquire_n_at(&2, 1, 0).is_err());
+    assert!(k.try_acquire_n_at(&9, 99, 0).is_ok());
+    k.clear_rate(&9);
+    assert!(k.try_acquire_n_at(&9, 5, 10 * S).unwrap_err().is_never());
+    assert!(k.try_acquire_n_at(&9, 4, 10 * S).is_ok());
+    // A key evicted and re-created also gets the new default.
+    k.evict_idle_at(20 * S);
+    assert!(k.is_empty());
+    assert!(k.try_acquire_n_at(&1, 4, 20 * S).is_ok());
+    assert!(k
+        .set_default_rate(Rate::new(10, Duration::from_nanos(5)).unwrap())
+        .is_err());
+    assert!(
+        k.try_acquire_n_at(&3, 4, 20 * S).is_ok(),
+        "a rejected change changes nothing"
+    );
+}
+
+#[test]
+fn overrides_are_bounded_by_capacity() {
+    let k = keyed(Rate::per_second(1).unwrap(), 3, WhenFull::DenyNewKeys);
+    for key in 0..3 {
+        k.set_rate(key, Rate::per_second(10).unwrap()).unwrap();
+    }
+    assert_eq!(k.overrides(), 3);
+    let e = k.set_rate(3, Rate::per_second(10).unwrap()).unwrap_err();
+    assert_eq!(e.field(), "overrides");
+    // Replacing an existing override needs no new place.
+    k.set_rate(2, Rate::per_second(20).unwrap()).unwrap();
+    k.clear_rate(&0);
+    k.clear_rate(&0); // clearing twice frees one place, once
+    assert_eq!(k.overrides(), 2);
+    k.set_rate(3, Rate::per_second(10).unwrap()).unwrap();
+    assert!(k.set_rate(4, Rate::per_second(10).unwrap()).is_err());
+    // The keys' states are still bounded separately, by the same capacity.
+    for key in 0..3 {
+        k.try_acquire_at(&key, 0).unwrap();
+    }
+    assert_eq!(k.len(), 3);
+}
+
+fn window_config() -> impl Strategy<Value = (u64, u64, u64)> {
+    (1u64..=50, 1u64..=10_000_000_000, 1u64..=12)
+        .prop_filter("period ≥ limit, buckets", |(l, p, b)| p >= l && p >= b)
+}
+
+/// Checks that every window of length `period` ending at a time in `at` holds at most `limit`
+/// of the key's grants made after `since` (grants at or before it are forgotten).
+fn check_no_window_over(
+    grants: &WindowLog,
+    at: &[u64],
+    since: u64,
+    period: u64,
+    limit: u64,
+) -> Result<(), TestCaseError> {
+    for &t in at {
+        let lo = (t.saturating_sub(period) + 1).max(since.saturating_add(1));
+        let got = grants.granted_in(lo, t);
+        prop_assert!(
+            got <= u128::from(limit),
+            "{} permits in the window ending at {} (limit {})",
+            got,
+            t,
+            limit
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    // Each case builds a window per key; fewer cases keep the debug run to a few seconds.
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Each key is exactly its own strict window (the bucketed decision written out
+    /// sequentially), whatever the evictions.
+    #[test]
+    fn each_key_matches_its_window_model(
+        (limit, period, buckets, steps) in window_config().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), steps(l, p, false))
+        })
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let k = window_keyed(rate, buckets as usize, 6);
+        let mut models: Vec<BucketModel> =
+            (0..6).map(|_| BucketModel::new(limit, period, buckets, false)).collect();
+        let mut now = 0u64;
+        for (i, step) in steps.iter().enumerate() {
+            match *step {
+                Step::Ask { gap, key, n } => {
+                    now += gap;
+                    let real = k.try_acquire_n_at(&key, n, now).map_err(|d| d.retry_after_nanos());
+                    let want = models[key as usize].acquire(u64::from(n), now);
+                    prop_assert_eq!(real, want, "step {} ({:?}) at {}", i, step, now);
+                }
+                Step::Back { .. } => unreachable!(),
+                Step::Evict => { k.evict_idle_at(now); }
+            }
+            prop_assert!(k.len() <= 6);
+        }
+    }
+
+    /// With a table too small for the keys (sweeps on insert, new keys denied when too few are
+    /// idle), every grant is one the key's own window model allows given the grants before
+    /// it: a sweep only ever evicts a window that counts nothing.
+    #[test]
+    fn windows_never_over_admit_with_a_small_table(
+        (limit, period, buckets, steps) in window_config().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), steps(l, p, false))
+        }),
+        capacity in 1usize..=4,
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let k = window_keyed(rate, buckets as usize, capacity);
+        let mut models: Vec<BucketModel> =
+            (0..6).map(|_| BucketModel::new(limit, period, buckets, false)).collect();
+        let mut now = 0u64;
+        for (i, step) in steps.iter().enumerate() {
+            let (key, n) = match *step {
+                Step::Ask { gap, key, n } => { now += gap; (key, n) }
+                Step::Back { .. } => unreachable!(),
+                Step::Evict => { k.evict_idle_at(now); continue; }
+            };
+            if k.try_acquire_n_at(&key, n, now).is_ok() {
+                let want = models[key as usize].acquire(u64::from(n), now);
+                prop_assert!(want.is_ok(), "step {} ({:?}) at {}: granted, model says {:?}", i, step, now, want);
+            }
+            prop_assert!(k.len() <= capacity);
+        }
+    }
+
+    /// With a clock that jumps back as well: each key is exactly its own window model, where
+    /// an evicted key's model restarts, like its fresh state, judging no time before the
+    /// `Keyed`'s floor (the greatest sweep time) as passed.
+    #[test]
+    fn each_key_matches_its_window_model_with_clock_jumps(
+        (limit, period, buckets, steps) in window_config().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), steps(l, p, true))
+        })
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let k = window_keyed(rate, buckets as usize, 6);
+        let fresh = || BucketModel::new(limit, period, buckets, false);
+        // Per key: the model and the floor its state was created with (None: no state).
+        let mut models: Vec<(BucketModel, Option<u64>)> = (0..6).map(|_| (fresh(), None)).collect();
+        let (mut now, mut floor) = (0u64, 0u64);
+        for (i, step) in steps.iter().enumerate() {
+            let (key, n) = match *step {
+                Step::Ask { gap, key, n } => { now += gap; (key, n) }
+                Step::Back { back, key, n } => { now = now.saturating_sub(back); (key, n) }
+                Step::Evict => {
+                    floor = floor.max(now);
+                    let mut idle = 0;
+                    for (m, created) in models.iter_mut() {
+                        // Idle: nothing counted at the model's effective time for `now`.
+                        let start = match m.floor_seen {
+                            0 => 0,
+                            s => s * m.width + m.lag,
+                        };
+                        if created.is_some() && m.counted(now.max(start)) == 0 {
+                            (*m, *created) = (fresh(), None);
+                            idle += 1;
+                        }
+                    }
+                    prop_assert_eq!(k.evict_idle_at(now), idle, "step {} at {}", i, now);
+                    continue;
+                }
+            };
+            let real = k.try_acquire_n_at(&key, n, now).map_err(|d| d.retry_after_nanos());
+            let (m, created) = &mut models[key as usize];
+            if n > 0 && created.is_none() {
+                *created = Some(floor);
+            }
+            let at = now.max(created.unwrap_or(0));
+            let want = m.acquire(u64::from(n), at);
+            prop_assert_eq!(real, want, "step {} ({:?}) at {}", i, step, now);
+        }
+    }
+}
+
+/// A rate switch in a trace: the step at which it happens, and the new rate.
+fn switch() -> impl Strategy<Value = (usize, u64, u64)> {
+    (0usize..150, 1u64..=50, 1u64..=10_000_000_000)
+        .prop_filter("period ≥ limit", |(_, l, p)| p >= l)
+}
+
+/// Per key, its grants and the times of those after the switch; and the switch's time.
+type Switched = (Vec<WindowLog>, Vec<Vec<u64>>, u64);
+
+/// Drives `a` (whose default rate changes at step `at`) and `b` (where every key gets an
+/// override to the new rate instead) with the same trace: they must decide alike. Returns
+/// the grants per key, as (time, permits), and the times of grants after the switch.
+fn drive_switch<L: KeyedState>(
+    a: &Keyed<u64, L, ManualClock>,
+    b: &Keyed<u64, L, ManualClock>,
+    steps: &[Step],
+    at: usize,
+    new_rate: Rate,
+) -> Result<Switched, TestCaseError> {
+    let mut logs: Vec<WindowLog> = (0..6).map(|_| WindowLog::new()).collect();
+    let mut after: Vec<Vec<u64>> = vec![Vec::new(); 6];
+    let (mut now, mut switched) = (0u64, u64::MAX);
+    for (i, step) in steps.iter().enumerate() {
+        if i == at {
+            switched = now;
+            a.clock().set(Duration::from_nanos(now));
+            b.clock().set(Duration::from_nanos(now));
+            prop_assert_eq!(a.clock().now(), now);
+            a.set_default_rate(new_rate).unwrap();
+            for key in 0..6 {
+                b.set_rate(key, new_rate).unwrap();
+            }
+        }
+        match *step {
+            Step::Ask { gap, key, n } => {
+                now += gap;
+                let ra = a
+                    .try_acquire_n_at(&key, n, now)
+                    .map_err(|d| d.retry_after_nanos());
+                let rb = b
+                    .try_acquire_n_at(&key, n, now)
+                    .map_err(|d| d.retry_after_nanos());
+                prop_assert_eq!(ra, rb, "step {} ({:?}) at {}", i, step, now);
+                if ra.is_ok() && n > 0 {
+                    logs[key as usize].record(now, u64::from(n));
+                    if i >= at {
+                        after[key as usize].push(now);
+                    }
+                }
+            }
+            Step::Back { .. } => unreachable!(),
+            Step::Evict => {
+                prop_assert_eq!(a.evict_idle_at(now), b.evict_idle_at(now));
+            }
+        }
+    }
+    Ok((logs, after, switched))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Changing the default rate mid-trace is, for every key, the same as giving it an override
+    /// to that rate; and for windows and logs no key over-admits across the switch: every
+    /// window of the new period that ends at a grant after the switch holds at most the new
+    /// limit, grants before the switch included (at their real times), except those made one
+    /// old period or more before the switch, which the old state had forgotten.
+    #[test]
+    fn default_rate_change_is_an_override_on_every_key_and_never_over_admits(
+        (limit, period, buckets, steps) in window_config().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), steps(l, p, false))
+        }),
+        (at, new_limit, new_period) in switch(),
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let new_rate = Rate::new(new_limit, Duration::from_nanos(new_period)).unwrap();
+        let make_gcra = || Keyed::<u64, Gcra>::gcra(rate).capacity(6).clock(ManualClock::new()).build().unwrap();
+        drive_switch(&make_gcra(), &make_gcra(), &steps, at, new_rate)?;
+        let make_log = || Keyed::<u64, SlidingLog>::sliding_log(rate).capacity(6).clock(ManualClock::new()).build().unwrap();
+        let (logs, after, switched) = drive_switch(&make_log(), &make_log(), &steps, at, new_rate)?;
+        let since = switched.saturating_sub(period);
+        for (log, after) in logs.iter().zip(&after) {
+            check_no_window_over(log, after, since, new_period, new_limit)?;
+        }
+        if new_period >= buckets {
+            let make_window = || window_keyed(rate, buckets as usize, 6);
+            let (logs, after, _) = drive_switch(&make_window(), &make_window(), &steps, at, new_rate)?;
+            for (log, after) in logs.iter().zip(&after) {
+                check_no_window_over(log, after, since, new_period, new_limit)?;
+            }
         }
     }
 }

@@ -534,14 +534,25 @@ fn sliding_window_frozen_clock_grants_exactly_the_limit() {
 }
 
 /// Keyed: eight threads on a handful of hot keys at a frozen clock, with a ninth sweeping idle
-/// keys all the while: every key grants exactly its burst (GCRA) or limit (SlidingLog), no
-/// more (an eviction racing an admission never loses the grant) and no less.
+/// keys all the while (and, in a second round, changing the default rate back and forth to
+/// the same rate, which moves every key's state): every key grants exactly its burst (GCRA) or
+/// limit (SlidingLog, SlidingWindow), no more (an eviction or a move racing an admission never
+/// loses the grant) and no less.
 #[test]
 fn keyed_hot_keys_frozen_clock_exactly_burst_per_key() {
-    use hotlimit::{Keyed, KeyedState, SlidingLog, WhenFull};
+    use hotlimit::{Keyed, KeyedState, SlidingLog, SlidingWindow, WhenFull};
     const KEYS: u64 = 5;
 
     fn run<L: KeyedState>(k: Keyed<u64, L, ManualClock>, clock: &ManualClock, burst: u64) {
+        run_with(k, clock, burst, None)
+    }
+
+    fn run_with<L: KeyedState>(
+        k: Keyed<u64, L, ManualClock>,
+        clock: &ManualClock,
+        burst: u64,
+        rate: Option<Rate>,
+    ) {
         let granted: Vec<AtomicU64> = (0..KEYS).map(|_| AtomicU64::new(0)).collect();
         let done = std::sync::atomic::AtomicBool::new(false);
         let barrier = Barrier::new(THREADS + 1);
@@ -551,6 +562,9 @@ fn keyed_hot_keys_frozen_clock_exactly_burst_per_key() {
                 // Relaxed: a stop flag.
                 while !done.load(Ordering::Relaxed) {
                     k.evict_idle_at(clock.now());
+                    if let Some(rate) = rate {
+                        k.set_default_rate(rate).unwrap();
+                    }
                 }
             });
             let workers: Vec<_> = (0..THREADS)
@@ -597,4 +611,75 @@ fn keyed_hot_keys_frozen_clock_exactly_burst_per_key() {
             .build()
             .unwrap();
     run(log, &clock, burst);
+    let window = || -> Keyed<u64, SlidingWindow, ManualClock> {
+        Keyed::sliding_window(Rate::per_second(burst).unwrap())
+            .capacity(KEYS as usize)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    };
+    run(window(), &clock, burst);
+    // Rate changes racing the admissions: the same rate, so the totals stay exact.
+    let rate = Rate::per_second(burst).unwrap();
+    run_with(window(), &clock, burst, Some(rate));
+    let log: Keyed<u64, SlidingLog, ManualClock> = Keyed::sliding_log(rate)
+        .capacity(KEYS as usize)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    run_with(log, &clock, burst, Some(rate));
+    let gcra: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(rate)
+        .capacity(KEYS as usize)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    run_with(gcra, &clock, burst, Some(rate));
+}
+
+/// Keyed: rate changes racing the creation of the keys they concern. One thread creates keys
+/// while another changes the default rate (or gives each key an override) at the same time;
+/// once both are done, every key must run on its current rate: the `rates` word's RMWs close
+/// the store-buffering race between "store the rate, then look for the key" and "insert the
+/// key, then look for its rate".
+#[test]
+fn keyed_rate_changes_racing_new_keys_reach_every_key() {
+    use hotlimit::Keyed;
+    const KEYS: u64 = 2_000;
+    let rounds = if cfg!(debug_assertions) { 5 } else { 20 };
+    let s = 1_000_000_000u64;
+    for round in 0..rounds {
+        let override_each = round % 2 == 1;
+        let k: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(1).unwrap())
+            .capacity(2 * KEYS as usize)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let five = Rate::per_second(5).unwrap();
+        let barrier = Barrier::new(2);
+        thread::scope(|scope| {
+            scope.spawn(|| {
+                barrier.wait();
+                for key in 0..KEYS {
+                    let _ = k.try_acquire_at(&key, 0);
+                }
+            });
+            scope.spawn(|| {
+                barrier.wait();
+                if override_each {
+                    for key in 0..KEYS {
+                        k.set_rate(key, five).unwrap();
+                    }
+                } else {
+                    k.set_default_rate(five).unwrap();
+                }
+            });
+        });
+        // At 10 s every key is rested: 5 permits fit under 5 per second, never under 1.
+        for key in 0..KEYS {
+            assert!(
+                k.try_acquire_n_at(&key, 5, 10 * s).is_ok(),
+                "round {round}: key {key} is not on the new rate"
+            );
+        }
+    }
 }

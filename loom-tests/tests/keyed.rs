@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use hotlimit::__planted_keyed::{Admit, GcraKey, LogKey};
+use hotlimit::__planted_keyed::{Admit, GcraKey, LogKey, WindowKey};
 use hotlimit::Rate;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::{Arc, Mutex};
@@ -42,6 +42,7 @@ macro_rules! key_state {
 }
 key_state!(GcraKey);
 key_state!(LogKey);
+key_state!(WindowKey);
 
 /// The abstract map for one key: the entry currently stored, if any.
 type Entry<S> = Arc<Mutex<Option<Arc<S>>>>;
@@ -191,4 +192,59 @@ fn admission_racing_eviction_keeps_its_debt() {
         assert!(!admit(&map, 19), "the grant at 10 ns was lost");
         assert!(admit(&map, 20));
     });
+}
+
+/// The per-key strict sliding window behind its gate: a grant decided on the window's word but
+/// not yet recorded in its bucket, or not yet made, must keep the evictor off the state.
+#[test]
+fn window_eviction_never_loses_an_admission() {
+    admitter_and_evictor_then_admitter::<WindowKey>(false);
+}
+
+#[test]
+#[should_panic(expected = "over-admission across an eviction")]
+fn planted_window_eviction_without_closing_the_gate_over_admits() {
+    admitter_and_evictor_then_admitter::<WindowKey>(true);
+}
+
+/// A rate change racing an admission on a per-key window: the mover freezes the state behind
+/// its gate and builds the successor from what it counted, then a second admission follows.
+/// Limit 1 at a frozen clock: exactly one of the two admissions is granted, so a grant made
+/// while the state was being moved is carried into the successor, never lost.
+fn window_move_racing_an_admission(racy: bool) {
+    let mut model = loom::model::Builder::new();
+    model.max_branches = 10_000;
+    model.check(move || {
+        let map: Entry<WindowKey> = Arc::new(Mutex::new(Some(fresh())));
+        let m2 = map.clone();
+        let t = thread::spawn(move || admit(&m2, 0));
+        let current = map.lock().unwrap().clone().unwrap();
+        let next = if racy {
+            current.move_racy_at(0)
+        } else {
+            current.move_at(0)
+        };
+        if let Some(next) = next {
+            // The mover alone replaces a frozen entry (one map store in `Keyed`).
+            *map.lock().unwrap() = Some(Arc::new(next));
+        }
+        let first = t.join().unwrap();
+        let second = admit(&map, 0);
+        assert_eq!(
+            u32::from(first) + u32::from(second),
+            1,
+            "over-admission across a rate change"
+        );
+    });
+}
+
+#[test]
+fn window_rate_change_never_loses_an_admission() {
+    window_move_racing_an_admission(false);
+}
+
+#[test]
+#[should_panic(expected = "over-admission across a rate change")]
+fn planted_window_rate_change_without_the_gate_over_admits() {
+    window_move_racing_an_admission(true);
 }
