@@ -653,21 +653,21 @@ pub mod planted {
 impl<C> SlidingWindow<C> {
     /// The permits a request may still count, bucket by bucket: `(t, k)` for k ≥ 1 permits that
     /// a request at any `now` counts iff `now < t + period`. Strict mode: t is the bucket's last
-    /// instant, ≥ the effective time of every grant in it. Time-closed modes only; exact when
-    /// no call is in flight (a snapshot otherwise).
+    /// instant, ≥ the effective time of every grant in it. Time-closed modes only (count-closed
+    /// yields nothing); exact when no call is in flight (a snapshot otherwise).
     pub(crate) fn counted(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        debug_assert!(self.closed.is_none());
-        let (_, s) = self.load_state();
-        self.slots.iter().filter_map(move |slot| {
-            // Acquire: see the grants recorded into the bucket (as in `denial`).
-            let word = slot.load(Ordering::Acquire);
-            // Buckets below the floor, or not of it, are never counted again.
-            let y = u64::from(epoch32(word).wrapping_sub(s as u32));
-            let live = count(word) != RETIRED && count(word) > 0 && y < self.ring;
-            let t = self
-                .floor_start(s.saturating_add(y + 1))
-                .saturating_sub(self.rate.period_nanos());
-            live.then_some((t, count(word)))
+        let width = self.width;
+        let buckets = match &self.core {
+            Core::Time(ring) => Some(ring.counted_buckets()),
+            Core::Closed(_) => {
+                debug_assert!(false, "counted() needs strict or approximate mode");
+                None
+            }
+        };
+        buckets.into_iter().flatten().map(move |(y, k)| {
+            // Bucket y's last instant, (y + 1)·w − 1; y ≤ the current bucket, which holds a
+            // time some call brought, so only the + 1 can overflow.
+            (y.saturating_add(1).saturating_mul(width) - 1, k)
         })
     }
 }

@@ -597,10 +597,7 @@ proptest! {
                     let mut idle = 0;
                     for (m, created) in models.iter_mut() {
                         // Idle: nothing counted at the model's effective time for `now`.
-                        let start = match m.floor_seen {
-                            0 => 0,
-                            s => s * m.width + m.lag,
-                        };
+                        let start = m.bucket_seen * m.width;
                         if created.is_some() && m.counted(now.max(start)) == 0 {
                             (*m, *created) = (fresh(), None);
                             idle += 1;

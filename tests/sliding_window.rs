@@ -191,6 +191,21 @@ fn idle_gaps_that_alias_the_stored_epoch_bits_forget_nothing_live() {
 }
 
 #[test]
+fn one_nanosecond_buckets_at_the_end_of_the_clock() {
+    // w = 1 ns: the bucket of u64::MAX is u64::MAX itself, so "the next bucket" does not
+    // exist. Grants there work, and a denial is "never" (the window would clear past the
+    // clock's range), not a panic.
+    for approx in [false, true] {
+        let w = window(Rate::new(2, Duration::from_nanos(2)).unwrap(), 2, approx);
+        assert_eq!(w.try_acquire_n_at(2, u64::MAX), Ok(()));
+        let d = w.try_acquire_at(u64::MAX).unwrap_err();
+        assert!(d.is_never(), "{d:?}");
+        assert!(w.try_acquire_at(u64::MAX - 1).unwrap_err().is_never());
+        assert!(w.try_acquire_at(0).is_err());
+    }
+}
+
+#[test]
 fn the_limit_is_exact_at_one_instant() {
     for limit in [1u64, 2, 17, 1000] {
         let w = window(Rate::per_second(limit).unwrap(), 10, false);

@@ -341,8 +341,9 @@ impl TimeRing {
             (slot_epoch(v) == y as u32)
                 .then(|| u64::from(g.wrapping_sub(slot_prefix(v))) + n <= self.limit)
         };
-        // Invariant: !fits(lo) (lo = f was denied), fits(hi).
-        let (mut lo, mut hi) = (f, x + 1);
+        // Invariant: !fits(lo) (lo = f was denied), fits(hi). At x = u64::MAX (1 ns buckets at
+        // the end of the clock) hi saturates; T(hi) is then past the clock's range either way.
+        let (mut lo, mut hi) = (f, x.saturating_add(1));
         if hi - lo > 1 {
             // The newest snapshot first: if the current bucket alone is too full, f' = x + 1.
             match fits(x) {
@@ -470,6 +471,40 @@ impl TimeRing {
             }
         }
         true
+    }
+
+    /// `(y, k)` for every bucket y that a request at or after now may still count (y from the
+    /// floor at the current bucket's start up to the current bucket) holding k ≥ 1 permits:
+    /// k = P\[y\] − P\[y − 1\], with P\[x\] = G. Finishes a roll under way first. Exact when
+    /// no call is in flight; a snapshot otherwise.
+    #[cfg(any(feature = "std", hotlimit_loom))]
+    pub(super) fn counted_buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let (s, x) = loop {
+            // Acquire: as in `acquire`.
+            let s = self.head.state.load(Ordering::Acquire);
+            // Relaxed: checked against `s`.
+            let x = self.head.epoch.load(Ordering::Relaxed);
+            if s & FROZEN == 0 && x & EPOCH_MASK == state_epoch(s) {
+                break (s, x);
+            }
+            self.help(s);
+        };
+        // f(x·w) = x − q − [r > 0]: no request judged at or after x·w counts anything below.
+        let lo = x.saturating_sub(self.lag_buckets + u64::from(self.lag_rest > 0));
+        // P[y] for y in [x − M, x] (invariant J; P[x] = G).
+        let prefix = move |y: u64| -> u32 {
+            if y == x {
+                return granted(s);
+            }
+            // Acquire: as in `attempt`.
+            let v = self.slot(y).load(Ordering::Acquire);
+            debug_assert_eq!(slot_epoch(v), y as u32, "a live snapshot is missing");
+            slot_prefix(v)
+        };
+        (lo..=x).filter_map(move |y| {
+            let k = u64::from(prefix(y).wrapping_sub(prefix(y.wrapping_sub(1))));
+            (k > 0).then_some((y, k))
+        })
     }
 
     /// The raw decision word and epoch, for `Debug`.
