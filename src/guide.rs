@@ -805,14 +805,14 @@
 //! effective times are ≥ the `Keyed`'s floor ≥ the eviction time, so clocks that go back gain
 //! nothing either (as for the log).
 //!
-//! The race is subtler than the log's: a grant is two steps, the decision (a CAS on the
-//! window's decision word) and the record (adding the permits to their bucket), and idleness
-//! is read from the buckets. An evictor that looked at the buckets between the two steps would
-//! see an idle window that has just granted. The gate closes that: the evictor looks (loads
+//! The race is subtler than for GCRA's one word: idleness is read from several words (the
+//! window's decision word and its bucket-end snapshots, and a roll to a new bucket writes
+//! them in several steps), so an evictor could read a window as idle while an admission is
+//! in the middle of a roll and about to grant. The gate closes that: the evictor looks (loads
 //! only; a busy window is never closed), sets `closing`, waits until `active` reads 0 (Acquire,
-//! pairing with each admitter's Release decrement: both steps of every grant made inside are
+//! pairing with each admitter's Release decrement: every step of every call made inside is
 //! visible), looks again, and only then marks the state evicted. An admitter inside the gate
-//! finishes both steps before it leaves; one that arrives after `closing` grants nothing and
+//! finishes its call before it leaves; one that arrives after `closing` grants nothing and
 //! looks the key up again. So no grant lands on a state after its final idleness check. The
 //! loom model `window_eviction_never_loses_an_admission` runs the real window (one bucket, the
 //! smallest ring) through it; the planted evictor that reads the buckets without the gate
@@ -826,8 +826,9 @@
 //! request at `now` counts iff `now < t + period` (t = the bucket's last instant). Idle at
 //! `now` iff every t + period ≤ now; the carry of a rate change is that list.
 //!
-//! Memory: 984 bytes per `u64` key with 10 buckets (measured, BENCHMARKS.md): the ring is 88
-//! of them; the rest is the window's two cache-padded words and the alignment they impose on
-//! the key's state and map entry.
+//! Memory: 312 bytes per `u64` key with 10 buckets (measured, BENCHMARKS.md): the ring of 16
+//! snapshots is 128 of them. A per-key window's head (decision word, epoch, target) is not
+//! cache-padded: one window per key is rarely contended, and padding would cost a cache line
+//! and its 128-byte alignment per key (1,050 bytes per key, measured).
 //!
 //! [`WhenFull`]: crate::WhenFull

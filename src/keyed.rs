@@ -51,8 +51,8 @@ use crate::{Denied, Gcra, ManualClock, Rate, SlidingLog, SlidingWindow};
 ///
 /// Implemented for [`Gcra`] (8 bytes of state per key), [`SlidingLog`] (a ring of `limit`
 /// timestamps per key: 8 bytes × `limit` plus about 100 bytes, O(limit) per key) and
-/// [`SlidingWindow`] (a strict window per key: its ring of `buckets + 1` counters plus about
-/// 500 bytes of header, independent of `limit`). The trait is sealed; its methods are
+/// [`SlidingWindow`] (a strict window per key: its ring of bucket-end snapshots, 16 slots for
+/// 10 buckets, plus about 150 bytes of unpadded header, independent of `limit`). The trait is sealed; its methods are
 /// the crate's internal protocol (see the [module docs](crate::Keyed) for the eviction
 /// protocol every implementation follows).
 ///
@@ -502,7 +502,7 @@ mod window_state {
         /// The highest time any call brought in (≥ every grant's effective time): a rate change
         /// re-records carried permits no later than this.
         pub(crate) newest: AtomicU64,
-        pub(crate) window: SlidingWindow<Unclocked>,
+        pub(crate) window: crate::sliding_window::KeyWindow,
     }
 }
 use window_state::{WindowConfig, WindowState};
@@ -575,7 +575,7 @@ fn gate_retire<T>(
 }
 
 /// The time from which a per-key window counts none of its permits (0: none counted now).
-fn window_idle_at(cfg: &WindowConfig, window: &SlidingWindow<crate::key_pool::Unclocked>) -> u64 {
+fn window_idle_at(cfg: &WindowConfig, window: &crate::sliding_window::KeyWindow) -> u64 {
     window
         .counted()
         .map(|(t, _)| t.saturating_add(cfg.period))
@@ -586,7 +586,7 @@ fn window_idle_at(cfg: &WindowConfig, window: &SlidingWindow<crate::key_pool::Un
 /// A per-key window under `cfg` holding the newest `limit` of the `carried` permits
 /// (`(t, k)`, ascending in t), each re-recorded at its t.
 fn new_window(cfg: &WindowConfig, carried: &[(u64, u64)], floor: u64) -> WindowState {
-    let window = match cfg.builder.clone().build() {
+    let window = match crate::sliding_window::KeyWindow::new(&cfg.builder) {
         Ok(w) => w,
         // `config` built this very builder once, and a build depends on nothing else.
         Err(e) => unreachable!("validated per-key window: {e}"),
@@ -604,7 +604,7 @@ fn new_window(cfg: &WindowConfig, carried: &[(u64, u64)], floor: u64) -> WindowS
         keep.push((t, k));
     }
     for &(t, k) in keep.iter().rev() {
-        // k ≤ limit ≤ 2^32 − 2 (the window's own bound), so it fits a u32.
+        // k ≤ limit ≤ 2^31 − 1 (the window's own bound), so it fits a u32.
         let granted = window.try_acquire_n_at(k as u32, t);
         debug_assert!(granted.is_ok(), "a carried permit did not fit");
     }
@@ -629,8 +629,8 @@ impl KeyedState for SlidingWindow {
         if let Some(b) = buckets {
             builder = builder.buckets(b);
         }
-        // The window's own builder validates (same fields, same messages).
-        builder.clone().build()?;
+        // The window's own validation (same fields, same messages).
+        crate::sliding_window::KeyWindow::new(&builder)?;
         Ok(WindowConfig {
             builder,
             rate,
@@ -808,9 +808,10 @@ mod table {
     /// outlive), so the memory of both tables is bounded by `capacity`.
     ///
     /// Memory per key: the key, the state (8 bytes for GCRA; for [`SlidingLog`] a ring of `limit`
-    /// timestamps and a gate word; for [`SlidingWindow`] its ring of `buckets + 1` counters, its
-    /// 384-byte header and a gate word), an 8-byte override pointer, plus the map's entry overhead
-    /// (measured in `BENCHMARKS.md`: 70, 234 and 984 bytes per `u64` key for GCRA, a log of limit
+    /// timestamps and a gate word; for [`SlidingWindow`] its ring of snapshots (the power of two
+    /// ≥ `buckets + 1` slots), an unpadded header and a gate word), an 8-byte override pointer,
+    /// plus the map's entry overhead
+    /// (measured in `BENCHMARKS.md`: 70, 234 and 312 bytes per `u64` key for GCRA, a log of limit
     /// 10 and a window of 10 buckets).
     ///
     /// # Examples

@@ -307,40 +307,9 @@ impl<C> SlidingWindowBuilder<C> {
         }
     }
 }
-impl<C: Clock> SlidingWindowBuilder<C> {
-    /// Builds the limiter.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] naming
-    /// - `buckets` when it is 0, more than 65,536, or more than the period has nanoseconds;
-    /// - `limit` when it is above 2,147,483,647 (a window's count, up to twice the limit while
-    ///   the oldest bucket is counted whole, is packed into 32 bits);
-    /// - `count_closed` when it is 0, above `limit` (no bucket could ever close by count),
-    ///   combined with [`approximate()`](SlidingWindowBuilder::approximate), or when
-    ///   ⌊limit / k⌋ (the closed-bucket entries) is above 1,048,576.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingWindow};
-    /// use std::time::Duration;
-    ///
-    /// let err = SlidingWindow::builder(Rate::per_second(1)?)
-    ///     .buckets(0)
-    ///     .clock(ManualClock::new())
-    ///     .build()
-    ///     .unwrap_err();
-    /// assert_eq!(err.to_string(), "invalid buckets = 0: must be at least 1");
-    /// let err = SlidingWindow::builder(Rate::new(1, Duration::from_nanos(5))?)
-    ///     .buckets(6)
-    ///     .clock(ManualClock::new())
-    ///     .build()
-    ///     .unwrap_err();
-    /// assert_eq!(err.field(), "buckets");
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn build(self) -> Result<SlidingWindow<C>, ConfigError> {
+impl<C> SlidingWindowBuilder<C> {
+    /// Validates the configuration: `(limit, width, lag)`, or the error `build` returns.
+    fn checked(&self) -> Result<(u64, u64, u64), ConfigError> {
         let rate = self.rate;
         let (limit, period) = (rate.limit(), rate.period_nanos());
         let buckets = self.buckets;
@@ -380,6 +349,47 @@ impl<C: Clock> SlidingWindowBuilder<C> {
         } else {
             period - 1
         };
+        Ok((limit, width, lag))
+    }
+}
+
+impl<C: Clock> SlidingWindowBuilder<C> {
+    /// Builds the limiter.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming
+    /// - `buckets` when it is 0, more than 65,536, or more than the period has nanoseconds;
+    /// - `limit` when it is above 2,147,483,647 (a window's count, up to twice the limit while
+    ///   the oldest bucket is counted whole, is packed into 32 bits);
+    /// - `count_closed` when it is 0, above `limit` (no bucket could ever close by count),
+    ///   combined with [`approximate()`](SlidingWindowBuilder::approximate), or when
+    ///   ⌊limit / k⌋ (the closed-bucket entries) is above 1,048,576.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingWindow};
+    /// use std::time::Duration;
+    ///
+    /// let err = SlidingWindow::builder(Rate::per_second(1)?)
+    ///     .buckets(0)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid buckets = 0: must be at least 1");
+    /// let err = SlidingWindow::builder(Rate::new(1, Duration::from_nanos(5))?)
+    ///     .buckets(6)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "buckets");
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<SlidingWindow<C>, ConfigError> {
+        let (limit, width, lag) = self.checked()?;
+        let (rate, buckets) = (self.rate, self.buckets);
+        let period = rate.period_nanos();
         let core = match self.count_closed {
             None => Core::Time(TimeRing::new(limit, width, lag)),
             Some(k) => Core::Closed(Box::new(CountClosed::new(
@@ -646,28 +656,64 @@ pub mod planted {
     }
 }
 
-// Crate-internal access for `Keyed` (`src/keyed.rs`), which keeps one strict window per key
-// and must tell whether a window still counts any permit, and carry its permits on a rate
-// change.
+/// `Keyed`'s per-key window (`src/keyed.rs`): a [`SlidingWindow`]'s strict or approximate
+/// core with an unpadded head (one window per key is rarely contended, and a cache-padded head
+/// would cost a cache line and its alignment per key), plus what `Keyed` needs to tell whether
+/// a window still counts any permit and to carry its permits on a rate change.
 #[cfg(any(feature = "std", hotlimit_loom))]
-impl<C> SlidingWindow<C> {
+pub(crate) struct KeyWindow {
+    ring: TimeRing<time::Plain>,
+    width: u64,
+}
+
+#[cfg(any(feature = "std", hotlimit_loom))]
+impl KeyWindow {
+    /// The window `builder` describes (its clock is not used; count-closed mode is not
+    /// supported and ignored).
+    ///
+    /// # Errors
+    ///
+    /// As [`SlidingWindowBuilder::build`].
+    pub(crate) fn new<C>(builder: &SlidingWindowBuilder<C>) -> Result<KeyWindow, ConfigError> {
+        debug_assert!(builder.count_closed.is_none(), "per-key windows are time-closed");
+        let (limit, width, lag) = builder.checked()?;
+        Ok(KeyWindow {
+            ring: TimeRing::new(limit, width, lag),
+            width,
+        })
+    }
+
+    /// As [`SlidingWindow::try_acquire_n_at`].
+    #[inline]
+    pub(crate) fn try_acquire_n_at(&self, permits: u32, now: u64) -> Result<(), Denied> {
+        if permits == 0 {
+            return Ok(());
+        }
+        self.ring.acquire(u64::from(permits), now)
+    }
+
     /// The permits a request may still count, bucket by bucket: `(t, k)` for k ≥ 1 permits that
     /// a request at any `now` counts iff `now < t + period`. Strict mode: t is the bucket's last
-    /// instant, ≥ the effective time of every grant in it. Time-closed modes only (count-closed
-    /// yields nothing); exact when no call is in flight (a snapshot otherwise).
+    /// instant, ≥ the effective time of every grant in it. Exact when no call is in flight (a
+    /// snapshot otherwise).
     pub(crate) fn counted(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let width = self.width;
-        let buckets = match &self.core {
-            Core::Time(ring) => Some(ring.counted_buckets()),
-            Core::Closed(_) => {
-                debug_assert!(false, "counted() needs strict or approximate mode");
-                None
-            }
-        };
-        buckets.into_iter().flatten().map(move |(y, k)| {
+        self.ring.counted_buckets().map(move |(y, k)| {
             // Bucket y's last instant, (y + 1)·w − 1; y ≤ the current bucket, which holds a
             // time some call brought, so only the + 1 can overflow.
             (y.saturating_add(1).saturating_mul(width) - 1, k)
         })
+    }
+}
+
+#[cfg(any(feature = "std", hotlimit_loom))]
+impl fmt::Debug for KeyWindow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (granted, epoch) = self.ring.debug_words();
+        f.debug_struct("KeyWindow")
+            .field("width_ns", &self.width)
+            .field("granted_mod_2_32", &granted)
+            .field("bucket", &epoch)
+            .finish()
     }
 }

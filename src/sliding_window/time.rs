@@ -50,6 +50,8 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::ops::Deref;
+
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicU64, Backoff, Ordering};
@@ -95,15 +97,35 @@ fn slot_epoch(slot: u64) -> u32 {
 }
 
 /// The three words every call reads first, on one cache line.
-struct Head {
+pub(super) struct Head {
     state: AtomicU64,
     epoch: AtomicU64,
     target: AtomicU64,
 }
 
-/// Strict (lag = period − 1) or approximate (lag = period − w) sliding window.
-pub(super) struct TimeRing {
-    head: CachePadded<Head>,
+/// [`Head`] without padding: for `Keyed`'s per-key windows, where one window per key is rarely
+/// contended and a padded head would take a cache line (and its alignment) per key.
+pub(super) struct Plain(Head);
+
+impl Deref for Plain {
+    type Target = Head;
+
+    #[inline(always)]
+    fn deref(&self) -> &Head {
+        &self.0
+    }
+}
+
+impl From<Head> for Plain {
+    fn from(head: Head) -> Plain {
+        Plain(head)
+    }
+}
+
+/// Strict (lag = period − 1) or approximate (lag = period − w) sliding window. `H` holds the
+/// head: cache-padded for a [`SlidingWindow`](super::SlidingWindow), [`Plain`] per key.
+pub(super) struct TimeRing<H = CachePadded<Head>> {
+    head: H,
     /// P[y] for the M buckets below the current one.
     slots: Box<[AtomicU64]>,
     /// M − 1.
@@ -138,10 +160,10 @@ enum Miss {
     Denied(Denied),
 }
 
-impl TimeRing {
+impl<H: Deref<Target = Head> + From<Head>> TimeRing<H> {
     /// The core for `limit` per window in buckets of `width` ns, counting from f(t) with `lag`.
     /// Needs width ≥ 1, lag < 2^64 − width, and lag / width ≤ 2^16 (the builder checks).
-    pub(super) fn new(limit: u64, width: u64, lag: u64) -> TimeRing {
+    pub(super) fn new(limit: u64, width: u64, lag: u64) -> TimeRing<H> {
         let ring = lag.div_ceil(width) + 1;
         let slots = ring.next_power_of_two();
         // Slot i starts as the newest negative epoch ≡ i (mod M), i − M, with P = 0: no
@@ -150,7 +172,7 @@ impl TimeRing {
             .map(|i| AtomicU64::new(slot_word(i.wrapping_sub(slots), 0)))
             .collect();
         TimeRing {
-            head: CachePadded::new(Head {
+            head: H::from(Head {
                 state: AtomicU64::new(state_word(0, 0, false)),
                 epoch: AtomicU64::new(0),
                 target: AtomicU64::new(0),
@@ -165,6 +187,9 @@ impl TimeRing {
         }
     }
 
+}
+
+impl<H: Deref<Target = Head>> TimeRing<H> {
     #[inline(always)]
     fn slot(&self, y: u64) -> &AtomicU64 {
         &self.slots[(y & self.mask) as usize]
@@ -520,7 +545,7 @@ impl TimeRing {
 
 /// Planted bugs for the loom models (see `super::planted`).
 #[cfg(hotlimit_loom)]
-impl TimeRing {
+impl<H: Deref<Target = Head>> TimeRing<H> {
     /// The grant decided by "sum, then add": the count is read, then a separate `fetch_add`
     /// adds, so two threads can both see `limit − 1` and both add. Frozen clock only.
     pub(super) fn racy_sum_then_add(&self, now: u64) -> Result<(), Denied> {
