@@ -656,17 +656,17 @@ pub mod planted {
     }
 }
 
-/// `Keyed`'s per-key window (`src/keyed.rs`): a [`SlidingWindow`]'s strict or approximate
-/// core with an unpadded head (one window per key is rarely contended, and a cache-padded head
-/// would cost a cache line and its alignment per key), plus what `Keyed` needs to tell whether
-/// a window still counts any permit and to carry its permits on a rate change.
-#[cfg(any(feature = "std", hotlimit_loom))]
+/// A per-key window for `Keyed` (`src/keyed.rs`) and `KeyPool`'s bounded mode
+/// (`src/key_pool.rs`): a [`SlidingWindow`]'s strict or approximate core with an unpadded head
+/// (one window per key is rarely contended, and a cache-padded head would cost a cache line
+/// and its 128-byte alignment per key), plus what `Keyed` needs to tell whether a window still
+/// counts any permit and to carry its permits on a rate change.
 pub(crate) struct KeyWindow {
     ring: TimeRing<time::Plain>,
     width: u64,
+    buckets: usize,
 }
 
-#[cfg(any(feature = "std", hotlimit_loom))]
 impl KeyWindow {
     /// The window `builder` describes (its clock is not used; count-closed mode is not
     /// supported and ignored).
@@ -675,15 +675,27 @@ impl KeyWindow {
     ///
     /// As [`SlidingWindowBuilder::build`].
     pub(crate) fn new<C>(builder: &SlidingWindowBuilder<C>) -> Result<KeyWindow, ConfigError> {
-        debug_assert!(builder.count_closed.is_none(), "per-key windows are time-closed");
+        debug_assert!(
+            builder.count_closed.is_none(),
+            "per-key windows are time-closed"
+        );
         let (limit, width, lag) = builder.checked()?;
         Ok(KeyWindow {
             ring: TimeRing::new(limit, width, lag),
             width,
+            buckets: builder.buckets,
         })
     }
 
+    /// The bytes a window for `builder` takes, header and ring (for capacity checks).
+    pub(crate) fn size_for<C>(builder: &SlidingWindowBuilder<C>) -> Result<u128, ConfigError> {
+        let (_, width, lag) = builder.checked()?;
+        let slots = u128::from(TimeRing::<time::Plain>::slots_for(width, lag));
+        Ok(core::mem::size_of::<KeyWindow>() as u128 + 8 * slots)
+    }
+
     /// As [`SlidingWindow::try_acquire_n_at`].
+    #[cfg(any(feature = "std", hotlimit_loom))]
     #[inline]
     pub(crate) fn try_acquire_n_at(&self, permits: u32, now: u64) -> Result<(), Denied> {
         if permits == 0 {
@@ -692,10 +704,22 @@ impl KeyWindow {
         self.ring.acquire(u64::from(permits), now)
     }
 
+    /// As [`SlidingWindow::try_acquire_at`].
+    #[inline]
+    pub(crate) fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
+        self.ring.acquire(1, now)
+    }
+
+    /// As [`SlidingWindow::buckets`].
+    pub(crate) fn buckets(&self) -> usize {
+        self.buckets
+    }
+
     /// The permits a request may still count, bucket by bucket: `(t, k)` for k ≥ 1 permits that
     /// a request at any `now` counts iff `now < t + period`. Strict mode: t is the bucket's last
     /// instant, ≥ the effective time of every grant in it. Exact when no call is in flight (a
     /// snapshot otherwise).
+    #[cfg(any(feature = "std", hotlimit_loom))]
     pub(crate) fn counted(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let width = self.width;
         self.ring.counted_buckets().map(move |(y, k)| {
@@ -706,11 +730,11 @@ impl KeyWindow {
     }
 }
 
-#[cfg(any(feature = "std", hotlimit_loom))]
 impl fmt::Debug for KeyWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (granted, epoch) = self.ring.debug_words();
         f.debug_struct("KeyWindow")
+            .field("buckets", &self.buckets)
             .field("width_ns", &self.width)
             .field("granted_mod_2_32", &granted)
             .field("bucket", &epoch)

@@ -161,11 +161,16 @@ enum Miss {
 }
 
 impl<H: Deref<Target = Head> + From<Head>> TimeRing<H> {
+    /// M, the ring's slots for buckets of `width` and this `lag`: the power of two at or above
+    /// R = ⌈lag / w⌉ + 1, the buckets one window touches.
+    pub(super) fn slots_for(width: u64, lag: u64) -> u64 {
+        (lag.div_ceil(width) + 1).next_power_of_two()
+    }
+
     /// The core for `limit` per window in buckets of `width` ns, counting from f(t) with `lag`.
     /// Needs width ≥ 1, lag < 2^64 − width, and lag / width ≤ 2^16 (the builder checks).
     pub(super) fn new(limit: u64, width: u64, lag: u64) -> TimeRing<H> {
-        let ring = lag.div_ceil(width) + 1;
-        let slots = ring.next_power_of_two();
+        let slots = Self::slots_for(width, lag);
         // Slot i starts as the newest negative epoch ≡ i (mod M), i − M, with P = 0: no
         // permit was ever granted before time 0, so invariant J holds for x = 0.
         let slots: Vec<AtomicU64> = (0..slots)
@@ -186,7 +191,6 @@ impl<H: Deref<Target = Head> + From<Head>> TimeRing<H> {
             limit,
         }
     }
-
 }
 
 impl<H: Deref<Target = Head>> TimeRing<H> {
