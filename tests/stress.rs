@@ -533,6 +533,95 @@ fn sliding_window_frozen_clock_grants_exactly_the_limit() {
     }
 }
 
+/// Grants of a sliding window whose effective times are only known to lie in `[lo, hi]`
+/// (the clock before the call and after it): the most permits that certainly fall into one
+/// window of length `period` (all of their intervals inside one interval of that length).
+fn audit_window_intervals(mut grants: Vec<(u64, u64, u64)>, period: u64) -> u64 {
+    grants.sort_unstable();
+    let mut worst = 0;
+    for i in 0..grants.len() {
+        let end = grants[i].0 + period - 1;
+        let certain: u64 = grants[i..]
+            .iter()
+            .take_while(|g| g.0 <= end)
+            .filter(|g| g.1 <= end)
+            .map(|g| g.2)
+            .sum();
+        worst = worst.max(certain);
+    }
+    worst
+}
+
+#[test]
+fn window_interval_audit_catches_an_over_admission() {
+    // Three grants known to lie in [10, 12], [11, 11], [15, 20]: all inside [10, 20], a window
+    // of length 11.
+    let grants = vec![(10, 12, 1), (11, 11, 1), (15, 20, 1)];
+    assert_eq!(audit_window_intervals(grants.clone(), 11), 3);
+    assert_eq!(audit_window_intervals(grants, 10), 2);
+}
+
+/// SlidingWindow across many bucket rolls: eight threads race on a window of 5 per 64 ns (4
+/// buckets of 16 ns) while advancing one shared ManualClock by 1 ns every eighth call, so rolls
+/// happen every 16 ns of its time, raced by grants and finished by whoever comes next. Each
+/// grant's effective time lies between the clock read before the call and the clock read
+/// after it (the window judges a call at its `now` or at the start of the newest bucket, which
+/// some call's `now` reached). The audit counts the permits that certainly share one window:
+/// never more than the limit. (Debug builds also check the snapshot invariant on every call.)
+#[test]
+fn sliding_window_rolls_raced_by_grants_never_over_admit() {
+    use hotlimit::SlidingWindow;
+    for approximate in [false, true] {
+        let (limit, period) = (5u64, 64u64);
+        let clock = ManualClock::new();
+        let mut builder =
+            SlidingWindow::builder(Rate::new(limit, Duration::from_nanos(period)).unwrap())
+                .buckets(4)
+                .clock(clock.clone());
+        if approximate {
+            builder = builder.approximate();
+        }
+        let w = builder.build().unwrap();
+        let end = 20_000u64;
+        let grants = std::sync::Mutex::new(Vec::new());
+        let barrier = Barrier::new(THREADS);
+        thread::scope(|s| {
+            for t in 0..THREADS as u32 {
+                let (w, clock, grants, barrier) = (&w, &clock, &grants, &barrier);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    let n = 1 + t % 2;
+                    barrier.wait();
+                    for i in 0u64.. {
+                        if i % 8 == u64::from(t) {
+                            clock.advance(Duration::from_nanos(1));
+                        }
+                        let lo = clock.now();
+                        if lo >= end {
+                            break;
+                        }
+                        if w.try_acquire_n_at(n, lo).is_ok() {
+                            mine.push((lo, clock.now(), u64::from(n)));
+                        }
+                    }
+                    grants.lock().unwrap().extend(mine);
+                });
+            }
+        });
+        let grants = grants.into_inner().unwrap();
+        let total: u64 = grants.iter().map(|g| g.2).sum();
+        // About `limit` per period over 20,000 ns: most windows were filled.
+        assert!(total > end / period * limit / 2, "granted only {total}");
+        if !approximate {
+            let worst = audit_window_intervals(grants, period);
+            assert!(
+                worst <= limit,
+                "{worst} permits certainly in one window of {period} ns"
+            );
+        }
+    }
+}
+
 /// Keyed: eight threads on a handful of hot keys at a frozen clock, with a ninth sweeping idle
 /// keys all the while (and, in a second round, changing the default rate back and forth to
 /// the same rate, which moves every key's state): every key grants exactly its burst (GCRA) or
