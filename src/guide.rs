@@ -70,17 +70,32 @@
 //! cursor counts the slots reserved so far, so slot `cursor mod limit` is the oldest. With
 //! `bar(now)` = now − period + 1 (0 when now < period), a slot is *free at `now`* iff its value
 //! is ≤ bar(now), i.e. its grant lies outside the half-open window (now − period, now].
+//! A word `newest` next to the cursor holds the stamp of the latest reservation (0 at first).
 //!
 //! A request for n permits at `now`:
 //!
 //! 1. reads the cursor c and the slots c … c+n−1; if one is not free, it re-reads the cursor
 //!    and, if unchanged, is denied **without writing anything**;
-//! 2. reserves indices c … c+n−1 by a CAS of the cursor from c to c+n;
-//! 3. claims each of its n slots by a CAS from a free value to its stamp
-//!    s = max(now + 1, value of slot c−1), the newest grant ("no time has passed");
+//! 2. reads `newest` and picks its stamp s = max(now + 1, newest) ("no time has passed" for a
+//!    `now` below the newest grant); reserves indices c … c+n−1 by a CAS of the cursor from
+//!    c to c+n, then stores s in `newest`. If the CAS fails, a weighted request starts again
+//!    at step 1 from the cursor the CAS found; a single permit retries the CAS at once from
+//!    that cursor, without looking at its slot (it has looked: the denial stays write-free);
+//! 3. claims each of its n slots by a CAS from a free value to s;
 //! 4. if a slot is no longer free when it comes to claim it (another thread, from another lap
-//!    of the ring, took it), it rolls back the slots it claimed, each by a CAS from s to
-//!    bar(now), and starts again.
+//!    of the ring, took it, or, for a single permit that did not look, a grant still in the
+//!    window holds it), it rolls back the slots it claimed, each by a CAS from s to bar(now),
+//!    and starts again at step 1.
+//!
+//! Why the contended path is built so: under contention a grant costs the cache lines it must
+//! take from another core, and the time it holds the cursor's line between reading it and its
+//! CAS. `newest` shares the cursor's line: it is read with the cursor, and written right after
+//! the CAS while that line is still exclusive, where the stamp used to come from slot c − 1,
+//! the line another core had just written. And a single permit that loses the CAS retries
+//! within a few instructions, instead of first reading the slot the winner is about to claim
+//! (a cache miss inside the read–CAS window, which also pulls the winner's line away). Measured
+//! on 2 cores, that retry is what keeps two threads from settling into a mode where every
+//! grant waits for both lines (5–7 Mops/s in some runs before, against ~60 now).
 //!
 //! ## No over-admission, under any concurrency
 //!
@@ -100,7 +115,8 @@
 //! **now_g' ≥ now_g + period**: two grants of one slot are never inside one window of length
 //! `period`. A request for n ≤ `limit` permits claims n distinct slots, so the permits granted to
 //! calls whose `now` lies in a window (t − period, t] occupy distinct slots: at most `limit`.
-//! Nothing here uses the cursor, the orderings beyond the atomicity of each CAS, or the order
+//! Nothing here uses the cursor, `newest` (only s ≥ now + 1), whether the claimant looked at
+//! its slot before reserving it, the orderings beyond the atomicity of each CAS, or the order
 //! of the `now`s: it holds for clocks read concurrently and for clocks set back.
 //!
 //! The rollback is a CAS, not a store, for exactly this proof: a thread whose clock is a period
@@ -114,9 +130,10 @@
 //!
 //! ## Exact for a sequential caller
 //!
-//! If calls never overlap, no CAS fails, the cursor equals the permits granted so far, and the
-//! ring from the cursor holds the last `limit` recorded times oldest first (padded with
-//! never-used slots). Stamps never decrease (each is ≥ the newest), so the ring is sorted, and
+//! If calls never overlap, no CAS fails, the cursor equals the permits granted so far, `newest`
+//! is the stamp of the last grant, and the ring from the cursor holds the last `limit`
+//! recorded times oldest first (padded with never-used slots). Stamps never decrease (each is
+//! ≥ `newest`), so the ring is sorted, and
 //! the n slots from the cursor are the n oldest. The request is granted iff the n-th oldest
 //! of the last `limit` grants is out of the window, which is iff at most `limit − n` grants are
 //! in it: the exact log's rule (`tests/model/log.rs`, compared on every decision and every
@@ -138,13 +155,19 @@
 //!
 //! Under concurrency a request can be denied while a permit is free; it is never granted when
 //! none is. The cases: a claim that lost a race to a thread from another lap of the ring (it
-//! retries at the next cursor); a weighted claim rolled back (its slots, restored to bar(now),
-//! sit behind the cursor and are reused one lap later); stamps written slightly out of order
-//! by threads whose clock reads interleave (the ring is then not exactly sorted, and the
-//! slot at the cursor may be a few nanoseconds newer than the oldest). Every retry follows a
-//! successful CAS by another thread (a reservation, or a claim of one of our slots) or a
-//! spurious failure of a weak CAS. Weighted requests whose claims keep colliding back off
-//! and retry, so they are obstruction-free rather than lock-free.
+//! retries at the next cursor); a single permit that reserved without looking and found its
+//! slot taken (the index is spent, and the cursor moves past a slot whose grant may leave the
+//! window before the next one's: false denials for up to a lap); a weighted claim rolled back
+//! (its slots, restored to bar(now), sit behind the cursor and are reused one lap later);
+//! stamps written slightly out of order by threads whose clock reads interleave, or that read
+//! `newest` before a racing reservation stored its stamp (or whose late store lowers it
+//! again): the ring is then not exactly sorted, and the slot at the cursor may be a few
+//! nanoseconds newer than the oldest. None of this touches the proof above, which needs only
+//! s ≥ now + 1. Every retry follows a successful CAS by another thread (a reservation, or a
+//! claim of one of our slots), a spurious failure of a weak CAS, or a single permit's spent
+//! index, which itself follows another thread's reservation (the slot at the cursor it looked
+//! at was free). Weighted requests whose claims keep colliding back off and retry, so they
+//! are obstruction-free rather than lock-free.
 //!
 //! ## Why `limit` timestamps are the minimum
 //!

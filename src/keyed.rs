@@ -455,23 +455,28 @@ fn gcra_retired(state: &GcraState, tat: u64) -> Admit {
     }
 }
 
-/// A per-key log's (or window's) cursor word without cache padding: a per-key limiter is
+/// A per-key log's head (cursor and newest stamp) without cache padding: a per-key limiter is
 /// rarely contended, and padding would cost up to 120 bytes per key.
-#[derive(Debug)]
-pub(crate) struct Unpadded(AtomicU64);
+pub(crate) struct Unpadded(crate::sliding_log::Head);
 
 impl core::ops::Deref for Unpadded {
-    type Target = AtomicU64;
+    type Target = crate::sliding_log::Head;
 
     #[inline(always)]
-    fn deref(&self) -> &AtomicU64 {
+    fn deref(&self) -> &crate::sliding_log::Head {
         &self.0
     }
 }
 
-impl From<AtomicU64> for Unpadded {
-    fn from(word: AtomicU64) -> Self {
-        Unpadded(word)
+impl From<crate::sliding_log::Head> for Unpadded {
+    fn from(head: crate::sliding_log::Head) -> Self {
+        Unpadded(head)
+    }
+}
+
+impl fmt::Debug for Unpadded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Unpadded")
     }
 }
 

@@ -7,7 +7,8 @@
 //! `limit` `AtomicU64` slots, oldest grant first from a cursor:
 //!
 //! - slot word: `{ stamp: t + 1 }` for a grant recorded at time `t`, or `0` for "never used";
-//! - cursor: the number of slots reserved so far; slot `cursor % limit` holds the oldest grant.
+//! - cursor: the number of slots reserved so far; slot `cursor % limit` holds the oldest grant;
+//! - newest: the stamp of the latest reservation, on the cursor's cache line.
 //!
 //! A request for n permits at `now` is granted iff the n oldest slots hold grants that left the
 //! window (now − period, now], i.e. stamps ≤ `bar` = now − period + 1 (or only never-used slots
@@ -15,6 +16,14 @@
 //! CAS from its free value to the new stamp**. The slot CAS alone carries the guarantee; the
 //! cursor only decides which slots to try, so a stale or raced cursor can cost a false denial,
 //! never an over-admission.
+//!
+//! Contended, a grant's cost is the cache lines it takes from another core, and how long it
+//! holds the cursor's line between reading it and its CAS. So the newest stamp shares the
+//! cursor's line (read with the cursor, written right after the CAS while the line is still
+//! exclusive: no read of the slot another core just wrote), and a single permit that loses the
+//! cursor CAS retries at once from the value the CAS returned, without looking at a slot in
+//! between (it has looked, so a denial stays write-free; the slot CAS checks the slot anyway).
+//! The [`guide`](crate::guide) has the proof and the measurements behind both.
 
 use core::fmt;
 use core::ops::Deref;
@@ -56,7 +65,8 @@ pub(crate) const MAX_SLOTS: u64 = 1 << 28;
 ///
 /// A denial writes nothing (for one permit it is three loads: the cursor, the oldest slot, the
 /// cursor again), so under overload the lines stay shared. A grant reserves with one CAS on
-/// the cursor and claims each of its n slots with one CAS.
+/// the cursor (and a store of its stamp on the same line) and claims each of its n slots with
+/// one CAS.
 ///
 /// # Examples
 ///
@@ -77,11 +87,11 @@ pub(crate) const MAX_SLOTS: u64 = 1 << 28;
 /// log.try_acquire()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct SlidingLog<C = DefaultClock, W = CachePadded<AtomicU64>> {
-    /// Slots reserved so far (a `u64` that no real clock can wrap: 584 years at one grant per
-    /// ns). Slot `cursor % len` holds the oldest grant; `(cursor − 1) % len` the newest.
-    /// `W`: the cursor's storage, cache-padded except in `Keyed`'s per-key logs (`Unpadded`).
-    cursor: W,
+pub struct SlidingLog<C = DefaultClock, W = CachePadded<Head>> {
+    /// The cursor and the newest stamp, on one cache line of their own; `W` is their storage,
+    /// cache-padded except in `Keyed`'s per-key logs (`Unpadded`: a per-key log is rarely
+    /// contended, and padding would cost up to 120 bytes per key).
+    head: W,
     /// `{ stamp: t + 1 }` of a grant recorded at time `t`; `0` = never used.
     slots: alloc::vec::Vec<AtomicU64>,
     /// `slots.len()`, i.e. the rate's limit, as a u64 (1 ..= [`MAX_SLOTS`]).
@@ -90,6 +100,21 @@ pub struct SlidingLog<C = DefaultClock, W = CachePadded<AtomicU64>> {
     period: u64,
     rate: Rate,
     clock: C,
+}
+
+/// The words every grant reads and writes, kept on one line: a grant takes it exclusive once.
+#[derive(Debug)]
+#[doc(hidden)]
+// Public only because `SlidingLog`'s default type parameter names it; not part of the API
+// (unreachable from outside the crate, fields private).
+#[allow(unreachable_pub)]
+pub struct Head {
+    /// Indices reserved so far (a `u64` that no real clock can wrap: 584 years at one grant
+    /// per ns). Slot `cursor % len` holds the oldest grant; `(cursor − 1) % len` the newest.
+    cursor: AtomicU64,
+    /// The stamp of the latest reservation (0 before the first): the least stamp the next
+    /// grant records, so that a clock set back records "no time has passed".
+    newest: AtomicU64,
 }
 
 /// Builds a [`SlidingLog`]: see [`SlidingLog::builder`].
@@ -213,6 +238,25 @@ impl<C: Clock> SlidingLogBuilder<C> {
     }
 }
 
+/// Claims `slot` with `stamp` by CAS from a free value (≤ `bar`), starting from `seen`, a
+/// recent value of the slot. False if the slot is not free.
+#[inline(always)]
+fn claim_slot(slot: &AtomicU64, mut seen: u64, bar: u64, stamp: u64) -> bool {
+    while seen <= bar {
+        // Release on success: publishes our cursor reservation (sequenced before) to any
+        // thread that Acquire-loads this stamp (see `acquire_slots`). With Relaxed, the
+        // loom models find a thread that sees the claim, reads the old cursor and denies
+        // while a slot is free (their frozen-clock counts come up short). Relaxed on
+        // failure: we only re-check the value. The CAS is what makes the claim safe: it
+        // succeeds only from a value whose grant left the window at our `now`.
+        match slot.compare_exchange_weak(seen, stamp, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(current) => seen = current,
+        }
+    }
+    false
+}
+
 /// Allocates `n` zeroed ("never used") slots, or reports `field = value`: more than
 /// [`MAX_SLOTS`] (with `too_many` as the reason), or an allocation that fails.
 pub(crate) fn new_slots(
@@ -233,15 +277,19 @@ pub(crate) fn new_slots(
     Ok(slots)
 }
 
-impl<C, W: Deref<Target = AtomicU64>> SlidingLog<C, W> {
-    /// A log over pre-allocated slots (1 ..= [`MAX_SLOTS`] of them, all 0).
+impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
+    /// A log over pre-allocated slots (1 ..= [`MAX_SLOTS`] of them); slot 0 is where the
+    /// cursor starts.
     pub(crate) fn from_parts(slots: alloc::vec::Vec<AtomicU64>, rate: Rate, clock: C) -> Self
     where
-        W: From<AtomicU64>,
+        W: From<Head>,
     {
         debug_assert!(!slots.is_empty() && slots.len() as u64 <= MAX_SLOTS);
         SlidingLog {
-            cursor: W::from(AtomicU64::new(0)),
+            head: W::from(Head {
+                cursor: AtomicU64::new(0),
+                newest: AtomicU64::new(0),
+            }),
             len: slots.len() as u64,
             slots,
             period: rate.period_nanos(),
@@ -291,14 +339,17 @@ impl<C, W: Deref<Target = AtomicU64>> SlidingLog<C, W> {
             // The stamp now + 1 would not fit: the clock's range is exhausted.
             return Err(Denied::never());
         }
+        if n == 1 {
+            return self.acquire_one(now);
+        }
         let bar = self.bar(now);
         let backoff = Backoff::new();
+        // Relaxed: the cursor only chooses which slots to try; the slot CASes carry the
+        // guarantee. A stale value costs a retry or a false denial, never a grant.
+        let mut c = self.head.cursor.load(Ordering::Relaxed);
         loop {
-            // Relaxed: the cursor only chooses which slots to try; the slot CASes below carry
-            // the guarantee. A stale value costs a retry or a false denial, never a grant.
-            let c = self.cursor.load(Ordering::Relaxed);
             // Acquire (all slot loads here): a slot claimed by the reservation at `c` was
-            // written with Release after that reservation's cursor CAS, so if we see the claim
+            // written with Release after that reservation's cursor RMW, so if we see the claim
             // we also see the cursor moved, and the re-check below retries instead of denying.
             let mut worst = self.slot(c.wrapping_add(n - 1)).load(Ordering::Acquire);
             // In a ring filled in order the n-th oldest slot is the newest of the n: if it is
@@ -312,31 +363,22 @@ impl<C, W: Deref<Target = AtomicU64>> SlidingLog<C, W> {
             if worst > bar {
                 // Relaxed: see the Acquire above. Unchanged: the slot we read really is the
                 // n-th oldest, and the denial is returned with no write at all.
-                if self.cursor.load(Ordering::Relaxed) == c {
+                let again = self.head.cursor.load(Ordering::Relaxed);
+                if again == c {
                     return Err(self.denied(worst, now));
                 }
-                continue; // another reservation made progress: look again
-            }
-            // "No time has passed" for a `now` below the newest grant: record at the newest,
-            // so a sequential caller's ring stays in time order (oldest at the cursor).
-            let newest = if c == 0 {
-                0
-            } else {
-                // Relaxed: only keeps stamps in order; a stale value is still ≤ the true newest
-                // and costs exactness under concurrency, not safety.
-                self.slot(c - 1).load(Ordering::Relaxed)
-            };
-            let stamp = newest.max(now + 1);
-            // Relaxed (both): reserving indices c .. c + n only picks slots; it publishes
-            // nothing (the slot CASes that follow are Release on their own).
-            if self
-                .cursor
-                .compare_exchange_weak(c, c.wrapping_add(n), Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-            {
-                backoff.spin();
+                c = again; // another reservation made progress: look again
                 continue;
             }
+            let stamp = match self.reserve(c, n, now) {
+                Ok(stamp) => stamp,
+                Err(current) => {
+                    // Another reservation got in first; `current` is the cursor it left.
+                    backoff.spin();
+                    c = current;
+                    continue;
+                }
+            };
             if self.claim(c, n, bar, stamp) {
                 return Ok(c);
             }
@@ -344,7 +386,93 @@ impl<C, W: Deref<Target = AtomicU64>> SlidingLog<C, W> {
             // whose clock is a period ahead, or one that reserved a lap earlier and is only now
             // writing). Our claims are rolled back and our reservation is abandoned; retry.
             backoff.spin();
+            // Relaxed: as above.
+            c = self.head.cursor.load(Ordering::Relaxed);
         }
+    }
+
+    /// [`acquire_slots`](SlidingLog::acquire_slots) for one permit: one slot to look at and
+    /// claim, no loops over n.
+    #[inline]
+    fn acquire_one(&self, now: u64) -> Result<u64, Denied> {
+        let bar = self.bar(now);
+        let backoff = Backoff::new();
+        // Relaxed: as in `acquire_slots`.
+        let mut c = self.head.cursor.load(Ordering::Relaxed);
+        loop {
+            // Computed once: after the atomics below the compiler could not reuse it.
+            let slot = self.slot(c);
+            // Acquire: as in `acquire_slots`.
+            let seen = slot.load(Ordering::Acquire);
+            if seen > bar {
+                // Relaxed: as in `acquire_slots`; a denial writes nothing.
+                let again = self.head.cursor.load(Ordering::Relaxed);
+                if again == c {
+                    return Err(self.denied(seen, now));
+                }
+                c = again;
+                continue;
+            }
+            // Reserve. After a failed CAS, retry at once from the cursor it returned, without
+            // looking at that slot first: the look is what keeps a denial write-free, and we
+            // have looked (the ring had a free slot a moment ago). Reading the slot another
+            // thread is about to claim would only pull its line away; the claim's CAS checks
+            // the slot anyway, and a slot that turns out taken costs this index, nothing more.
+            let mut seen = Some(seen);
+            loop {
+                match self.reserve(c, 1, now) {
+                    Ok(stamp) => {
+                        let (slot, seen) = match seen {
+                            // The CAS starts from the value we looked at: usually still there.
+                            Some(seen) => (slot, seen),
+                            None => {
+                                let slot = self.slot(c);
+                                // Relaxed: the CAS checks the value; a stale read just fails it.
+                                (slot, slot.load(Ordering::Relaxed))
+                            }
+                        };
+                        if claim_slot(slot, seen, bar, stamp) {
+                            return Ok(c);
+                        }
+                        // Taken by another lap (or, unlooked, by a grant still in the window):
+                        // look again from the current cursor. Relaxed: as above.
+                        backoff.spin();
+                        c = self.head.cursor.load(Ordering::Relaxed);
+                        break;
+                    }
+                    Err(current) => {
+                        c = current;
+                        seen = None;
+                        backoff.spin();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reserves indices `c .. c + n` by a CAS of the cursor from `c`, and picks the stamp for
+    /// them: max(now + 1, the newest stamp reserved), so that a sequential caller's ring stays
+    /// in time order. On failure, returns the cursor found instead.
+    #[inline(always)]
+    fn reserve(&self, c: u64, n: u64, now: u64) -> Result<u64, u64> {
+        // Relaxed: `newest` only keeps stamps in order; a stale value costs exactness under
+        // concurrency, never safety (every stamp is ≥ now + 1, which is all the proof needs).
+        // It shares the cursor's line, which the cursor load above brought in.
+        let stamp = self.head.newest.load(Ordering::Relaxed).max(now + 1);
+        // Relaxed (both): reserving indices c .. c + n only picks slots; it publishes nothing
+        // (the slot CASes that follow are Release on their own). A failure hands back the
+        // cursor, so a retry needs no second load. A weak CAS: a spurious failure is a retry.
+        self.head.cursor.compare_exchange_weak(
+            c,
+            c.wrapping_add(n),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        )?;
+        // Relaxed: a store to the line the CAS just took exclusive, so it costs next to
+        // nothing. Set before the claim: if the claim fails, a too-new `newest` only records
+        // later grants a little later (conservative); a sequential caller's claims never fail.
+        self.head.newest.store(stamp, Ordering::Relaxed);
+        Ok(stamp)
     }
 
     /// Claims slots `c .. c + n` with `stamp`, each by CAS from a free value (≤ `bar`). On a
@@ -353,25 +481,10 @@ impl<C, W: Deref<Target = AtomicU64>> SlidingLog<C, W> {
     fn claim(&self, c: u64, n: u64, bar: u64, stamp: u64) -> bool {
         for i in 0..n {
             let slot = self.slot(c.wrapping_add(i));
-            // Relaxed: the CAS below checks the value; a stale read just fails it.
-            let mut seen = slot.load(Ordering::Relaxed);
-            loop {
-                if seen > bar {
-                    self.roll_back(c, i, bar, stamp);
-                    return false;
-                }
-                // Release on success: publishes our cursor reservation (sequenced before) to
-                // any thread that Acquire-loads this stamp (see `acquire_slots`). With Relaxed,
-                // the loom models find a thread that sees the claim, reads the old cursor and
-                // denies while a slot is free (their frozen-clock counts come up short).
-                // Relaxed on failure: we only re-check the value. The CAS is what makes the
-                // claim safe: it succeeds only from a value whose grant left the window at our
-                // `now`.
-                match slot.compare_exchange_weak(seen, stamp, Ordering::Release, Ordering::Relaxed)
-                {
-                    Ok(_) => break,
-                    Err(current) => seen = current,
-                }
+            // Relaxed: the CAS checks the value; a stale read just fails it.
+            if !claim_slot(slot, slot.load(Ordering::Relaxed), bar, stamp) {
+                self.roll_back(c, i, bar, stamp);
+                return false;
             }
         }
         true
@@ -512,12 +625,12 @@ impl<C: Clock> Limiter for SlidingLog<C> {
     }
 }
 
-impl<C, W: Deref<Target = AtomicU64>> fmt::Debug for SlidingLog<C, W> {
+impl<C, W: Deref<Target = Head>> fmt::Debug for SlidingLog<C, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SlidingLog")
             .field("rate", &self.rate)
             // Relaxed: a snapshot for display.
-            .field("reserved", &self.cursor.load(Ordering::Relaxed))
+            .field("reserved", &self.head.cursor.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
@@ -529,10 +642,11 @@ impl<C, W: Deref<Target = AtomicU64>> fmt::Debug for SlidingLog<C, W> {
 pub mod planted {
     use super::*;
 
-    /// [`SlidingLog`] (single permits) whose slot claim is a load, a check, then a plain
-    /// store. The cursor CAS is kept, which shows that the cursor is not what makes the log
-    /// safe: with one slot, a thread that reserves the next lap reads the slot before the
-    /// previous reservation has written it, and both grant.
+    /// [`SlidingLog`] (single permits) whose slot claim is a plain store that trusts the look.
+    /// Everything else is the real single-permit path: look at the slot at the cursor, CAS the
+    /// cursor, and after a failed CAS retry at once from the cursor it returned. Without the
+    /// slot CAS, the cursor does not make the log safe: with one slot, a thread that looked
+    /// before the other's grant takes the next lap's index and grants again.
     #[derive(Debug)]
     pub struct RacySlidingLog<C>(pub SlidingLog<C>);
 
@@ -542,20 +656,20 @@ pub mod planted {
             let log = &self.0;
             let now = log.clock.now();
             let bar = log.bar(now);
+            // Orderings as in the real code; the bug is the store, not an ordering.
+            let mut c = log.head.cursor.load(Ordering::Relaxed);
+            let seen = log.slot(c).load(Ordering::Acquire);
+            if seen > bar {
+                return Err(log.denied(seen, now));
+            }
             loop {
-                // Orderings as in the real code; the bug is the store, not an ordering.
-                let c = log.cursor.load(Ordering::Relaxed);
-                let seen = log.slot(c).load(Ordering::Acquire);
-                if seen > bar {
-                    return Err(log.denied(seen, now));
-                }
-                if log
-                    .cursor
-                    .compare_exchange(c, c + 1, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    log.slot(c).store(now + 1, Ordering::Release);
-                    return Ok(());
+                match log.reserve(c, 1, now) {
+                    Ok(stamp) => {
+                        // The bug: a plain store where the real code claims by CAS.
+                        log.slot(c).store(stamp, Ordering::Release);
+                        return Ok(());
+                    }
+                    Err(current) => c = current,
                 }
             }
         }
@@ -573,13 +687,13 @@ pub mod planted {
             let log = &self.0;
             let bar = log.bar(now);
             loop {
-                let c = log.cursor.load(Ordering::Relaxed);
+                let c = log.head.cursor.load(Ordering::Relaxed);
                 let mut worst = 0;
                 for i in 0..n {
                     worst = worst.max(log.slot(c + i).load(Ordering::Acquire));
                 }
                 if worst > bar {
-                    if log.cursor.load(Ordering::Relaxed) == c {
+                    if log.head.cursor.load(Ordering::Relaxed) == c {
                         return Err(log.denied(worst, now));
                     }
                     continue;
@@ -591,6 +705,7 @@ pub mod planted {
                 };
                 let stamp = newest.max(now + 1);
                 if log
+                    .head
                     .cursor
                     .compare_exchange(c, c + n, Ordering::Relaxed, Ordering::Relaxed)
                     .is_err()
@@ -627,7 +742,7 @@ pub mod planted {
 /// Crate-internal access for `Keyed` (`src/keyed.rs`), which keeps one log per key and must
 /// tell whether a log still holds any grant in the window.
 #[cfg(any(feature = "std", hotlimit_loom))]
-impl<C, W: Deref<Target = AtomicU64>> SlidingLog<C, W> {
+impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     /// The slot words, read-only (`{ stamp: t + 1 }` or 0), in ring order from slot 0.
     pub(crate) fn stamps(&self) -> impl Iterator<Item = u64> + '_ {
         // Acquire: a stamp's claim published the claimant's cursor reservation (see `claim`);

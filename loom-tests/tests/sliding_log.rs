@@ -68,11 +68,13 @@ fn one_slot_lap_race_grants_once() {
 }
 
 /// A weighted request for both slots races two single requests on a frozen clock: it gets
-/// both or none, and grants plus what is left is exactly the limit (nothing over-admitted,
-/// nothing lost). The interleaving that matters: the weighted request reserves slots 0 and 1,
-/// the singles reserve the next lap's indices 2 and 3 (reading the slots before it writes),
-/// one single takes slot 1, the weighted claim takes slot 0, fails on slot 1 and must give
-/// slot 0 back for the other single to take.
+/// both or none, nothing is over-admitted, and one period later both slots are free again.
+/// Grants plus what is left at t = 0 may fall short of the limit: a rolled-back slot can be
+/// left behind a cursor that rests on a taken slot until the next lap (the documented false
+/// denial). The version of this model that asserted equality passed only under the preemption
+/// bound: with `LOOM_MAX_PREEMPTIONS=3` it failed on the code before single permits retried
+/// without looking (0 + 1 + 0: the weighted claim rolled back behind a single that had
+/// reserved the next lap's index), and the retry brings that interleaving within bound 2.
 #[test]
 fn weighted_claim_all_or_nothing_with_rollback() {
     loom::model(|| {
@@ -92,7 +94,8 @@ fn weighted_claim_all_or_nothing_with_rollback() {
         let singles: u64 = singles.into_iter().map(|h| h.join().unwrap()).sum();
         assert!(pair == 0 || singles == 0, "pair={pair} singles={singles}");
         let left = drain_at(&l, 0);
-        assert_eq!(pair + singles + left, 2, "{pair} + {singles} + {left}");
+        assert!(pair + singles + left <= 2, "{pair} + {singles} + {left}");
+        assert_eq!(drain_at(&l, 10), 2);
     });
 }
 
@@ -153,7 +156,9 @@ fn key_pool_hands_out_distinct_keys() {
     });
 }
 
-/// Planted: a claim by load-check-store instead of CAS. With one slot, both threads grant.
+/// Planted: a claim by plain store that trusts the look. With one slot, both threads look,
+/// one reserves index 0, the other fails the cursor CAS, reserves index 1 (the same slot)
+/// without looking again, and both grant.
 #[test]
 #[should_panic(expected = "over-admitted")]
 fn racy_sliding_log_is_caught() {
