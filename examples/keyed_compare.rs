@@ -78,11 +78,135 @@ fn cas(a: &AtomicU64) {
     let _ = a.compare_exchange(v, v + 1, Ordering::Relaxed, Ordering::Relaxed);
 }
 
+/// One thread, `OPS` calls of `f` over `seq`, in a function of its own so that callgrind can
+/// count only it: `valgrind --tool=callgrind --toggle-collect='*hot_loop*'`.
+#[inline(never)]
+fn hot_loop<F: Fn(u64)>(seq: &[u64], f: F) {
+    let t0 = Instant::now();
+    for &k in seq {
+        f(k);
+    }
+    eprintln!(
+        "{:.1} ns/call",
+        t0.elapsed().as_nanos() as f64 / seq.len() as f64
+    );
+}
+
+/// `prof WHAT NKEYS`: one thread, one peer, for callgrind / perf.
+fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
+    let seq = keys(n);
+    match what {
+        "hotlimit" => {
+            let k: Keyed<u64, Gcra> = Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
+            for i in 0..n {
+                k.try_acquire(&i).unwrap();
+            }
+            hot_loop(&seq, |key| {
+                let _ = std::hint::black_box(k.try_acquire(&key));
+            });
+        }
+        "governor" => {
+            let gl = governor::RateLimiter::keyed(quota);
+            for i in 0..n {
+                let _ = gl.check_key(&i);
+            }
+            hot_loop(&seq, |key| {
+                let _ = std::hint::black_box(gl.check_key(&key));
+            });
+        }
+        "clock" => {
+            let c = hotlimit::DefaultClock::default();
+            hot_loop(&seq, |_| {
+                std::hint::black_box(hotlimit::Clock::now(&c));
+            });
+        }
+        "papaya-guard" => {
+            let pm: papaya::HashMap<u64, AtomicU64> = papaya::HashMap::new();
+            hot_loop(&seq, |_| {
+                std::hint::black_box(pm.guard());
+            });
+        }
+        "siphash" => {
+            let h = std::collections::hash_map::RandomState::new();
+            hot_loop(&seq, |k| {
+                std::hint::black_box(std::hash::BuildHasher::hash_one(&h, k));
+            });
+        }
+        "foldhash" => {
+            let h = foldhash::fast::RandomState::default();
+            hot_loop(&seq, |k| {
+                std::hint::black_box(std::hash::BuildHasher::hash_one(&h, k));
+            });
+        }
+        "flat" => {
+            // The miss floor: one 16-byte {key, state} entry per key at load 1/2, read + CAS.
+            let slots: Vec<[AtomicU64; 2]> = (0..2 * n)
+                .map(|i| [AtomicU64::new(i), AtomicU64::new(0)])
+                .collect();
+            let h = foldhash::fast::FixedState::default();
+            let mask = (2 * n).next_power_of_two() as usize / 2 - 1;
+            hot_loop(&seq, |k| {
+                let i = std::hash::BuildHasher::hash_one(&h, k) as usize & mask;
+                let s = &slots[i];
+                if s[0].load(Ordering::Relaxed) != u64::MAX {
+                    cas(&s[1]);
+                }
+            });
+        }
+        "papaya-get" | "papaya-get-pinned" => {
+            let pm: papaya::HashMap<u64, AtomicU64, foldhash::fast::RandomState> =
+                papaya::HashMap::builder()
+                    .hasher(Default::default())
+                    .resize_mode(papaya::ResizeMode::Blocking)
+                    .build();
+            for i in 0..n {
+                pm.pin().insert(i, AtomicU64::new(0));
+            }
+            // An outer guard makes each call's guard a reentrant counter bump.
+            let _outer = (what == "papaya-get-pinned").then(|| pm.guard());
+            hot_loop(&seq, |k| {
+                let g = pm.guard();
+                if let Some(a) = pm.get(&k, &g) {
+                    cas(a)
+                }
+            });
+        }
+        "scc-peek" => {
+            let sm: scc::HashIndex<u64, std::sync::Arc<AtomicU64>, foldhash::fast::RandomState> =
+                scc::HashIndex::with_hasher(Default::default());
+            for i in 0..n {
+                let _ = sm.insert_sync(i, std::sync::Arc::new(AtomicU64::new(0)));
+            }
+            hot_loop(&seq, |k| {
+                sm.peek_with(&k, |_, a| cas(a));
+            });
+        }
+        "dashmap-sip" => {
+            let dm: dashmap::DashMap<u64, AtomicU64> = dashmap::DashMap::new();
+            for i in 0..n {
+                dm.insert(i, AtomicU64::new(0));
+            }
+            hot_loop(&seq, |k| {
+                if let Some(a) = dm.get(&k) {
+                    cas(&a)
+                }
+            });
+        }
+        _ => panic!("prof: unknown {what}"),
+    }
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "all".into());
     // A huge rate so that nothing is denied: the benchmark measures the grant path.
     let rate = Rate::per_second(1_000_000_000).unwrap();
     let quota = governor::Quota::per_second(NonZeroU32::new(1_000_000_000).unwrap());
+    if mode == "prof" {
+        let what = std::env::args().nth(2).expect("prof WHAT NKEYS");
+        let n = std::env::args().nth(3).map_or(1000, |s| s.parse().unwrap());
+        prof(&what, n, rate, quota);
+        return;
+    }
     println!("| keys | threads | hotlimit Keyed<u64, Gcra> ns/call | governor check_key ns/call | throughput ratio |");
     println!("|---|---|---|---|---|");
     if mode == "all" || mode == "governor" {
