@@ -36,8 +36,22 @@ fn keys(n: u64) -> Vec<u64> {
         .collect()
 }
 
-/// ns per call, `threads` threads each running OPS calls of `f` on their own key sequence.
-fn run<F: Fn(u64) + Sync>(threads: usize, nkeys: u64, f: F) -> f64 {
+/// This thread's time on a CPU so far, in ns (Linux: `/proc/thread-self/schedstat`), or
+/// `None` where it cannot be read. Unlike wall time it leaves out the time the thread waited
+/// for a core, so it stays comparable while other processes load the machine (cache
+/// pollution and, with 2 threads, reduced overlap still show).
+fn cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// ns per call (wall, on-CPU), `threads` threads each running OPS calls of `f` on their own
+/// key sequence; on-CPU is NaN where it cannot be read.
+fn run<F: Fn(u64) + Sync>(threads: usize, nkeys: u64, f: F) -> (f64, f64) {
     let seqs: Vec<Vec<u64>> = (0..threads)
         .map(|t| {
             let mut k = keys(nkeys);
@@ -47,21 +61,37 @@ fn run<F: Fn(u64) + Sync>(threads: usize, nkeys: u64, f: F) -> f64 {
         .collect();
     let barrier = Barrier::new(threads);
     let total = AtomicU64::new(0);
+    let cpu_total = AtomicU64::new(0);
+    let cpu_ok = std::sync::atomic::AtomicBool::new(true);
     std::thread::scope(|s| {
         for seq in &seqs {
-            let (f, barrier, total) = (&f, &barrier, &total);
+            let (f, barrier, total, cpu_total, cpu_ok) =
+                (&f, &barrier, &total, &cpu_total, &cpu_ok);
             s.spawn(move || {
                 barrier.wait();
+                let c0 = cpu_ns();
                 let t0 = Instant::now();
                 for &k in seq {
                     f(k);
                 }
                 total.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                match (c0, cpu_ns()) {
+                    (Some(a), Some(b)) => {
+                        cpu_total.fetch_add(b - a, Ordering::Relaxed);
+                    }
+                    _ => cpu_ok.store(false, Ordering::Relaxed),
+                }
             });
         }
     });
     // per-call latency averaged over threads, then throughput = threads / latency
-    total.load(Ordering::Relaxed) as f64 / (threads as u64 * OPS) as f64
+    let calls = (threads as u64 * OPS) as f64;
+    let cpu = if cpu_ok.load(Ordering::Relaxed) {
+        cpu_total.load(Ordering::Relaxed) as f64 / calls
+    } else {
+        f64::NAN
+    };
+    (total.load(Ordering::Relaxed) as f64 / calls, cpu)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -70,7 +100,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn map_lookup<M: Sync>(m: &M, get: impl Fn(&M, u64) + Sync, threads: usize, n: u64) -> f64 {
-    run(threads, n, |k| get(m, k))
+    run(threads, n, |k| get(m, k)).0
 }
 
 fn cas(a: &AtomicU64) {
@@ -207,32 +237,40 @@ fn main() {
         prof(&what, n, rate, quota);
         return;
     }
-    println!("| keys | threads | hotlimit Keyed<u64, Gcra> ns/call | governor check_key ns/call | throughput ratio |");
-    println!("|---|---|---|---|---|");
+    println!("| keys | threads | hotlimit Keyed<u64, Gcra> ns/call | governor check_key ns/call | throughput ratio | on-CPU ns/call hotlimit / governor | on-CPU ratio |");
+    println!("|---|---|---|---|---|---|---|");
     if mode == "all" || mode == "governor" {
         for &n in &[1_000u64, 100_000] {
             for &threads in &[1usize, 2] {
-                let mut h = Vec::new();
-                let mut g = Vec::new();
+                let (mut h, mut g, mut hc, mut gc) =
+                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 for _ in 0..3 {
                     let k: Keyed<u64, Gcra> =
                         Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
                     for i in 0..n {
                         k.try_acquire(&i).unwrap();
                     }
-                    h.push(run(threads, n, |key| {
+                    let (wall, cpu) = run(threads, n, |key| {
                         let _ = std::hint::black_box(k.try_acquire(&key));
-                    }));
+                    });
+                    h.push(wall);
+                    hc.push(cpu);
                     let gl = governor::RateLimiter::keyed(quota);
                     for i in 0..n {
                         let _ = gl.check_key(&i);
                     }
-                    g.push(run(threads, n, |key| {
+                    let (wall, cpu) = run(threads, n, |key| {
                         let _ = std::hint::black_box(gl.check_key(&key));
-                    }));
+                    });
+                    g.push(wall);
+                    gc.push(cpu);
                 }
-                let (h, g) = (median(h), median(g));
-                println!("| {n} | {threads} | {h:.1} | {g:.1} | {:.2}x |", g / h);
+                let (h, g, hc, gc) = (median(h), median(g), median(hc), median(gc));
+                println!(
+                    "| {n} | {threads} | {h:.1} | {g:.1} | {:.2}x | {hc:.1} / {gc:.1} | {:.2}x |",
+                    g / h,
+                    gc / hc
+                );
             }
         }
     }
