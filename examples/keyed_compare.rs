@@ -230,6 +230,31 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
                 }
             });
         }
+        "scc-slot-clock" => {
+            // scc's HashIndex clones entries when it resizes: the state must sit behind an Arc.
+            type Slot = (AtomicU64, Option<std::sync::Arc<u64>>);
+            let sm: scc::HashIndex<u64, std::sync::Arc<Slot>, foldhash::fast::RandomState> =
+                scc::HashIndex::with_hasher(Default::default());
+            for i in 0..n {
+                let _ = sm.insert_sync(i, std::sync::Arc::new((AtomicU64::new(0), None)));
+            }
+            let c = hotlimit::DefaultClock::default();
+            hot_loop(&seq, |k| {
+                let now = hotlimit::Clock::now(&c);
+                let guard = scc::Guard::new();
+                if let Some(slot) = sm.peek(&k, &guard) {
+                    let (a, cfg) = &**slot;
+                    let step = cfg.as_deref().copied().unwrap_or(1);
+                    let v = a.load(Ordering::Relaxed);
+                    let _ = a.compare_exchange(
+                        v,
+                        v.max(now) + step,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                }
+            });
+        }
         "papaya-get" | "papaya-get-pinned" => {
             let pm: papaya::HashMap<u64, AtomicU64, foldhash::fast::RandomState> =
                 papaya::HashMap::builder()
