@@ -8,12 +8,16 @@
 //! cargo run --release --example keyed_compare -- mem-hotlimit   # one fresh process per peer:
 //! cargo run --release --example keyed_compare -- mem-governor   # RSS growth over 1M keys
 //! cargo run --release --example keyed_compare -- mem-log        # (Linux: reads /proc)
+//! # one peer or component on one thread, e.g. under callgrind (WHAT: see `prof`):
+//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof hotlimit 100000
+//! valgrind --tool=callgrind --toggle-collect='*hot_loop*' \
+//!     target/release/examples/keyed_compare prof governor 1000
 //! ```
 //!
 //! Every key exists before timing starts and the rate is so high that nothing is denied, so
 //! this measures the lookup plus the grant. Each cell is the minimum (the run least disturbed
-//! by other processes; set `REPS`, default 5) of runs of 2,000,000
-//! calls per thread; the machine's load changes the figures a lot, so compare within a run.
+//! by other processes; set `REPS`, default 5) of runs of 2,000,000 calls per thread, as wall
+//! and on-CPU time; the machine's load changes the figures a lot, so compare within a run.
 
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -498,6 +498,14 @@ mod table {
 
     /// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
     /// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
+    ///
+    /// The state words are CASed in place inside the map's values, which is sound only because
+    /// a value never moves or gets copied while a reader can reach it: papaya boxes every entry
+    /// and a resize moves the box's pointer to the new table, never the value (it does not
+    /// even require `V: Clone`), and the `&V` a lookup returns lives as long as the guard. A
+    /// map that clones values on resize (scc's `HashIndex`) would let a grant land in the old
+    /// copy after the new one was taken: over-admission. Such a map would need the state
+    /// behind an `Arc`.
     type Map<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
 
     /// How long a caller that finds the table full while another thread is sweeping it is told
