@@ -44,7 +44,8 @@ fn keys(n: u64) -> Vec<u64> {
 /// This thread's time on a CPU so far, in ns (Linux: `/proc/thread-self/schedstat`), or
 /// `None` where it cannot be read. Unlike wall time it leaves out the time the thread waited
 /// for a core, so it stays comparable while other processes load the machine (cache
-/// pollution and, with 2 threads, reduced overlap still show).
+/// pollution and, with 2 threads, reduced overlap still show). The kernel updates it at
+/// scheduler ticks: about ±4 ms per reading, ±2 ns/call over 2,000,000 calls.
 fn cpu_ns() -> Option<u64> {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()?
