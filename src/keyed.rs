@@ -735,6 +735,14 @@ mod table {
 
     /// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
     /// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
+    ///
+    /// The state words are CASed in place inside the map's values, which is sound only because
+    /// a value never moves or gets copied while a reader can reach it: papaya boxes every entry
+    /// and a resize moves the box's pointer to the new table, never the value (it does not
+    /// even require `V: Clone`), and the `&V` a lookup returns lives as long as the guard. A
+    /// map that clones values on resize (scc's `HashIndex`) would let a grant land in the old
+    /// copy after the new one was taken: over-admission. Such a map would need the state
+    /// behind an `Arc`.
     type Map<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
 
     /// How long a caller that finds the table full while another thread is sweeping it is told
@@ -1133,11 +1141,34 @@ mod table {
         /// assert!(k.try_acquire_n_at(&8, 2, 0).is_ok());
         /// # Ok::<(), hotlimit::ConfigError>(())
         /// ```
-        #[inline]
+        #[inline(always)]
         pub fn try_acquire_n_at(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
             if permits == 0 {
                 return Ok(());
             }
+            // The hot path, kept small so that it inlines without spilling registers: an
+            // existing, live key is one lookup (under the map's epoch guard, no shared write)
+            // and the limiter's own atomic. Everything else (a new key, a retired state) goes
+            // to `acquire_slow`, which starts over with a lookup of its own.
+            {
+                let map = self.map.pin();
+                if let Some(slot) = map.get(key) {
+                    let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                    match L::acquire(cfg, &slot.state, permits, now) {
+                        Admit::Granted => return Ok(()),
+                        Admit::Denied(denied) => return Err(denied),
+                        Admit::Evicted | Admit::Moving => {}
+                    }
+                }
+            }
+            self.acquire_slow(key, permits, now)
+        }
+
+        /// [`try_acquire_n_at`](Keyed::try_acquire_n_at) for a key that is missing or whose
+        /// state was retired: creates, helps remove, or waits out a rate change, and retries.
+        #[cold]
+        #[inline(never)]
+        fn acquire_slow(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
             let guard = self.map.guard();
             let backoff = Backoff::new();
             loop {
