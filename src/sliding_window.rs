@@ -84,9 +84,10 @@ const DEFAULT_BUCKETS: usize = 10;
 /// a snapshot written per bucket passed (at most the ring's size), two more CASes; any call
 /// can finish a roll that another call started, so none ever waits for another. Memory: a
 /// ring of 8-byte snapshots, the power of two at or above the buckets one window touches
-/// (16 slots for the default 10 buckets), plus the head's cache line and 128 bytes of padding
-/// on each side of the ring (every call reads a snapshot: a neighbouring allocation written
-/// by another thread must not share its cache line). Count-closed mode keeps
+/// (16 slots for the default 10 buckets), plus two cache lines for the head (the word every
+/// grant CASes; the epoch, written once per bucket and read by every call) and 128 bytes of
+/// padding on each side of the ring (every call reads a snapshot: a neighbouring allocation
+/// written by another thread must not share its cache line). Count-closed mode keeps
 /// per-bucket counters instead: see [`count_closed`](SlidingWindowBuilder::count_closed).
 ///
 /// # Examples
