@@ -343,6 +343,7 @@ impl<C> Gcra<C> {
                 Err(current) => {
                     tat = current;
                     backoff.spin();
+                    crate::sync::jitter(now);
                 }
             }
         }

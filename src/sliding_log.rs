@@ -468,6 +468,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
                         c = current;
                         seen = None;
                         backoff.spin();
+                        crate::sync::jitter(now);
                     }
                 }
             }

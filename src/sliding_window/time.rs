@@ -370,6 +370,7 @@ impl<H: HeadCell> TimeRing<H> {
                 Ok(_) => return Ok(()),
                 Err(current) => {
                     backoff.spin();
+                    crate::sync::jitter(now);
                     s = current;
                 }
             }
