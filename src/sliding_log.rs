@@ -107,6 +107,8 @@ pub struct SlidingLog<C = DefaultClock, W = CachePadded<Head>> {
     /// Index i lives in slot (i mod len)·stride mod len: consecutive grants land on different
     /// cache lines (stride ≥ 9 words), so two threads granting in turn do not write one line.
     stride: u64,
+    /// ⌊(2^64 − 1) / len⌋, for [`reduce`](Self::reduce).
+    inv: u64,
     rate: Rate,
     clock: C,
 }
@@ -286,6 +288,20 @@ pub(crate) fn new_slots(
     Ok(slots)
 }
 
+/// x mod len without a division, given inv = ⌊(2^64 − 1) / len⌋: the estimate
+/// q = ⌊x·inv / 2^64⌋ satisfies x/len − 2 < q ≤ x/len, so r = x − q·len lies in [0, 2·len) and
+/// one conditional subtraction finishes it.
+#[inline(always)]
+fn fastmod(x: u64, len: u64, inv: u64) -> u64 {
+    let q = ((u128::from(x) * u128::from(inv)) >> 64) as u64;
+    let r = x - q * len;
+    if r >= len {
+        r - len
+    } else {
+        r
+    }
+}
+
 /// The stride that spreads consecutive indices over different cache lines: the smallest of a
 /// few primes ≥ 17 that is coprime to `len` (so i ↦ i·stride mod len is a bijection), or 1
 /// for rings of at most 16 slots (two cache lines: nothing to spread).
@@ -315,6 +331,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
             }),
             len: slots.len() as u64,
             stride: stride_for(slots.len() as u64),
+            inv: u64::MAX / slots.len() as u64,
             slots,
             period: rate.period_nanos(),
             rate,
@@ -322,11 +339,18 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
         }
     }
 
+    /// x mod len, by [`fastmod`].
+    #[inline(always)]
+    fn reduce(&self, x: u64) -> u64 {
+        fastmod(x, self.len, self.inv)
+    }
+
     /// The slot for index `i` (any u64: indices are taken modulo the ring's length).
     #[inline(always)]
     fn slot(&self, i: u64) -> &AtomicU64 {
         // `i % len < len ≤ MAX_SLOTS` fits in usize wherever the slots were allocated.
-        &self.slots[((i % self.len) * self.stride % self.len) as usize]
+        let r = self.reduce(i);
+        &self.slots[self.reduce(r * self.stride) as usize]
     }
 
     /// The greatest stamp whose grant has left the window (now − period, now]: a slot is free
@@ -786,7 +810,34 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
 
 #[cfg(test)]
 mod tests {
-    use super::stride_for;
+    use super::{fastmod, stride_for};
+
+    #[test]
+    fn fastmod_is_the_remainder() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in (1..=70).chain([255, 256, 257, 1_000_000, (1 << 28) - 1, 1 << 28]) {
+            let inv = u64::MAX / len;
+            for v in [
+                0,
+                1,
+                len - 1,
+                len,
+                len + 1,
+                u64::MAX,
+                u64::MAX - 1,
+                u64::MAX / 2,
+            ] {
+                assert_eq!(fastmod(v, len, inv), v % len, "{v} mod {len}");
+            }
+            for _ in 0..1000 {
+                // xorshift
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                assert_eq!(fastmod(x, len, inv), x % len, "{x} mod {len}");
+            }
+        }
+    }
 
     /// i ↦ i·stride mod len is a bijection (the stride is coprime to len), and spreads
     /// neighbours at least 17 slots apart once the ring is longer than two cache lines.
