@@ -342,8 +342,7 @@ impl<C> Gcra<C> {
                 Ok(_) => return Ok(next),
                 Err(current) => {
                     tat = current;
-                    backoff.spin();
-                    crate::sync::jitter(now);
+                    crate::sync::lost_cas(&backoff, now);
                 }
             }
         }

@@ -491,8 +491,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
                     Err(current) => {
                         c = current;
                         seen = None;
-                        backoff.spin();
-                        crate::sync::jitter(now);
+                        crate::sync::lost_cas(&backoff, now);
                     }
                 }
             }

@@ -40,14 +40,17 @@ impl Backoff {
     }
 }
 
-/// Spins `seed mod 16` times: called after a lost CAS, on top of the exponential [`Backoff`].
-/// Two threads that lose to each other and back off by the same exponential steps can stay in
+/// After a lost CAS: the exponential [`Backoff`] step, then `seed mod 16` more spin hints. Two
+/// threads that lose to each other and back off by the same exponential steps can stay in
 /// lockstep and keep colliding; on this project's 2-core test machine that mode held a whole
-/// run in some builds and not others (Gcra at 2 threads: 28–35 Mops/s against 77–87 with this
-/// jitter, in the same builds). A per-call seed (the caller's clock reading, which differs
-/// between threads) breaks the tie. Nothing under loom, whose scheduler explores the orders.
-#[inline(always)]
-pub(crate) fn jitter(seed: u64) {
+/// run in some builds and not others (Gcra at 2 threads: 28–35 Mops/s against 72–83 with this
+/// jitter, in the same three builds). A per-call seed (the caller's clock reading, which
+/// differs between threads) breaks the tie. Out of line, so that the uncontended path's code
+/// is not touched. Under loom only the backoff step (loom's scheduler explores the orders).
+#[cold]
+#[inline(never)]
+pub(crate) fn lost_cas(backoff: &Backoff, seed: u64) {
+    backoff.spin();
     #[cfg(not(hotlimit_loom))]
     for _ in 0..(seed & 15) {
         core::hint::spin_loop();

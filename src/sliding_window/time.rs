@@ -369,8 +369,7 @@ impl<H: HeadCell> TimeRing<H> {
             ) {
                 Ok(_) => return Ok(()),
                 Err(current) => {
-                    backoff.spin();
-                    crate::sync::jitter(now);
+                    crate::sync::lost_cas(&backoff, now);
                     s = current;
                 }
             }
