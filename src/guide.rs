@@ -824,7 +824,7 @@
 //! three-thread model of the gate ran for over a minute, so it is not in the suite.
 //!
 //! Each per-key log's cursor is unpadded (`SlidingLog<(), Unpadded>`; the shared
-//! `SlidingLog`'s cursor stays cache-padded): 234 bytes per key at `limit` 10 instead of 880.
+//! `SlidingLog`'s cursor stays cache-padded): 249 bytes per key at `limit` 10 instead of 880.
 //!
 //! ## SlidingWindow per key
 //!
@@ -858,7 +858,7 @@
 //! request at `now` counts iff `now < t + period` (t = the bucket's last instant). Idle at
 //! `now` iff every t + period ≤ now; the carry of a rate change is that list.
 //!
-//! Memory: 312 bytes per `u64` key with 10 buckets (measured, BENCHMARKS.md): the ring of 16
+//! Memory: 330 bytes per `u64` key with 10 buckets (measured, BENCHMARKS.md): the ring of 16
 //! snapshots is 128 of them. A per-key window's head (decision word, epoch, target) is not
 //! cache-padded: one window per key is rarely contended, and padding would cost a cache line
 //! and its 128-byte alignment per key (1,050 bytes per key, measured).

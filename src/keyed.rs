@@ -824,7 +824,7 @@ mod table {
     /// timestamps and a gate word; for [`SlidingWindow`] its ring of snapshots (the power of two
     /// ≥ `buckets + 1` slots), an unpadded header and a gate word), an 8-byte override pointer,
     /// plus the map's entry overhead
-    /// (measured in `BENCHMARKS.md`: 70, 234 and 312 bytes per `u64` key for GCRA, a log of limit
+    /// (measured in `BENCHMARKS.md`: 70, 249 and 330 bytes per `u64` key for GCRA, a log of limit
     /// 10 and a window of 10 buckets).
     ///
     /// # Examples
