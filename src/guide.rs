@@ -46,13 +46,17 @@
 //!
 //! Measured side by side with `governor`, the `ratelimit` crate and `Mutex` peers in
 //! BENCHMARKS.md (`benches/`, `examples/scaling.rs`, `benches/callgrind.sh`). Single-threaded,
-//! a [`Gcra`] call on the default clock is 45 instructions when granted and 39 when denied
+//! a [`Gcra`] call on the default clock is 44 instructions when granted and 38 when denied
 //! (governor: 50 and 44), of which 24 are the TSC clock read; with `CoarseClock` the read is
-//! 4 instructions and the whole allowed call is 23 instructions, 6 of them the CAS loop.
+//! 4 instructions and the whole allowed call is 22 instructions, 6 of them the CAS loop.
 //!
 //! Under contention a limiter that reads a precise clock on every call cannot run faster than
 //! the clock read, and Gcra's CAS (clock read before the load, `Backoff` after a failed CAS, no
-//! write on denial) reaches that ceiling at two threads. A `fetch_add` reservation of n·I on
+//! write on denial) reaches that ceiling at two threads. After a lost CAS every limiter here
+//! also spins a few hints more, `now mod 16` of them (`sync::lost_cas`, out of line): with the
+//! exponential backoff alone two threads that lose to each other can stay in step and keep
+//! colliding, which on the 2-core test machine held whole runs at a third of the throughput in
+//! some builds (BENCHMARKS.md, "Lockstep collisions"). A `fetch_add` reservation of n·I on
 //! the busy path was considered and rejected: when the state trails `now` the update is `now +
 //! n·I`, which needs a CAS anyway, and a reservation that fails must be taken back; taking it
 //! back with `fetch_sub` over-admits once another thread has replaced the word in between
