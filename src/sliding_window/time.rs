@@ -284,9 +284,7 @@ impl<H: HeadCell> TimeRing<H> {
                 }
             }
             Fast::Deny { x, below } => {
-                // The floor, saturated at 0 (`below` wraps when x − q − 1 − [off < r] < 0).
-                let f = if below < x { below + 1 } else { 0 };
-                if let Miss::Denied(d) = self.denial(s, x, f, n, now) {
+                if let Miss::Denied(d) = self.denial(s, x, Self::floor_of(x, below), n, now) {
                     return Err(d);
                 }
                 None
@@ -312,10 +310,18 @@ impl<H: HeadCell> TimeRing<H> {
         if off >= self.width {
             return Fast::Slow;
         }
+        self.decide(s, x, off, n)
+    }
+
+    /// The decision under the unfrozen word `s` at epoch x, for a request judged at
+    /// τ = x·w + off (off < w): `Slow` if the snapshot it needs is not there (a stale view).
+    #[inline(always)]
+    fn decide(&self, s: u64, x: u64, off: u64, n: u64) -> Fast {
         // f − 1 = x − q − 1 − [off < r], wrapping: below 0 it names a negative epoch, whose
         // slot (invariant J) holds P = 0, exactly the P[−1] of a floor saturated at 0.
         let below = x.wrapping_sub(self.lag_buckets + 1 + u64::from(off < self.lag_rest));
-        // Acquire: as in `attempt`.
+        // Acquire: pairs with the slot CAS of the roll that wrote it, so a value from a later
+        // roll also shows that roll's freeze (see `stale`).
         let v = self.slot(below).load(Ordering::Acquire);
         if slot_epoch(v) != below as u32 {
             return Fast::Slow;
@@ -324,6 +330,16 @@ impl<H: HeadCell> TimeRing<H> {
             return Fast::Deny { x, below };
         }
         Fast::Grant(s.wrapping_add(n << HIGH))
+    }
+
+    /// The floor f from `decide`'s `below` = f − 1 (wrapped when the floor saturates at 0).
+    #[inline(always)]
+    fn floor_of(x: u64, below: u64) -> u64 {
+        if below < x {
+            below + 1
+        } else {
+            0
+        }
     }
 
     /// [`acquire`](Self::acquire) after its fast path failed: the full loop.
@@ -345,8 +361,8 @@ impl<H: HeadCell> TimeRing<H> {
             None => self.head.state().load(Ordering::Acquire),
         };
         loop {
-            match self.attempt(s, n, now) {
-                Ok(()) => {}
+            let next = match self.attempt(s, n, now) {
+                Ok(next) => next,
                 Err(Miss::Retry) => {
                     // Another call moved `state` (or we helped it): a pause, then look again.
                     backoff.spin();
@@ -355,7 +371,7 @@ impl<H: HeadCell> TimeRing<H> {
                     continue;
                 }
                 Err(Miss::Denied(d)) => return Err(d),
-            }
+            };
             // The CAS succeeds only if `state` is still `s`, under which the snapshot read by
             // `attempt` is P[f − 1] (slots below the epoch change only after a freeze, which
             // changes `state`). Release: whoever acquires the new word also sees the epoch and
@@ -363,7 +379,7 @@ impl<H: HeadCell> TimeRing<H> {
             // Acquire on failure: the word it returns is our next view.
             match self.head.state().compare_exchange_weak(
                 s,
-                s.wrapping_add(n << HIGH),
+                next,
                 Ordering::Release,
                 Ordering::Acquire,
             ) {
@@ -379,7 +395,7 @@ impl<H: HeadCell> TimeRing<H> {
     /// Decides a request for `n` at `now` under the word `s`: `Ok` means "grant by CAS on
     /// `s`". Writes nothing unless it rolls or helps a roll.
     #[inline(always)]
-    fn attempt(&self, s: u64, n: u64, now: u64) -> Result<(), Miss> {
+    fn attempt(&self, s: u64, n: u64, now: u64) -> Result<u64, Miss> {
         // Relaxed: ordered after the Acquire load of `s`, and checked against it.
         let x = self.head.epoch().load(Ordering::Relaxed);
         if s & FROZEN != 0 || x & EPOCH_MASK != state_epoch(s) {
@@ -392,20 +408,12 @@ impl<H: HeadCell> TimeRing<H> {
             self.roll(s, x, now / self.width);
             return Err(Miss::Retry);
         }
-        // f(τ) for τ = x·w + off (off = 0 when `now` is behind the bucket).
-        let f = x.saturating_sub(self.lag_buckets + u64::from(off < self.lag_rest));
-        let below = f.wrapping_sub(1);
-        // Acquire: pairs with the slot CAS of the roll that wrote it, so a value from a later
-        // roll also shows that roll's freeze (see `stale`).
-        let v = self.slot(below).load(Ordering::Acquire);
-        if slot_epoch(v) != below as u32 {
-            return Err(self.stale(s));
+        // τ = x·w + off, with off = 0 when `now` is behind the bucket.
+        match self.decide(s, x, off, n) {
+            Fast::Grant(next) => Ok(next),
+            Fast::Deny { x, below } => Err(self.denial(s, x, Self::floor_of(x, below), n, now)),
+            Fast::Slow => Err(self.stale(s)),
         }
-        let counted = u64::from(granted(s).wrapping_sub(slot_prefix(v)));
-        if counted + n > self.limit {
-            return Err(self.denial(s, x, f, n, now));
-        }
-        Ok(())
     }
 
     /// A snapshot slot did not hold its bucket: `state` has moved on since `s` (retry), or
@@ -628,7 +636,7 @@ impl<H: HeadCell> TimeRing<H> {
             // Acquire: as in `acquire`.
             let s = self.head.state().load(Ordering::Acquire);
             match self.attempt(s, 1, now) {
-                Ok(()) => {
+                Ok(_) => {
                     // Relaxed: deliberately broken: the add does not check `s` is current.
                     self.head.state().fetch_add(1 << HIGH, Ordering::Relaxed);
                     return Ok(());
@@ -676,17 +684,12 @@ impl<H: HeadCell> TimeRing<H> {
                 continue;
             }
             match self.attempt(s, n, now) {
-                Ok(()) => {
+                Ok(next) => {
                     // Relaxed: as in `acquire`.
                     if self
                         .head
                         .state()
-                        .compare_exchange(
-                            s,
-                            s.wrapping_add(n << HIGH),
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        )
+                        .compare_exchange(s, next, Ordering::Relaxed, Ordering::Relaxed)
                         .is_ok()
                     {
                         return Ok(());
