@@ -208,22 +208,21 @@ const LOG_MOVING: u64 = 1 << 61;
 /// The gate's admitter count.
 const LOG_ACTIVE: u64 = LOG_MOVING - 1;
 
-/// A per-key log whose ring holds `stamps` (ascending, at most `limit` of them) after
-/// never-used slots, so that slot 0, where the cursor starts, is the oldest.
+/// A per-key log whose ring holds the newest `limit` of `stamps` (ascending) after
+/// never-used slots, in the order its cursor visits them (see [`SlidingLog::preload`]): index
+/// 0, where the cursor starts, is the oldest.
 fn new_log(cfg: &LogConfig, stamps: &[u64], floor: u64) -> LogState {
     let len = cfg.limit as usize;
     let keep = &stamps[stamps.len().saturating_sub(len)..];
-    let slots = (0..len - keep.len())
-        .map(|_| 0)
-        .chain(keep.iter().copied())
-        .map(AtomicU64::new)
-        .collect();
+    let slots = (0..len).map(|_| AtomicU64::new(0)).collect();
+    let log = SlidingLog::from_parts(slots, cfg.rate, ());
+    log.preload(keep);
     // A request below the newest carried grant records at it ("no time has passed").
     let newest = keep.last().map_or(0, |s| s.saturating_sub(1));
     LogState {
         gate: AtomicU64::new(0),
         floor: floor.max(newest),
-        log: SlidingLog::from_parts(slots, cfg.rate, ()),
+        log,
     }
 }
 

@@ -339,6 +339,21 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
         }
     }
 
+    /// Fills a log that no other thread can see yet with `stamps` (ascending, at most `len`) at
+    /// the indices the cursor reaches last: `len − k .. len`. The cursor starts at index 0, so
+    /// the never-used slots come first and the carried grants are reached in their own order,
+    /// oldest first. By index, not by position in `slots`: index i lives in the slot
+    /// [`slot`](SlidingLog::slot) maps it to.
+    pub(crate) fn preload(&self, stamps: &[u64]) {
+        let k = stamps.len() as u64;
+        debug_assert!(k <= self.len);
+        for (i, &stamp) in (self.len - k..self.len).zip(stamps) {
+            // Relaxed: the log is not shared yet; whoever publishes it (a map insert) orders
+            // these stores before any reader.
+            self.slot(i).store(stamp, Ordering::Relaxed);
+        }
+    }
+
     /// x mod len, by [`fastmod`].
     #[inline(always)]
     fn reduce(&self, x: u64) -> u64 {

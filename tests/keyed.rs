@@ -712,3 +712,44 @@ proptest! {
         }
     }
 }
+
+/// A per-key log moved by a rate change keeps the carried grants in the order its cursor
+/// visits the ring. Rings above 16 slots visit their slots in a strided order; carried grants
+/// once landed in ring positions the cursor reached early, so a key at a frozen clock was
+/// denied long before its limit (the intermittent under-admission of the hot-keys stress
+/// test). Sequentially, after the move, the key must grant exactly the rest of its limit.
+#[test]
+fn log_rate_change_keeps_the_remaining_limit_exact() {
+    for limit in [1u64, 2, 16, 17, 20, 50, 1_000] {
+        for before in [0, 1, limit / 3, limit - 1, limit] {
+            let k: Keyed<u64, SlidingLog, ManualClock> =
+                Keyed::sliding_log(Rate::per_second(limit).unwrap())
+                    .clock(ManualClock::new())
+                    .build()
+                    .unwrap();
+            let now = 7 * S;
+            k.clock().set(Duration::from_nanos(now));
+            for _ in 0..before {
+                k.try_acquire_at(&1, now).unwrap();
+            }
+            k.set_default_rate(Rate::per_second(limit).unwrap())
+                .unwrap();
+            for i in before..limit {
+                assert!(
+                    k.try_acquire_at(&1, now).is_ok(),
+                    "limit {limit}: grant {i} after {before} carried was denied"
+                );
+            }
+            let d = k.try_acquire_at(&1, now).unwrap_err();
+            assert_eq!(
+                d.retry_after_nanos(),
+                Some(S),
+                "limit {limit}, {before} carried"
+            );
+            // Later grants follow the exact log: the carried ones leave at now + 1 s.
+            if before > 0 {
+                assert!(k.try_acquire_n_at(&1, before as u32, now + S).is_ok());
+            }
+        }
+    }
+}
