@@ -733,9 +733,24 @@
 //!
 //! ## Bounded memory
 //!
-//! A counter of keys (and of places reserved by concurrent inserters) never exceeds
-//! `capacity`: an inserter reserves a place by CAS before it inserts. A new key that finds
-//! the table full runs a sweep (one thread at a time; others are denied with a short retry):
+//! A counter of places never exceeds `capacity`, and every place counted belongs to a
+//! distinct key. A new key's state enters the map *pending* (GCRA: the marker `PENDING` =
+//! u64::MAX − 2 in the word; logs and windows: a gate flag): an admission that finds it grants
+//! nothing and looks again, and no sweep or rate change touches it. Only the thread whose
+//! insert won (the map's `try_insert` picks one) reserves a place, by CAS on the counter, and
+//! then commits the state (the marker becomes the floor, or the flag is cleared); if it finds
+//! no place it removes its pending entry and is denied. So racing creators of one key never
+//! hold more than one place between them, and a new key is refused only when `capacity`
+//! other keys hold their places. (The first design reserved before inserting: every racing
+//! creator of one key held a place until it lost the insert, so for a moment the count read
+//! full and another new key was refused, or this very key, for as long as its one successful
+//! creator was preempted between its reservation and its insert: seen in the hot-keys stress
+//! test as seven of eight threads denied every request on a key. The loom model
+//! `racing_creators_of_one_key_are_both_admitted` has the old order as its planted twin, which
+//! it catches.) What this costs: a request on a key being created waits for its creator's
+//! counter CAS and commit, as one on a key being moved waits for the mover's map store; and
+//! beyond `capacity` the map may hold, for a moment, one pending entry per thread creating a
+//! key, never admitted on. A new key that finds the table full runs a sweep (one thread at a time; others are denied with a short retry):
 //! every idle key is retired and removed. If fewer than capacity / 8 went, [`WhenFull`]
 //! decides: `DenyNewKeys` records the time by which enough keys will be idle (the
 //! (capacity/8 − freed)-th smallest idle time of the busy keys) and denies new keys until

@@ -114,6 +114,17 @@ pub trait KeyedState: sealed::Sealed + 'static {
     /// Whether the state was retired by an eviction (its entry may be removed by anyone).
     #[doc(hidden)]
     fn is_evicted(state: &Self::State) -> bool;
+    /// A fresh state (as [`fresh`](KeyedState::fresh)) that is not live yet: every `acquire`
+    /// on it returns `Moving` and `retire` leaves it alone, until [`commit`](KeyedState::commit).
+    /// A new key enters the map in this state while its creator reserves its place.
+    #[doc(hidden)]
+    fn pending(cfg: &Self::Config, floor: u64) -> Self::State;
+    /// Makes a [`pending`](KeyedState::pending) state live (its creator alone calls this).
+    #[doc(hidden)]
+    fn commit(state: &Self::State, floor: u64);
+    /// Whether the state is still pending (its creator removes it if it finds no place).
+    #[doc(hidden)]
+    fn is_pending(state: &Self::State) -> bool;
 }
 
 mod sealed {
@@ -133,8 +144,9 @@ pub enum Admit {
     Denied(Denied),
     /// The state was evicted: nothing was granted; remove the entry and look the key up again.
     Evicted,
-    /// The state is being replaced by a rate change: nothing was granted; look the key up
-    /// again (the replacement is one map store away).
+    /// The state is being replaced by a rate change, or is a new key's state whose creator is
+    /// still reserving its place: nothing was granted; look the key up again (the replacement
+    /// or the commit is one map store or one counter CAS away).
     Moving,
 }
 
@@ -155,9 +167,11 @@ pub enum Retire {
 const GCRA_EVICTED: u64 = u64::MAX;
 /// The state word of a GCRA state frozen by a rate change.
 const GCRA_MOVING: u64 = u64::MAX - 1;
-/// The largest TAT a grant may store: the top two values are the tombstones, so the last 2 ns
+/// The state word of a new key's GCRA state whose creator has not reserved its place yet.
+const GCRA_PENDING: u64 = u64::MAX - 2;
+/// The largest TAT a grant may store: the top three values are the markers, so the last 3 ns
 /// of the clock's range are unusable (a grant that would reach them is denied as "never").
-const GCRA_MAX_TAT: u64 = u64::MAX - 2;
+const GCRA_MAX_TAT: u64 = u64::MAX - 3;
 
 mod state {
     #![allow(unreachable_pub)]
@@ -205,8 +219,11 @@ const LOG_CLOSING: u64 = 1 << 63;
 const LOG_EVICTED: u64 = 1 << 62;
 /// Gate flag, terminal: the log was frozen for a rate change.
 const LOG_MOVING: u64 = 1 << 61;
+/// Gate flag: a new key's state whose creator has not reserved its place yet (cleared once,
+/// by the creator; admitters look again, closers leave it alone).
+const LOG_PENDING: u64 = 1 << 60;
 /// The gate's admitter count.
-const LOG_ACTIVE: u64 = LOG_MOVING - 1;
+const LOG_ACTIVE: u64 = LOG_PENDING - 1;
 
 /// A per-key log whose ring holds the newest `limit` of `stamps` (ascending) after
 /// never-used slots, in the order its cursor visits them (see [`SlidingLog::preload`]): index
@@ -302,7 +319,7 @@ impl KeyedState for SlidingLog {
 
     fn idle_at(cfg: &LogConfig, state: &LogState) -> u64 {
         // Relaxed: a snapshot to rank eviction candidates; `retire` decides under the gate.
-        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING) != 0 {
+        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING | LOG_PENDING) != 0 {
             return u64::MAX;
         }
         state
@@ -329,6 +346,21 @@ impl KeyedState for SlidingLog {
     fn is_evicted(state: &LogState) -> bool {
         // Relaxed: the flag is terminal; a stale read only delays the removal.
         state.gate.load(Ordering::Relaxed) & LOG_EVICTED != 0
+    }
+
+    fn pending(cfg: &LogConfig, floor: u64) -> LogState {
+        let state = new_log(cfg, &[], floor);
+        // Relaxed: not shared yet (the map insert publishes it).
+        state.gate.store(LOG_PENDING, Ordering::Relaxed);
+        state
+    }
+
+    fn commit(state: &LogState, _: u64) {
+        gate_commit(&state.gate);
+    }
+
+    fn is_pending(state: &LogState) -> bool {
+        gate_is_pending(&state.gate)
     }
 }
 
@@ -375,7 +407,7 @@ impl KeyedState for Gcra {
         let mut tat = state.0.load(Ordering::Relaxed);
         let backoff = Backoff::new();
         loop {
-            if tat >= GCRA_MOVING {
+            if tat >= GCRA_PENDING {
                 return gcra_retired(state, tat);
             }
             // A denial returns here, before any write.
@@ -403,7 +435,7 @@ impl KeyedState for Gcra {
     fn idle_at(_: &GcraConfig, state: &GcraState) -> u64 {
         // Relaxed: a snapshot to rank eviction candidates; the retire CAS decides.
         match state.0.load(Ordering::Relaxed) {
-            tat if tat >= GCRA_MOVING => u64::MAX,
+            tat if tat >= GCRA_PENDING => u64::MAX,
             tat => tat,
         }
     }
@@ -417,7 +449,7 @@ impl KeyedState for Gcra {
         // Relaxed: the CAS below checks the value.
         let mut tat = state.0.load(Ordering::Relaxed);
         loop {
-            if tat >= GCRA_MOVING || (how == Retire::IfIdle && tat > now) {
+            if tat >= GCRA_PENDING || (how == Retire::IfIdle && tat > now) {
                 return None;
             }
             // Release on success: publishes the raised floor (the sweep raised it before
@@ -439,9 +471,25 @@ impl KeyedState for Gcra {
         // Relaxed: the tombstone is terminal; a stale read only delays the removal.
         state.0.load(Ordering::Relaxed) == GCRA_EVICTED
     }
+
+    fn pending(_: &GcraConfig, _: u64) -> GcraState {
+        GcraState(AtomicU64::new(GCRA_PENDING))
+    }
+
+    fn commit(state: &GcraState, floor: u64) {
+        // Relaxed: only the creator writes a pending word, once; the state has no other data
+        // to publish (the entry itself was published by the map's insert).
+        state.0.store(floor.min(GCRA_MAX_TAT), Ordering::Relaxed);
+    }
+
+    fn is_pending(state: &GcraState) -> bool {
+        // Relaxed: only the creator asks, about its own entry.
+        state.0.load(Ordering::Relaxed) == GCRA_PENDING
+    }
 }
 
-/// The outcome for a GCRA word found retired (`tat` is `GCRA_EVICTED` or `GCRA_MOVING`).
+/// The outcome for a GCRA word found retired or pending (`tat` is `GCRA_EVICTED`,
+/// `GCRA_MOVING` or `GCRA_PENDING`).
 #[cold]
 fn gcra_retired(state: &GcraState, tat: u64) -> Admit {
     if tat == GCRA_EVICTED {
@@ -535,6 +583,19 @@ fn gate_enter(gate: &AtomicU64) -> Result<(), Admit> {
     } else {
         Err(Admit::Moving)
     }
+}
+
+/// Makes a pending gate live (the creator's one write to the flag).
+fn gate_commit(gate: &AtomicU64) {
+    // Relaxed: an RMW so that bounced admitters' increments and decrements are kept; it
+    // publishes nothing (the state was published by the map's insert).
+    gate.fetch_and(!LOG_PENDING, Ordering::Relaxed);
+}
+
+/// Whether a gate is still pending.
+fn gate_is_pending(gate: &AtomicU64) -> bool {
+    // Relaxed: only the creator asks, about its own entry.
+    gate.load(Ordering::Relaxed) & LOG_PENDING != 0
 }
 
 /// Leaves a gate entered with [`gate_enter`].
@@ -679,7 +740,7 @@ impl KeyedState for SlidingWindow {
 
     fn idle_at(cfg: &WindowConfig, state: &WindowState) -> u64 {
         // Relaxed: a snapshot to rank eviction candidates; `retire` decides under the gate.
-        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING) != 0 {
+        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING | LOG_PENDING) != 0 {
             return u64::MAX;
         }
         window_idle_at(cfg, &state.window)
@@ -712,6 +773,21 @@ impl KeyedState for SlidingWindow {
     fn is_evicted(state: &WindowState) -> bool {
         // Relaxed: the flag is terminal; a stale read only delays the removal.
         state.gate.load(Ordering::Relaxed) & LOG_EVICTED != 0
+    }
+
+    fn pending(cfg: &WindowConfig, floor: u64) -> WindowState {
+        let state = new_window(cfg, &[], floor);
+        // Relaxed: not shared yet (the map insert publishes it).
+        state.gate.store(LOG_PENDING, Ordering::Relaxed);
+        state
+    }
+
+    fn commit(state: &WindowState, _: u64) {
+        gate_commit(&state.gate);
+    }
+
+    fn is_pending(state: &WindowState) -> bool {
+        gate_is_pending(&state.gate)
     }
 }
 
@@ -809,7 +885,11 @@ mod table {
     ///   which may make a busy key forget its state when the table is full.
     /// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
     ///   full triggers a sweep that evicts every idle key (no background thread); if too few are
-    ///   idle, [`WhenFull`] decides.
+    ///   idle, [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold
+    ///   their places: threads racing to create one key count it once (its state enters the map
+    ///   pending, and only the creator whose insert won takes a place; requests on it meanwhile
+    ///   wait for that one counter CAS). Beyond `capacity`, the map may hold for a moment one
+    ///   such pending entry per thread creating a key; `len()` never exceeds `capacity`.
     /// - An existing key's admission is a map lookup (no shared write) plus the limiter's own
     ///   atomic: for GCRA one CAS per grant and a single load per denial.
     ///
@@ -1224,29 +1304,43 @@ mod table {
 
         /// Creates `key`'s fresh state (or finds that another thread just did), making room first
         /// if the table is full.
+        ///
+        /// The entry goes into the map first, *pending* (admitters that find it look again), and
+        /// only the thread whose insert won reserves a place for it, then commits it. So every
+        /// place counted belongs to a distinct key, and a key that does not fit is refused only
+        /// when `capacity` other keys hold their places: racing creators of one key no longer
+        /// each reserve a place (which made the count read full for a moment, and refused other
+        /// new keys, or this one while its creator was preempted). The cost: a request on a key
+        /// being created waits for its creator's counter CAS, as one on a key being moved waits
+        /// for the mover's map store; and the map may briefly hold, beyond `capacity`, one
+        /// pending entry per thread creating a key (never admitted on; removed if refused).
         #[cold]
         fn insert_new(&self, key: &K, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
-            self.reserve_place(now, guard)?;
             let cfg = self.rate_of(key);
             // Relaxed: ordered after the eviction that raised it by the map (an evictor raises the
             // floor, then removes the entry; our lookup that saw the key missing is ordered after
             // the removal by papaya's Release/Acquire on the entry pointer) or by the Acquire load
             // of the tombstone in `acquire`.
             let floor = self.floor.load(Ordering::Relaxed);
-            let state = L::fresh(cfg.as_deref().unwrap_or(&self.cfg), floor);
-            let slot = Slot { state, cfg };
-            if self.map.try_insert(key.clone(), slot, guard).is_err() {
-                // Another thread created the key first: give our place back and use theirs.
-                // Relaxed: a counter.
-                self.len.fetch_sub(1, Ordering::Relaxed);
-            } else {
-                // A `set_rate` may have raced with our read of the overrides: make sure the state
-                // we just published runs on the key's current rate.
-                // AcqRel: see `sync_override` (a rate change's RMW before ours is visible to the
-                // re-read there; one after ours sees our entry in its own sync).
-                self.rates.fetch_add(0, Ordering::AcqRel);
-                self.sync_override(key, now);
+            let state = L::pending(cfg.as_deref().unwrap_or(&self.cfg), floor);
+            let Ok(ours) = self.map.try_insert(key.clone(), Slot { state, cfg }, guard) else {
+                // Another thread created (or is creating) the key: the caller looks again.
+                return Ok(());
+            };
+            // Nobody else commits, retires or replaces a pending entry: it is ours until then.
+            if let Err(denied) = self.reserve_place(now, guard) {
+                let _ = self
+                    .map
+                    .remove_if(key, |_, slot| L::is_pending(&slot.state), guard);
+                return Err(denied);
             }
+            L::commit(&ours.state, floor);
+            // A `set_rate` may have raced with our read of the overrides: make sure the state
+            // we just published runs on the key's current rate.
+            // AcqRel: see `sync_override` (a rate change's RMW before ours is visible to the
+            // re-read there; one after ours sees our entry in its own sync).
+            self.rates.fetch_add(0, Ordering::AcqRel);
+            self.sync_override(key, now);
             Ok(())
         }
 
@@ -1284,7 +1378,12 @@ mod table {
                 return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
             }
             if now < next {
-                // The last sweep found too few idle keys, none before `next`.
+                // The last sweep found too few idle keys, none before `next`; unless places
+                // were given back since (a refused creator's), the table is still full.
+                // Relaxed: as in `reserve_place`.
+                if self.len.load(Ordering::Relaxed) < self.capacity {
+                    return Ok(());
+                }
                 return Err(Denied::after_nanos(next - now));
             }
             // Relaxed (both): see above.
@@ -1298,7 +1397,8 @@ mod table {
             let (freed, next) = self.sweep_at(now, guard);
             // Relaxed: see above.
             self.sweep.store(next, Ordering::Relaxed);
-            if freed > 0 {
+            // Relaxed: as in `reserve_place`: places given back during the sweep are room too.
+            if freed > 0 || self.len.load(Ordering::Relaxed) < self.capacity {
                 Ok(())
             } else {
                 Err(Denied::after_nanos(next.saturating_sub(now).max(1)))
@@ -1321,7 +1421,11 @@ mod table {
                     self.remove_evicted(key, guard);
                     freed += 1;
                 } else {
-                    busy.push(L::idle_at(cfg, &slot.state));
+                    // Pending, moving and evicted states (u64::MAX) do not go idle by waiting.
+                    match L::idle_at(cfg, &slot.state) {
+                        u64::MAX => {}
+                        at => busy.push(at),
+                    }
                 }
             }
             if freed >= target {
@@ -1474,7 +1578,8 @@ mod table {
             }
         }
 
-        /// The number of keys held (including places being filled by concurrent new keys).
+        /// The number of keys held (including new keys whose creator has reserved a place and is
+        /// about to commit it).
         ///
         /// # Examples
         ///
@@ -1859,6 +1964,23 @@ pub mod planted {
     pub use super::Admit;
 
     impl GcraKey {
+        /// A new key's state as its creator inserts it: pending until [`commit`](GcraKey::commit).
+        pub fn pending(rate: Rate, floor: u64) -> Self {
+            let cfg = <Gcra as KeyedState>::config(rate, None).expect("valid rate");
+            let state = <Gcra as KeyedState>::pending(&cfg, floor);
+            GcraKey { cfg, state }
+        }
+
+        /// The creator's commit once its place is reserved.
+        pub fn commit(&self, floor: u64) {
+            <Gcra as KeyedState>::commit(&self.state, floor);
+        }
+
+        /// Whether the state is still pending.
+        pub fn is_pending(&self) -> bool {
+            <Gcra as KeyedState>::is_pending(&self.state)
+        }
+
         /// A fresh state for `rate` (burst = limit) with floor `floor`.
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <Gcra as KeyedState>::config(rate, None).expect("valid rate");
@@ -1894,6 +2016,23 @@ pub mod planted {
     }
 
     impl LogKey {
+        /// A new key's state as its creator inserts it: pending until [`commit`](LogKey::commit).
+        pub fn pending(rate: Rate, floor: u64) -> Self {
+            let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
+            let state = <SlidingLog as KeyedState>::pending(&cfg, floor);
+            LogKey { cfg, state }
+        }
+
+        /// The creator's commit once its place is reserved.
+        pub fn commit(&self, floor: u64) {
+            <SlidingLog as KeyedState>::commit(&self.state, floor);
+        }
+
+        /// Whether the state is still pending.
+        pub fn is_pending(&self) -> bool {
+            <SlidingLog as KeyedState>::is_pending(&self.state)
+        }
+
         /// A fresh log for `rate` with floor `floor`.
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
@@ -1930,6 +2069,23 @@ pub mod planted {
     }
 
     impl WindowKey {
+        /// A new key's state as its creator inserts it: pending until [`commit`](WindowKey::commit).
+        pub fn pending(rate: Rate, floor: u64) -> Self {
+            let cfg = <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate");
+            let state = <SlidingWindow as KeyedState>::pending(&cfg, floor);
+            WindowKey { cfg, state }
+        }
+
+        /// The creator's commit once its place is reserved.
+        pub fn commit(&self, floor: u64) {
+            <SlidingWindow as KeyedState>::commit(&self.state, floor);
+        }
+
+        /// Whether the state is still pending.
+        pub fn is_pending(&self) -> bool {
+            <SlidingWindow as KeyedState>::is_pending(&self.state)
+        }
+
         /// A fresh one-bucket window for `rate` with floor `floor`.
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate");

@@ -20,6 +20,12 @@ trait KeyState: Send + Sync + 'static {
     fn acquire_at(&self, now: u64) -> Admit;
     fn evict_at(&self, now: u64) -> bool;
     fn evict_racy_at(&self, now: u64) -> bool;
+    /// A new key's pending state, limit 2 per 10 ns (two grants on a frozen clock).
+    fn pending2() -> Self;
+    /// A fresh state with the same limit, as the old (planted) creation inserted it.
+    fn fresh2() -> Self;
+    fn commit(&self, floor: u64);
+    fn is_pending(&self) -> bool;
 }
 
 macro_rules! key_state {
@@ -36,6 +42,18 @@ macro_rules! key_state {
             }
             fn evict_racy_at(&self, now: u64) -> bool {
                 <$t>::evict_racy_at(self, now)
+            }
+            fn pending2() -> Self {
+                <$t>::pending(Rate::new(2, Duration::from_nanos(10)).unwrap(), 0)
+            }
+            fn fresh2() -> Self {
+                <$t>::new(Rate::new(2, Duration::from_nanos(10)).unwrap(), 0)
+            }
+            fn commit(&self, floor: u64) {
+                <$t>::commit(self, floor)
+            }
+            fn is_pending(&self) -> bool {
+                <$t>::is_pending(self)
             }
         }
     };
@@ -247,4 +265,108 @@ fn window_rate_change_never_loses_an_admission() {
 #[should_panic(expected = "over-admission across a rate change")]
 fn planted_window_rate_change_without_the_gate_over_admits() {
     window_move_racing_an_admission(true);
+}
+
+/// The abstract map for one key plus `Keyed`'s place counter (`len`), capacity 1.
+struct Table<S> {
+    entry: Mutex<Option<Arc<S>>>,
+    len: AtomicU64,
+}
+
+/// `Keyed::reserve_place` with capacity 1: with a single key, a sweep finds nothing to evict
+/// (the only entry is the key being created), so a full count is a refusal.
+fn reserve_place(len: &AtomicU64) -> bool {
+    // Relaxed (all): a counter, as in `Keyed`.
+    let mut n = len.load(Ordering::Relaxed);
+    loop {
+        if n >= 1 {
+            return false;
+        }
+        match len.compare_exchange(n, n + 1, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(current) => n = current,
+        }
+    }
+}
+
+/// `Keyed::try_acquire_n_at` for a key that may not exist yet. The real creation inserts the
+/// state pending, and only the thread whose insert won reserves a place and commits it;
+/// `planted` is the old creation, which reserved a place before inserting, so a racing
+/// creator of the same key saw the count full and was refused although the key fits.
+fn admit_new<S: KeyState>(table: &Table<S>, now: u64, planted: bool) -> bool {
+    loop {
+        let current = table.entry.lock().unwrap().clone();
+        if let Some(state) = current {
+            match state.acquire_at(now) {
+                Admit::Granted => return true,
+                Admit::Denied(_) => return false,
+                Admit::Evicted => unreachable!("nothing evicts in this model"),
+                Admit::Moving => thread::yield_now(),
+            }
+            continue;
+        }
+        if planted {
+            if !reserve_place(&table.len) {
+                return false;
+            }
+            let mut m = table.entry.lock().unwrap();
+            if m.is_none() {
+                *m = Some(Arc::new(S::fresh2()));
+            } else {
+                // Another creator won: give the place back. Relaxed: a counter.
+                table.len.fetch_sub(1, Ordering::Relaxed);
+            }
+            continue;
+        }
+        let ours = Arc::new(S::pending2());
+        {
+            let mut m = table.entry.lock().unwrap();
+            if m.is_some() {
+                continue; // try_insert lost: look again
+            }
+            *m = Some(ours.clone());
+        }
+        if !reserve_place(&table.len) {
+            let mut m = table.entry.lock().unwrap();
+            if m.as_ref().is_some_and(|e| e.is_pending()) {
+                *m = None;
+            }
+            return false;
+        }
+        ours.commit(0);
+    }
+}
+
+/// Two threads create the same new key at once in a table of capacity 1: the key fits, and
+/// its limit (2 on a frozen clock) covers both requests, so both are granted and one place
+/// is counted.
+fn two_creators_of_one_key<S: KeyState>(planted: bool) {
+    loom::model(move || {
+        let table = Arc::new(Table::<S> {
+            entry: Mutex::new(None),
+            len: AtomicU64::new(0),
+        });
+        let other = {
+            let table = table.clone();
+            thread::spawn(move || admit_new(&table, 0, planted))
+        };
+        let mine = admit_new(&table, 0, planted);
+        let theirs = other.join().unwrap();
+        assert!(mine && theirs, "a new key that fits was refused");
+        // Relaxed: after join.
+        assert_eq!(table.len.load(Ordering::Relaxed), 1);
+    });
+}
+
+#[test]
+fn racing_creators_of_one_key_are_both_admitted() {
+    two_creators_of_one_key::<GcraKey>(false);
+    two_creators_of_one_key::<LogKey>(false);
+    two_creators_of_one_key::<WindowKey>(false);
+}
+
+#[test]
+#[should_panic(expected = "a new key that fits was refused")]
+fn planted_reserve_before_insert_refuses_a_racing_creator() {
+    two_creators_of_one_key::<GcraKey>(true);
 }
