@@ -584,35 +584,57 @@ impl<H: HeadCell> TimeRing<H> {
     /// `(y, k)` for every bucket y that a request at or after now may still count (y from the
     /// floor at the current bucket's start up to the current bucket) holding k ≥ 1 permits:
     /// k = P\[y\] − P\[y − 1\], with P\[x\] = G. Finishes a roll under way first. Exact when
-    /// no call is in flight; a snapshot otherwise.
+    /// no call is in flight (a `Keyed` gate closed and drained); a snapshot otherwise.
+    ///
+    /// The snapshot is consistent: the slots are read after the word and the epoch, and if
+    /// one of them no longer holds its bucket's snapshot (a roll started by a concurrent call
+    /// reused it: the word has changed since), the reading starts over. Without the re-check a
+    /// reused slot would be taken for the older bucket, and its larger count would wrap the
+    /// difference into a bogus bucket of ~2^32 permits.
     #[cfg(any(feature = "std", hotlimit_loom))]
     pub(super) fn counted_buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let (s, x) = loop {
-            // Acquire: as in `acquire`.
-            let s = self.head.state().load(Ordering::Acquire);
-            // Relaxed: checked against `s`.
-            let x = self.head.epoch().load(Ordering::Relaxed);
-            if s & FROZEN == 0 && x & EPOCH_MASK == state_epoch(s) {
-                break (s, x);
+        let backoff = Backoff::new();
+        'read: loop {
+            let (s, x) = loop {
+                // Acquire: as in `acquire`.
+                let s = self.head.state().load(Ordering::Acquire);
+                // Relaxed: checked against `s`.
+                let x = self.head.epoch().load(Ordering::Relaxed);
+                if s & FROZEN == 0 && x & EPOCH_MASK == state_epoch(s) {
+                    break (s, x);
+                }
+                self.help(s);
+            };
+            // f(x·w) = x − q − [r > 0]: no request judged at or after x·w counts anything below.
+            let lo = x.saturating_sub(self.lag_buckets + u64::from(self.lag_rest > 0));
+            let mut out = Vec::new();
+            // P[lo − 1] .. P[x] (invariant J for y < x while the word is `s`; P[x] = G).
+            let mut below = None;
+            for y in core::iter::once(lo.wrapping_sub(1)).chain(lo..=x) {
+                let p = if y == x {
+                    granted(s)
+                } else {
+                    // Acquire: as in `attempt`.
+                    let v = self.slot(y).load(Ordering::Acquire);
+                    if slot_epoch(v) != y as u32 {
+                        // Acquire: as above. A roll froze the word before reusing the slot.
+                        let now_s = self.head.state().load(Ordering::Acquire);
+                        debug_assert_ne!(now_s, s, "a live snapshot is missing");
+                        backoff.spin();
+                        continue 'read;
+                    }
+                    slot_prefix(v)
+                };
+                if let Some(prev) = below {
+                    let k = u64::from(p.wrapping_sub(prev));
+                    if k > 0 {
+                        out.push((y, k));
+                    }
+                }
+                below = Some(p);
             }
-            self.help(s);
-        };
-        // f(x·w) = x − q − [r > 0]: no request judged at or after x·w counts anything below.
-        let lo = x.saturating_sub(self.lag_buckets + u64::from(self.lag_rest > 0));
-        // P[y] for y in [x − M, x] (invariant J; P[x] = G).
-        let prefix = move |y: u64| -> u32 {
-            if y == x {
-                return granted(s);
-            }
-            // Acquire: as in `attempt`.
-            let v = self.slot(y).load(Ordering::Acquire);
-            debug_assert_eq!(slot_epoch(v), y as u32, "a live snapshot is missing");
-            slot_prefix(v)
-        };
-        (lo..=x).filter_map(move |y| {
-            let k = u64::from(prefix(y).wrapping_sub(prefix(y.wrapping_sub(1))));
-            (k > 0).then_some((y, k))
-        })
+            return out.into_iter();
+        }
     }
 
     /// The raw decision word and epoch, for `Debug`.
