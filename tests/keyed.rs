@@ -753,3 +753,46 @@ fn log_rate_change_keeps_the_remaining_limit_exact() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A per-key log across a default-rate change, sequentially, against the exact model: before
+    /// the switch the key is the exact log of the old rate; after it, the exact log of the new
+    /// rate that starts with the newest new-`limit` grants the old log held (as documented on
+    /// `set_default_rate`). Limits up to 40 cover the strided rings (above 16 slots).
+    #[test]
+    fn log_across_a_rate_change_is_the_exact_log_with_the_carried_grants(
+        (limit, period) in (1u64..=40, 1u64..=2_000),
+        (new_limit, new_period) in (1u64..=40, 1u64..=2_000),
+        steps in prop::collection::vec((0u64..=120, 0u32..=3), 1..120),
+        at in 0usize..120,
+    ) {
+        let period = period.max(limit);
+        let new_period = new_period.max(new_limit);
+        let k: Keyed<u64, SlidingLog, ManualClock> =
+            Keyed::sliding_log(Rate::new(limit, Duration::from_nanos(period)).unwrap())
+                .clock(ManualClock::new())
+                .build()
+                .unwrap();
+        let mut model = LogModel::new(limit, period);
+        let mut now = 1_000u64;
+        for (i, &(gap, n)) in steps.iter().enumerate() {
+            if i == at {
+                k.clock().set(Duration::from_nanos(now));
+                k.set_default_rate(Rate::new(new_limit, Duration::from_nanos(new_period)).unwrap())
+                    .unwrap();
+                let carried = model.grants();
+                let keep = &carried[carried.len().saturating_sub(new_limit as usize)..];
+                model = LogModel::new(new_limit, new_period);
+                for &t in keep {
+                    prop_assert!(model.acquire(1, u64::try_from(t).unwrap()).is_ok());
+                }
+            }
+            now += gap;
+            let real = k.try_acquire_n_at(&7, n, now).map_err(|d| d.retry_after_nanos());
+            let want = model.acquire(n, now);
+            prop_assert_eq!(real, want, "step {} (n {}) at {}, switch at {}", i, n, now, at);
+        }
+    }
+}

@@ -74,6 +74,12 @@ impl LogModel {
         Err(Some(u64::try_from(free_at - now).unwrap()))
     }
 
+    /// The recorded grant times, oldest first (the newest `limit` grants, in or out of the
+    /// window).
+    pub(crate) fn grants(&self) -> Vec<u128> {
+        self.log.iter().copied().collect()
+    }
+
     /// Grants in the window at `now` (for tests that want a count).
     pub(crate) fn used(&self, now: u64) -> usize {
         self.in_window(u128::from(now)).len()
