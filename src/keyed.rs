@@ -1251,17 +1251,21 @@ mod table {
             let guard = self.map.guard();
             let backoff = Backoff::new();
             loop {
+                // Acquire: the count before the lookup, for `insert_new`'s refusal at a full
+                // table (pairs with the reservations' Release).
+                let len = self.len.load(Ordering::Acquire);
                 if let Some(slot) = self.map.get(key, &guard) {
                     let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
                     match L::acquire(cfg, &slot.state, permits, now) {
                         Admit::Granted => return Ok(()),
                         Admit::Denied(denied) => return Err(denied),
                         Admit::Evicted => self.remove_evicted(key, &guard),
-                        // A rate change is replacing the entry; look again after it.
+                        // A rate change is replacing the entry, or its creator is placing
+                        // it; look again after it.
                         Admit::Moving => backoff.snooze_or_spin(),
                     }
                 } else {
-                    self.insert_new(key, now, &guard)?;
+                    self.insert_new(key, now, len, &guard)?;
                 }
             }
         }
@@ -1314,8 +1318,28 @@ mod table {
         /// being created waits for its creator's counter CAS, as one on a key being moved waits
         /// for the mover's map store; and the map may briefly hold, beyond `capacity`, one
         /// pending entry per thread creating a key (never admitted on; removed if refused).
+        ///
+        /// `len` is the count read (Acquire) before the lookup that found the key missing.
         #[cold]
-        fn insert_new(&self, key: &K, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+        fn insert_new(
+            &self,
+            key: &K,
+            now: u64,
+            len: u64,
+            guard: &impl papaya::Guard,
+        ) -> Result<(), Denied> {
+            // A full table whose last sweep deferred the next one: refuse without touching the
+            // map (a flood of new keys at a full table costs a few loads per request, not an
+            // insert and a removal each). The key's own creator cannot hold one of those
+            // places: a creator inserts before it counts (Release), so a place we counted
+            // (Acquire) before our lookup has its entry visible to that lookup.
+            if len >= self.capacity {
+                // Relaxed: a time hint, as in `make_room`.
+                let next = self.sweep.load(Ordering::Relaxed);
+                if next != SWEEPING && now < next {
+                    return Err(Denied::after_nanos(next - now));
+                }
+            }
             let cfg = self.rate_of(key);
             // Relaxed: ordered after the eviction that raised it by the map (an evictor raises the
             // floor, then removes the entry; our lookup that saw the key missing is ordered after
@@ -1355,11 +1379,13 @@ mod table {
                     len = self.len.load(Ordering::Relaxed);
                     continue;
                 }
-                // Relaxed (both): the count alone bounds the table; it publishes nothing.
+                // Release on success: a creator that sees the count full (Acquire, in
+                // `insert_new`) then finds our pending entry, inserted before this. Relaxed on
+                // failure: we only retry.
                 match self.len.compare_exchange_weak(
                     len,
                     len + 1,
-                    Ordering::Relaxed,
+                    Ordering::Release,
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => return Ok(()),
