@@ -54,6 +54,8 @@ mod clock;
 mod error;
 mod gcra;
 pub mod guide;
+#[cfg(any(feature = "std", hotlimit_loom))]
+mod int_keyed;
 mod key_pool;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod keyed;
@@ -74,6 +76,8 @@ pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use error::{ConfigError, Denied};
 pub use gcra::{Gcra, GcraBuilder};
+#[cfg(any(feature = "std", hotlimit_loom))]
+pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
 #[cfg(all(hotlimit_loom, not(feature = "std")))]
 pub use keyed::KeyedState;
@@ -95,6 +99,9 @@ pub use wait::{Acquire, LimiterExt, Sleep};
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use gcra::planted as __planted_gcra;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use int_keyed::planted as __planted_int_keyed;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use keyed::planted as __planted_keyed;
