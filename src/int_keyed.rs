@@ -296,7 +296,7 @@ impl<K: IntKey> IntKeyed<K> {
     /// ```
     /// use hotlimit::{IntKeyed, ManualClock, Rate};
     ///
-    /// let limiter: IntKeyed = IntKeyed::builder(Rate::per_minute(60)?)
+    /// let limiter: IntKeyed<u64, _> = IntKeyed::builder(Rate::per_minute(60)?)
     ///     .clock(ManualClock::new())
     ///     .build()?;
     /// assert_eq!(limiter.burst(), 60);
@@ -341,7 +341,7 @@ impl<K, C> IntKeyedBuilder<K, C> {
     /// ```
     /// use hotlimit::{IntKeyed, ManualClock, Rate};
     ///
-    /// let limiter: IntKeyed = IntKeyed::builder(Rate::per_second(100)?)
+    /// let limiter: IntKeyed<u64, _> = IntKeyed::builder(Rate::per_second(100)?)
     ///     .burst(1)
     ///     .clock(ManualClock::new())
     ///     .build()?;
@@ -362,7 +362,7 @@ impl<K, C> IntKeyedBuilder<K, C> {
     /// ```
     /// use hotlimit::{IntKeyed, ManualClock, Rate};
     ///
-    /// let limiter: IntKeyed = IntKeyed::builder(Rate::per_second(1)?)
+    /// let limiter: IntKeyed<u64, _> = IntKeyed::builder(Rate::per_second(1)?)
     ///     .capacity(2)
     ///     .clock(ManualClock::new())
     ///     .build()?;
