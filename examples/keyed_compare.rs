@@ -11,10 +11,14 @@
 //! cargo run --release --example keyed_compare -- mem-window     # SlidingWindow, 10 buckets
 //! cargo run --release --example keyed_compare -- algos   # Keyed over Gcra / SlidingLog / SlidingWindow
 //! # one peer or component on one thread, e.g. under callgrind (WHAT: see `prof`):
-//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof hotlimit 100000
+//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof hotlimit 100000   # Keyed
+//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof intkeyed 100000   # IntKeyed
 //! valgrind --tool=callgrind --toggle-collect='*hot_loop*' \
 //!     target/release/examples/keyed_compare prof governor 1000
 //! ```
+//!
+//! IntKeyed gets capacity = the number of keys (its table, allocated at build, is the power of
+//! two ≥ 2 × capacity slots of 16 bytes); `IK_CAP=2` gives it Keyed's 2 × keys.
 //!
 //! Every key exists before timing starts and the rate is so high that nothing is denied, so
 //! this measures the lookup plus the grant. Each cell is the minimum (the run least disturbed

@@ -166,6 +166,29 @@ fn clock_going_back_after_an_eviction_frees_nothing() {
     assert_eq!(d.retry_after_nanos(), Some(115)); // TAT 220 − 105
 }
 
+/// The floor: a key evicted at 200 whose state said "busy until 110", re-created by a call at
+/// 105 (a clock that went back), must not get a fresh burst at 105.
+#[test]
+fn a_key_recreated_before_its_eviction_time_starts_at_the_floor() {
+    for _ in 0..64 {
+        // One bucket of 4 slots, capacity 2, burst 1, one per 10 ns.
+        let l = limiter(Rate::new(1, Duration::from_nanos(10)).unwrap(), 1, 2);
+        assert!(l.try_acquire_at(1, 100).is_ok()); // TAT 110
+        assert!(l.try_acquire_at(2, 50).is_ok()); // TAT 60
+                                                  // At 200 both are idle; key 3 replaces one of them (which depends on the hash seed).
+        assert!(l.try_acquire_at(3, 200).is_ok());
+        if l.remaining_at(1, 100) == 0 {
+            continue; // key 2 was replaced: try again with another seed
+        }
+        // Key 1 was evicted at 200. At 105 key 2 is idle (TAT 60), so key 1 finds room, and
+        // starts at the floor (200): denied, as its evicted state (TAT 110) would deny it.
+        let d = l.try_acquire_at(1, 105).unwrap_err();
+        assert_eq!(d.retry_after_nanos(), Some(95));
+        return;
+    }
+    panic!("key 1 was never the one replaced");
+}
+
 #[test]
 fn capacity_denies_new_keys_with_the_wait_until_one_goes_idle() {
     let l = limiter(Rate::new(1, Duration::from_nanos(100)).unwrap(), 1, 2);
@@ -309,6 +332,82 @@ fn hot_keys_and_a_flood_never_over_admit() {
     let flood = flood_granted.load(Ordering::Relaxed);
     assert!(flood + HOT <= CAPACITY as u64, "{flood} flood keys granted");
     assert!(flood > 0);
+}
+
+/// 8 threads on a moving clock: hot keys, and a flood that fills a small table, so that hot
+/// keys are evicted whenever they go idle and re-created while other threads grant on them.
+/// Every grant records the `now` it used; afterwards, for every hot key and every pair of its
+/// grants, the GCRA bound holds: at most b + ⌊d / I⌋ grants within a span d.
+#[test]
+fn evictions_under_a_moving_clock_keep_the_gcra_bound() {
+    const THREADS: u64 = 8;
+    const HOT: u64 = 4;
+    const BURST: u64 = 3;
+    const INTERVAL: u64 = 20_000;
+    let calls: u64 = if cfg!(debug_assertions) {
+        4_000
+    } else {
+        40_000
+    };
+    let clock = ManualClock::new();
+    let l: IntKeyed<u64, _> =
+        IntKeyed::builder(Rate::new(BURST, Duration::from_nanos(BURST * INTERVAL)).unwrap())
+            .capacity(16)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+    let barrier = Barrier::new(THREADS as usize);
+    let grants: Vec<Vec<(u64, u64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (l, clock, barrier) = (&l, &clock, &barrier);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    barrier.wait();
+                    for i in 0..calls {
+                        if i % 4 == t % 4 {
+                            clock.advance(Duration::from_nanos(1_000));
+                        }
+                        let now = hotlimit::Clock::now(clock);
+                        if i % 3 == 0 {
+                            let key = ((t + 1) << 40) | i;
+                            let _ = l.try_acquire_at(key, now);
+                        } else {
+                            let h = (i + t) % HOT;
+                            if l.try_acquire_at(h, now).is_ok() {
+                                mine.push((h, now));
+                            }
+                        }
+                        assert!(l.len() <= 16);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for h in 0..HOT {
+        let mut times: Vec<u64> = grants
+            .iter()
+            .flatten()
+            .filter(|&&(k, _)| k == h)
+            .map(|&(_, t)| t)
+            .collect();
+        times.sort_unstable();
+        assert!(times.len() > 10, "hot key {h}: {} grants", times.len());
+        for i in 0..times.len() {
+            for j in i..times.len() {
+                let n = (j - i + 1) as u64;
+                let bound = BURST + (times[j] - times[i]) / INTERVAL;
+                assert!(
+                    n <= bound,
+                    "hot key {h}: {n} grants in [{}, {}], bound {bound}",
+                    times[i],
+                    times[j]
+                );
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
