@@ -229,6 +229,57 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
                 }
             });
         }
+        "slot128" | "slot64" => {
+            // IntKeyed's floor: a {key, state} slot per key at load 1/2, the clock, a load and
+            // a CAS: of the whole 16 bytes (slot128, portable-atomic's cmpxchg16b) or of the
+            // state word only (slot64).
+            let m = (2 * n).next_power_of_two() as usize - 1;
+            let h = foldhash::fast::FixedState::default();
+            let idx = |k: u64| std::hash::BuildHasher::hash_one(&h, k) as usize & m;
+            let c = hotlimit::DefaultClock::default();
+            if what == "slot128" {
+                let t: Vec<portable_atomic::AtomicU128> = (0..=m)
+                    .map(|_| portable_atomic::AtomicU128::new(0))
+                    .collect();
+                for k in 0..n {
+                    t[idx(k)].store(u128::from(k) << 64, Ordering::Relaxed);
+                }
+                hot_loop(&seq, |k| {
+                    let now = hotlimit::Clock::now(&c);
+                    let s = &t[idx(k)];
+                    let v = s.load(Ordering::SeqCst);
+                    if (v >> 64) as u64 == k {
+                        let next = (v as u64).max(now) + 1;
+                        let _ = s.compare_exchange(
+                            v,
+                            (v >> 64 << 64) | u128::from(next),
+                            Ordering::SeqCst,
+                            Ordering::SeqCst,
+                        );
+                    }
+                });
+            } else {
+                let t: Vec<[AtomicU64; 2]> = (0..=m)
+                    .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                    .collect();
+                for k in 0..n {
+                    t[idx(k)][0].store(k, Ordering::Relaxed);
+                }
+                hot_loop(&seq, |k| {
+                    let now = hotlimit::Clock::now(&c);
+                    let s = &t[idx(k)];
+                    if s[0].load(Ordering::SeqCst) == k {
+                        let v = s[1].load(Ordering::SeqCst);
+                        let _ = s[1].compare_exchange(
+                            v,
+                            v.max(now) + 1,
+                            Ordering::SeqCst,
+                            Ordering::SeqCst,
+                        );
+                    }
+                });
+            }
+        }
         "papaya-slot" | "papaya-slot-clock" => {
             // Keyed's entry shape: the key, the state word and an optional override pointer
             // (24 bytes, so glibc's 32-byte chunks put half the entries across two lines).
