@@ -782,10 +782,6 @@ impl<K, C> IntKeyed<K, C> {
         b1: usize,
         home: usize,
     ) -> Claim {
-        // Relaxed: the counter only needs each claim to get a distinct value (an RMW reads the
-        // latest value in the counter's modification order).
-        let tag = self.tags.fetch_add(1, Ordering::Relaxed) & VALUE;
-        let pending = pack(key, PENDING | tag);
         // b1's ways first (a hit then costs one line), each bucket from the home way on.
         let first = if c.idx[0] / WAYS == b1 { 0 } else { WAYS };
         let order = (0..c.n).map(|k| (first + k / WAYS * WAYS) % c.n + (k + home) % WAYS);
@@ -808,7 +804,18 @@ impl<K, C> IntKeyed<K, C> {
                 wait = wait.min(1);
             }
         }
+        // The tag is taken only for a claim that will be tried, so that refusing a new key when
+        // there is no room writes nothing shared (under a flood, most calls are refusals).
+        // Relaxed: the counter only needs each claim to get a distinct value (an RMW reads the
+        // latest value in the counter's modification order).
+        let pending = || {
+            pack(
+                key,
+                PENDING | (self.tags.fetch_add(1, Ordering::Relaxed) & VALUE),
+            )
+        };
         if n_free > 0 && self.reserve() {
+            let pending = pending();
             for &k in &free[..n_free] {
                 // SeqCst: the claim half of the Dekker pattern (see `scan`). On a lost race,
                 // the next FREE slot seen.
@@ -827,6 +834,7 @@ impl<K, C> IntKeyed<K, C> {
             // Replace the idle key: the floor first, so that whoever re-creates that key sees
             // it. No change to `len`: one key out, one in.
             self.raise_floor(now);
+            let pending = pending();
             // SeqCst: as the claim above; also after the floor's raise in the total order.
             return match self.slot(c.idx[k]).compare_exchange(
                 snap[k],
