@@ -1,9 +1,9 @@
-//! Keyed<u64, Gcra> beside governor's keyed limiter, the candidate concurrent maps, and bytes
+//! IntKeyed<u64> and Keyed<u64, Gcra> beside governor's keyed limiter, the candidate concurrent maps, and bytes
 //! per key: the figures behind the `## Keyed` section of BENCHMARKS.md and the choice of
 //! papaya.
 //!
 //! ```text
-//! cargo run --release --example keyed_compare -- governor   # vs governor check_key
+//! cargo run --release --example keyed_compare -- governor   # IntKeyed, Keyed vs governor check_key
 //! cargo run --release --example keyed_compare -- maps       # papaya / scc / dashmap lookups
 //! cargo run --release --example keyed_compare -- mem-hotlimit   # one fresh process per peer:
 //! cargo run --release --example keyed_compare -- mem-governor   # RSS growth over 1M keys
@@ -11,10 +11,14 @@
 //! cargo run --release --example keyed_compare -- mem-window     # SlidingWindow, 10 buckets
 //! cargo run --release --example keyed_compare -- algos   # Keyed over Gcra / SlidingLog / SlidingWindow
 //! # one peer or component on one thread, e.g. under callgrind (WHAT: see `prof`):
-//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof hotlimit 100000
+//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof hotlimit 100000   # Keyed
+//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof intkeyed 100000   # IntKeyed
 //! valgrind --tool=callgrind --toggle-collect='*hot_loop*' \
 //!     target/release/examples/keyed_compare prof governor 1000
 //! ```
+//!
+//! IntKeyed gets capacity = the number of keys (its table, allocated at build, is the power of
+//! two ≥ 2 × capacity slots of 16 bytes); `IK_CAP=2` gives it Keyed's 2 × keys.
 //!
 //! Every key exists before timing starts and the rate is so high that nothing is denied, so
 //! this measures the lookup plus the grant. Each cell is the minimum (the run least disturbed
@@ -26,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use hotlimit::{Gcra, Keyed, Rate};
+use hotlimit::{Gcra, IntKeyed, Keyed, Rate};
 
 const OPS: u64 = 2_000_000;
 
@@ -102,6 +106,13 @@ fn run<F: Fn(u64) + Sync>(threads: usize, nkeys: u64, f: F) -> (f64, f64) {
     (total.load(Ordering::Relaxed) as f64 / calls, cpu)
 }
 
+/// IntKeyed's capacity for `n` keys: `n` (its table, allocated at build, is then the power of
+/// two ≥ 2n slots of 16 bytes: 4 MiB for 100,000 keys), or `IK_CAP` × `n`.
+fn int_keyed_capacity(n: u64) -> usize {
+    let factor: f64 = std::env::var("IK_CAP").map_or(1.0, |s| s.parse().unwrap());
+    (n as f64 * factor) as usize
+}
+
 /// Runs per cell: `REPS` (default 5).
 fn reps() -> usize {
     std::env::var("REPS").map_or(5, |s| s.parse().unwrap())
@@ -158,6 +169,18 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
                 let _ = std::hint::black_box(k.try_acquire(&key));
             });
         }
+        "intkeyed" => {
+            let il: IntKeyed<u64> = IntKeyed::builder(rate)
+                .capacity(int_keyed_capacity(n))
+                .build()
+                .unwrap();
+            for i in 0..n {
+                il.try_acquire(i).unwrap();
+            }
+            hot_loop(&seq, |key| {
+                let _ = std::hint::black_box(il.try_acquire(key));
+            });
+        }
         "governor" => {
             let gl = governor::RateLimiter::keyed(quota);
             for i in 0..n {
@@ -205,6 +228,57 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
                     cas(&s[1]);
                 }
             });
+        }
+        "slot128" | "slot64" => {
+            // IntKeyed's floor: a {key, state} slot per key at load 1/2, the clock, a load and
+            // a CAS: of the whole 16 bytes (slot128, portable-atomic's cmpxchg16b) or of the
+            // state word only (slot64).
+            let m = (2 * n).next_power_of_two() as usize - 1;
+            let h = foldhash::fast::FixedState::default();
+            let idx = |k: u64| std::hash::BuildHasher::hash_one(&h, k) as usize & m;
+            let c = hotlimit::DefaultClock::default();
+            if what == "slot128" {
+                let t: Vec<portable_atomic::AtomicU128> = (0..=m)
+                    .map(|_| portable_atomic::AtomicU128::new(0))
+                    .collect();
+                for k in 0..n {
+                    t[idx(k)].store(u128::from(k) << 64, Ordering::Relaxed);
+                }
+                hot_loop(&seq, |k| {
+                    let now = hotlimit::Clock::now(&c);
+                    let s = &t[idx(k)];
+                    let v = s.load(Ordering::SeqCst);
+                    if (v >> 64) as u64 == k {
+                        let next = (v as u64).max(now) + 1;
+                        let _ = s.compare_exchange(
+                            v,
+                            (v >> 64 << 64) | u128::from(next),
+                            Ordering::SeqCst,
+                            Ordering::SeqCst,
+                        );
+                    }
+                });
+            } else {
+                let t: Vec<[AtomicU64; 2]> = (0..=m)
+                    .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                    .collect();
+                for k in 0..n {
+                    t[idx(k)][0].store(k, Ordering::Relaxed);
+                }
+                hot_loop(&seq, |k| {
+                    let now = hotlimit::Clock::now(&c);
+                    let s = &t[idx(k)];
+                    if s[0].load(Ordering::SeqCst) == k {
+                        let v = s[1].load(Ordering::SeqCst);
+                        let _ = s[1].compare_exchange(
+                            v,
+                            v.max(now) + 1,
+                            Ordering::SeqCst,
+                            Ordering::SeqCst,
+                        );
+                    }
+                });
+            }
         }
         "papaya-slot" | "papaya-slot-clock" => {
             // Keyed's entry shape: the key, the state word and an optional override pointer
@@ -316,14 +390,28 @@ fn main() {
         prof(&what, n, rate, quota);
         return;
     }
-    println!("| keys | threads | hotlimit Keyed<u64, Gcra> ns/call | governor check_key ns/call | throughput ratio | on-CPU ns/call hotlimit / governor | on-CPU ratio |");
-    println!("|---|---|---|---|---|---|---|");
     if mode == "all" || mode == "governor" {
+        println!("| keys | threads | IntKeyed<u64> ns/call | Keyed<u64, Gcra> ns/call | governor check_key ns/call | IntKeyed vs governor (throughput) | Keyed vs governor | on-CPU ns/call IntKeyed / Keyed / governor | on-CPU IntKeyed vs governor |");
+        println!("|---|---|---|---|---|---|---|---|---|");
         for &n in &[1_000u64, 100_000] {
             for &threads in &[1usize, 2] {
                 let (mut h, mut g, mut hc, mut gc) =
                     (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                let (mut ik, mut ikc) = (Vec::new(), Vec::new());
                 for _ in 0..reps() {
+                    let il: IntKeyed<u64> = IntKeyed::builder(rate)
+                        .capacity(int_keyed_capacity(n))
+                        .build()
+                        .unwrap();
+                    for i in 0..n {
+                        il.try_acquire(i).unwrap();
+                    }
+                    let (wall, cpu) = run(threads, n, |key| {
+                        let _ = std::hint::black_box(il.try_acquire(key));
+                    });
+                    drop(il);
+                    ik.push(wall);
+                    ikc.push(cpu);
                     let k: Keyed<u64, Gcra> =
                         Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
                     for i in 0..n {
@@ -332,6 +420,7 @@ fn main() {
                     let (wall, cpu) = run(threads, n, |key| {
                         let _ = std::hint::black_box(k.try_acquire(&key));
                     });
+                    drop(k);
                     h.push(wall);
                     hc.push(cpu);
                     let gl = governor::RateLimiter::keyed(quota);
@@ -345,10 +434,12 @@ fn main() {
                     gc.push(cpu);
                 }
                 let (h, g, hc, gc) = (best(h), best(g), best(hc), best(gc));
+                let (ik, ikc) = (best(ik), best(ikc));
                 println!(
-                    "| {n} | {threads} | {h:.1} | {g:.1} | {:.2}x | {hc:.1} / {gc:.1} | {:.2}x |",
+                    "| {n} | {threads} | {ik:.1} | {h:.1} | {g:.1} | {:.2}x | {:.2}x | {ikc:.1} / {hc:.1} / {gc:.1} | {:.2}x |",
+                    g / ik,
                     g / h,
-                    gc / hc
+                    gc / ikc
                 );
             }
         }

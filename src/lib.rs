@@ -9,6 +9,7 @@
 //! | [`SlidingLog`] | a ring of `limit` `AtomicU64` grant times, a cursor | exact sliding window: in every window (t − period, t] at most `limit` permits, under any concurrency; a sequential caller gets exactly the exact log's decisions and `retry_after`; a denial is read-only | 8 bytes × `limit` |
 //! | [`KeyPool`] | a [`SlidingLog`] of K·`max_uses` slots, slot i → key i mod K; or, with [`buckets(n)`](KeyPoolBuilder::buckets), one strict [`SlidingWindow`] per key and a cursor | hands out API keys: no key more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key has used its budget (with `buckets(n)`: within `period` + one bucket width) | 8 bytes × K × `max_uses`; with `buckets(n)`: about 104 + 8·M bytes × K, M the power of two ≥ n + 1 (245 MB for a million keys, n = 10) |
 //! | [`Keyed`] (`std`) | a lock-free map from key to one limiter state (for [`Gcra`]: one `AtomicU64`; for [`SlidingLog`] and [`SlidingWindow`]: its ring, behind a gate word) | the inner limiter's guarantee per key, also while keys are evicted; at most `capacity` keys, idle keys evicted by sweeps on insert, [`WhenFull`] when too few are idle; per-key rate overrides (at most `capacity`) and default-rate changes at runtime | per key: the key + 16 bytes + map overhead; `SlidingLog` + 8 bytes × `limit`; `SlidingWindow` + 8 bytes × M (M the power of two ≥ buckets + 1) + a ~100-byte header |
+//! | [`IntKeyed`] (`std`) | a table of 16-byte atomic slots `{key, GCRA state}` for integer keys, two 4-slot buckets (one cache line each) per key | per key exactly [`Gcra`] (one rate for all keys), also while keys are evicted (a grant is one 128-bit CAS of key and state); at most `capacity` keys, idle keys replaced by new ones, a new key with no room denied with the wait until a slot goes idle | 16 bytes × the power of two ≥ 2·`capacity`, allocated at build |
 //! | [`Pacer`] | a `Gcra` | paces many threads to one target rate: each [`Pacer::pace`] returns at the caller's slot (one CAS to reserve it, then sleep and spin to it), slots one interval apart in reservation order, up to 10 ms of missed slots made up | 8 bytes of state |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
@@ -54,6 +55,8 @@ mod clock;
 mod error;
 mod gcra;
 pub mod guide;
+#[cfg(any(feature = "std", hotlimit_loom))]
+mod int_keyed;
 mod key_pool;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod keyed;
@@ -74,6 +77,8 @@ pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use error::{ConfigError, Denied};
 pub use gcra::{Gcra, GcraBuilder};
+#[cfg(any(feature = "std", hotlimit_loom))]
+pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
 #[cfg(all(hotlimit_loom, not(feature = "std")))]
 pub use keyed::KeyedState;
@@ -95,6 +100,9 @@ pub use wait::{Acquire, LimiterExt, Sleep};
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use gcra::planted as __planted_gcra;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use int_keyed::planted as __planted_int_keyed;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use keyed::planted as __planted_keyed;

@@ -19,6 +19,61 @@ pub(crate) use alloc::sync::Arc;
 #[cfg(not(hotlimit_loom))]
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
+/// A 16-byte atomic (`IntKeyed`'s slots): portable-atomic's, which is `cmpxchg16b` (and a
+/// `vmovdqa` load where AVX is present) on x86-64, chosen at run time; a lock elsewhere.
+#[cfg(all(not(hotlimit_loom), feature = "std"))]
+pub(crate) use portable_atomic::AtomicU128;
+
+/// Loom has no 128-bit atomic, so under `--cfg hotlimit_loom` a slot is a loom `Mutex<u128>`.
+///
+/// What the emulation checks: every interleaving of whole 16-byte loads and CASes (loom
+/// schedules at each lock), i.e. the slot protocol under sequential consistency. What it does
+/// not check: the orderings passed in (every operation behaves as `SeqCst`, whatever it
+/// names), and a torn 16-byte read (the real atomic never tears either). `IntKeyed` uses
+/// `SeqCst` for every slot access, which is exactly what the emulation models; the words
+/// around the slots (`len`, the floor, the clock) are real loom atomics with their orderings.
+#[cfg(hotlimit_loom)]
+#[derive(Debug)]
+pub(crate) struct AtomicU128(loom::sync::Mutex<u128>);
+
+#[cfg(hotlimit_loom)]
+impl AtomicU128 {
+    pub(crate) fn new(v: u128) -> Self {
+        AtomicU128(loom::sync::Mutex::new(v))
+    }
+
+    pub(crate) fn load(&self, _: Ordering) -> u128 {
+        *self.0.lock().unwrap()
+    }
+
+    pub(crate) fn compare_exchange(
+        &self,
+        current: u128,
+        new: u128,
+        _: Ordering,
+        _: Ordering,
+    ) -> Result<u128, u128> {
+        let mut v = self.0.lock().unwrap();
+        if *v == current {
+            *v = new;
+            Ok(current)
+        } else {
+            Err(*v)
+        }
+    }
+
+    /// Never fails spuriously (loom's own weak CAS does not either).
+    pub(crate) fn compare_exchange_weak(
+        &self,
+        current: u128,
+        new: u128,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u128, u128> {
+        self.compare_exchange(current, new, success, failure)
+    }
+}
+
 /// Exponential backoff for failed CAS loops: crossbeam's normally.
 #[cfg(not(hotlimit_loom))]
 pub(crate) use crossbeam_utils::Backoff;

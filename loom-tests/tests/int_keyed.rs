@@ -1,0 +1,130 @@
+//! IntKeyed's slot protocol under loom, on a one-bucket table (4 slots, capacity 2). Loom has
+//! no 128-bit atomic: a slot is emulated by a loom `Mutex<u128>` (see `src/sync.rs`), so these
+//! models check every interleaving of whole-slot loads and CASes (the protocol under
+//! sequential consistency, which is what the code's SeqCst accesses give), with `len`, the
+//! floor and the tag counter as real loom atomics.
+//!
+//! - Two threads insert the same new key at a frozen time with burst 1: exactly one grant.
+//!   The planted `resolve` that does not kill the higher pending claims commits two slots for
+//!   one key (two states, so a later grant can land on a stale fresh one) and must fail.
+//! - A grant on an idle key races a new key that replaces it: afterwards every key's state
+//!   holds exactly its grants. The planted grant that compares only the meta half lands the
+//!   grant on the new key's slot and must fail.
+#![cfg(hotlimit_loom)]
+
+use std::time::Duration;
+
+use hotlimit::__planted_int_keyed::{buckets_of, plant, Plant};
+use hotlimit::{IntKeyed, ManualClock, Rate};
+use loom::sync::Arc;
+use loom::thread;
+
+/// One bucket, burst 1, one permit per 10 ns.
+fn table(p: Plant) -> IntKeyed<u64, ManualClock> {
+    let l = IntKeyed::builder(Rate::new(1, Duration::from_nanos(10)).unwrap())
+        .burst(1)
+        .capacity(2)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    plant(l, p)
+}
+
+/// A key whose home way is the last one (3): two racing inserters then claim ways 3 and 0,
+/// the second claim landing below the first, the case the kill of higher claims is for.
+fn key_with_home_3(l: &IntKeyed<u64, ManualClock>) -> u64 {
+    (0..).find(|&k| buckets_of(l, k).2 == 3).unwrap()
+}
+
+/// `threads` threads (2 or 3) insert one new key at a frozen time.
+fn same_new_key(p: Plant, threads: usize, preemptions: usize) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b.check(move || {
+        let l = Arc::new(table(p));
+        let key = key_with_home_3(&l);
+        let others: Vec<_> = (1..threads)
+            .map(|_| {
+                let l = l.clone();
+                thread::spawn(move || l.try_acquire_at(key, 0).is_ok())
+            })
+            .collect();
+        let mut granted = u32::from(l.try_acquire_at(key, 0).is_ok());
+        for t in others {
+            granted += u32::from(t.join().unwrap());
+        }
+        assert_eq!(
+            granted, 1,
+            "one new key, burst 1, frozen time: exactly one grant"
+        );
+        assert_eq!(
+            l.remaining_at(key, 0),
+            0,
+            "the key's state holds exactly one grant"
+        );
+        assert_eq!(
+            l.len(),
+            1,
+            "one key, one slot: exactly one grant and one state"
+        );
+    });
+}
+
+#[test]
+fn two_inserters_of_one_key_grant_once() {
+    same_new_key(Plant::None, 2, 3);
+}
+
+#[test]
+#[should_panic(expected = "exactly one grant")]
+fn planted_resolve_without_kills_commits_twice() {
+    same_new_key(Plant::NoKill, 2, 3);
+}
+
+/// Three inserters (some help the others' claims), three preemptions.
+#[test]
+fn three_inserters_of_one_key_grant_once() {
+    same_new_key(Plant::None, 3, 3);
+}
+
+#[test]
+#[should_panic(expected = "exactly one grant")]
+fn planted_resolve_without_kills_fails_with_three() {
+    same_new_key(Plant::NoKill, 3, 2);
+}
+
+fn grant_races_replacement(p: Plant) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(move || {
+        let l = Arc::new(table(p));
+        let (idle, busy, new) = (1u64, 2u64, 3u64);
+        // `idle`: TAT 10, idle at 10. `busy`: TAT 20. The table is at capacity (2).
+        assert!(l.try_acquire_at(idle, 0).is_ok());
+        assert!(l.try_acquire_at(busy, 10).is_ok());
+        let l2 = l.clone();
+        let t = thread::spawn(move || l2.try_acquire_at(idle, 10).is_ok());
+        // A new key at capacity: replaces `idle` if it is still idle.
+        let new_granted = l.try_acquire_at(new, 10).is_ok();
+        let idle_granted = t.join().unwrap();
+        for (key, granted) in [(idle, idle_granted), (new, new_granted)] {
+            assert_eq!(
+                1 - l.remaining_at(key, 10),
+                u64::from(granted),
+                "key {key}: its state does not hold exactly its grant"
+            );
+        }
+        assert!(l.len() <= 2);
+    });
+}
+
+#[test]
+fn a_grant_racing_a_replacement_is_never_lost() {
+    grant_races_replacement(Plant::None);
+}
+
+#[test]
+#[should_panic(expected = "does not hold exactly its grant")]
+fn planted_meta_only_grant_loses_a_grant() {
+    grant_races_replacement(Plant::MetaOnlyGrant);
+}
