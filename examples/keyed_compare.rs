@@ -113,6 +113,18 @@ fn int_keyed_capacity(n: u64) -> usize {
     (n as f64 * factor) as usize
 }
 
+/// An IntKeyed for `n` keys (capacity from [`int_keyed_capacity`]) holding keys 0 .. n.
+fn int_keyed_with(rate: Rate, n: u64) -> IntKeyed<u64> {
+    let il: IntKeyed<u64> = IntKeyed::builder(rate)
+        .capacity(int_keyed_capacity(n))
+        .build()
+        .unwrap();
+    for i in 0..n {
+        il.try_acquire(i).unwrap();
+    }
+    il
+}
+
 /// Runs per cell: `REPS` (default 5).
 fn reps() -> usize {
     std::env::var("REPS").map_or(5, |s| s.parse().unwrap())
@@ -170,13 +182,7 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
             });
         }
         "intkeyed" => {
-            let il: IntKeyed<u64> = IntKeyed::builder(rate)
-                .capacity(int_keyed_capacity(n))
-                .build()
-                .unwrap();
-            for i in 0..n {
-                il.try_acquire(i).unwrap();
-            }
+            let il = int_keyed_with(rate, n);
             hot_loop(&seq, |key| {
                 let _ = std::hint::black_box(il.try_acquire(key));
             });
@@ -399,13 +405,7 @@ fn main() {
                     (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 let (mut ik, mut ikc) = (Vec::new(), Vec::new());
                 for _ in 0..reps() {
-                    let il: IntKeyed<u64> = IntKeyed::builder(rate)
-                        .capacity(int_keyed_capacity(n))
-                        .build()
-                        .unwrap();
-                    for i in 0..n {
-                        il.try_acquire(i).unwrap();
-                    }
+                    let il = int_keyed_with(rate, n);
                     let (wall, cpu) = run(threads, n, |key| {
                         let _ = std::hint::black_box(il.try_acquire(key));
                     });

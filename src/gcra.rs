@@ -267,6 +267,18 @@ impl Params {
     }
 }
 
+/// The price of `n` permits under interval I, burst b and tolerance τ = b·I: `(n·I, τ − n·I)`,
+/// the `cost` and `slack` that [`decide`] takes, or `None` when n > b (never grantable). With
+/// n ≤ b, n·I ≤ τ fits in u64 and the subtraction cannot underflow.
+#[inline(always)]
+pub(crate) fn price(n: u64, burst: u64, interval: u64, tolerance: u64) -> Option<(u64, u64)> {
+    if n > burst {
+        return None;
+    }
+    let cost = n * interval;
+    Some((cost, tolerance - cost))
+}
+
 /// The GCRA decision, pure over `(tat, now)`: the new TAT on a grant, or the denial.
 ///
 /// `cost` = n·I and `slack` = τ − n·I (both precomputed; n ≤ b so neither overflows). With
@@ -312,13 +324,15 @@ impl<C> Gcra<C> {
         if permits == 0 {
             return Ok(());
         }
-        let n = u64::from(permits);
-        if n > self.burst {
+        let Some((cost, slack)) = price(
+            u64::from(permits),
+            self.burst,
+            self.interval,
+            self.tolerance,
+        ) else {
             return Err(Denied::never());
-        }
-        // n ≤ b, so n·I ≤ b·I = τ, which fits in u64.
-        let cost = n * self.interval;
-        self.advance(now, cost, self.tolerance - cost).map(drop)
+        };
+        self.advance(now, cost, slack).map(drop)
     }
 
     /// The CAS loop shared by every acquire and by reservations: one request of `cost` = n·I

@@ -48,7 +48,7 @@ use core::{fmt, marker::PhantomData, net::Ipv4Addr, time::Duration};
 use crossbeam_utils::CachePadded;
 
 use crate::error::{ConfigError, Value};
-use crate::gcra::{decide, Params};
+use crate::gcra::{decide, price, Params};
 use crate::sync::{AtomicU128, AtomicU64, Backoff, Ordering};
 use crate::{Clock, DefaultClock, Denied, Rate};
 
@@ -587,13 +587,16 @@ impl<K, C> IntKeyed<K, C> {
         if permits == 0 {
             return Ok(());
         }
-        let n = u64::from(permits);
-        if n > self.burst {
-            return Err(Denied::never());
-        }
         // n ≤ b, so n·I ≤ τ < 2^62.
-        let cost = n * self.interval;
-        self.acquire(key.to_u64(), cost, self.tolerance - cost, now)
+        let Some((cost, slack)) = price(
+            u64::from(permits),
+            self.burst,
+            self.interval,
+            self.tolerance,
+        ) else {
+            return Err(Denied::never());
+        };
+        self.acquire(key.to_u64(), cost, slack, now)
     }
 
     /// Take one permit for `key` at time `now`.

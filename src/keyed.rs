@@ -396,13 +396,11 @@ impl KeyedState for Gcra {
 
     #[inline]
     fn acquire(cfg: &GcraConfig, state: &GcraState, permits: u32, now: u64) -> Admit {
-        let n = u64::from(permits);
-        if n > cfg.burst {
+        let Some((cost, slack)) =
+            crate::gcra::price(u64::from(permits), cfg.burst, cfg.interval, cfg.tolerance)
+        else {
             return Admit::Denied(Denied::never());
-        }
-        // n ≤ b, so n·I ≤ τ fits (as in `Gcra::try_acquire_n_at`).
-        let cost = n * cfg.interval;
-        let slack = cfg.tolerance - cost;
+        };
         // Relaxed: the word is the key's whole state; the CAS below fails if this is stale.
         let mut tat = state.0.load(Ordering::Relaxed);
         let backoff = Backoff::new();

@@ -109,13 +109,12 @@ impl<C> Gcra<C> {
                 settled: true,
             });
         }
-        let n = u64::from(permits);
-        if n > self.burst() {
+        let Some((cost, slack)) =
+            crate::gcra::price(u64::from(permits), self.burst(), interval, tolerance)
+        else {
             return Err(Denied::never());
-        }
-        // n ≤ b, so n·I ≤ b·I = τ, which fits in u64.
-        let cost = n * interval;
-        let allow = (tolerance - cost).saturating_add(max_wait);
+        };
+        let allow = slack.saturating_add(max_wait);
         // A denial returns before any write; the grant is one CAS on the TAT (Gcra's loop).
         let next = self.advance(now, cost, allow)?;
         Ok(Reservation {

@@ -386,12 +386,10 @@ impl Shard {
     fn try_take(&self, n: u64, now: u64) -> Result<(), u64> {
         // Relaxed: the shard's TAT is its whole state; the CAS below fails if it is stale.
         let mut tat = self.tat.load(Ordering::Relaxed);
-        if n > self.burst {
+        let Some((cost, slack)) = crate::gcra::price(n, self.burst, self.interval, self.tolerance)
+        else {
             return Err(tat);
-        }
-        // n ≤ b_k, so n·I_k ≤ τ_k fits in u64.
-        let cost = n * self.interval;
-        let slack = self.tolerance - cost;
+        };
         let backoff = Backoff::new();
         loop {
             let base = if tat > now { tat } else { now };
