@@ -750,8 +750,15 @@
 //! it catches.) What this costs: a request on a key being created waits for its creator's
 //! counter CAS and commit, as one on a key being moved waits for the mover's map store; and
 //! beyond `capacity` the map may hold, for a moment, one pending entry per thread creating a
-//! key, never admitted on. A new key that finds the table full runs a sweep (one thread at a time; others are denied with a short retry):
-//! every idle key is retired and removed. If fewer than capacity / 8 went, [`WhenFull`]
+//! key, never admitted on. While a sweep's deferral holds (below), a new key at a full count is
+//! refused before it inserts anything (so a flood of new keys costs a few loads each, not an
+//! insert and a removal): the count is read with Acquire *before* the lookup that found the key
+//! missing, and every reservation is a Release after its creator's insert, so none of the
+//! places counted can be this key's own.
+//!
+//! A new key that finds the table full runs a sweep (one thread at a time; others are denied
+//! with a short retry): every idle key is retired and removed. If fewer than capacity / 8
+//! went, [`WhenFull`]
 //! decides: `DenyNewKeys` records the time by which enough keys will be idle (the
 //! (capacity/8 − freed)-th smallest idle time of the busy keys) and denies new keys until
 //! then with that `retry_after` (a lower bound: keys may stay busy longer); `EvictSoonestIdle`
