@@ -88,9 +88,6 @@ pub trait KeyedState: sealed::Sealed + 'static {
         let _ = base;
         Self::config(rate, None)
     }
-    /// A fresh state that treats no time before `floor` as passed.
-    #[doc(hidden)]
-    fn fresh(cfg: &Self::Config, floor: u64) -> Self::State;
     /// A state under `cfg` continuing from `carry` (taken from a retired state).
     #[doc(hidden)]
     fn carried(cfg: &Self::Config, carry: Self::Carry, floor: u64) -> Self::State;
@@ -114,9 +111,10 @@ pub trait KeyedState: sealed::Sealed + 'static {
     /// Whether the state was retired by an eviction (its entry may be removed by anyone).
     #[doc(hidden)]
     fn is_evicted(state: &Self::State) -> bool;
-    /// A fresh state (as [`fresh`](KeyedState::fresh)) that is not live yet: every `acquire`
-    /// on it returns `Moving` and `retire` leaves it alone, until [`commit`](KeyedState::commit).
-    /// A new key enters the map in this state while its creator reserves its place.
+    /// A new key's state, not live yet: every `acquire` on it returns `Moving` and `retire`
+    /// leaves it alone until [`commit`](KeyedState::commit), after which it is a fresh state
+    /// that treats no time before `floor` as passed. A new key enters the map in this state
+    /// while its creator reserves its place.
     #[doc(hidden)]
     fn pending(cfg: &Self::Config, floor: u64) -> Self::State;
     /// Makes a [`pending`](KeyedState::pending) state live (its creator alone calls this).
@@ -227,8 +225,8 @@ const LOG_ACTIVE: u64 = LOG_PENDING - 1;
 
 /// A per-key log whose ring holds the newest `limit` of `stamps` (ascending) after
 /// never-used slots, in the order its cursor visits them (see [`SlidingLog::preload`]): index
-/// 0, where the cursor starts, is the oldest.
-fn new_log(cfg: &LogConfig, stamps: &[u64], floor: u64) -> LogState {
+/// 0, where the cursor starts, is the oldest. `gate`: the gate's first value (0: live).
+fn new_log(cfg: &LogConfig, stamps: &[u64], floor: u64, gate: u64) -> LogState {
     let len = cfg.limit as usize;
     let keep = &stamps[stamps.len().saturating_sub(len)..];
     let slots = (0..len).map(|_| AtomicU64::new(0)).collect();
@@ -237,7 +235,7 @@ fn new_log(cfg: &LogConfig, stamps: &[u64], floor: u64) -> LogState {
     // A request below the newest carried grant records at it ("no time has passed").
     let newest = keep.last().map_or(0, |s| s.saturating_sub(1));
     LogState {
-        gate: AtomicU64::new(0),
+        gate: AtomicU64::new(gate),
         floor: floor.max(newest),
         log,
     }
@@ -294,12 +292,8 @@ impl KeyedState for SlidingLog {
         })
     }
 
-    fn fresh(cfg: &LogConfig, floor: u64) -> LogState {
-        new_log(cfg, &[], floor)
-    }
-
     fn carried(cfg: &LogConfig, stamps: Vec<u64>, floor: u64) -> LogState {
-        new_log(cfg, &stamps, floor)
+        new_log(cfg, &stamps, floor, 0)
     }
 
     fn acquire(cfg: &LogConfig, state: &LogState, permits: u32, now: u64) -> Admit {
@@ -349,10 +343,7 @@ impl KeyedState for SlidingLog {
     }
 
     fn pending(cfg: &LogConfig, floor: u64) -> LogState {
-        let state = new_log(cfg, &[], floor);
-        // Relaxed: not shared yet (the map insert publishes it).
-        state.gate.store(LOG_PENDING, Ordering::Relaxed);
-        state
+        new_log(cfg, &[], floor, LOG_PENDING)
     }
 
     fn commit(state: &LogState, _: u64) {
@@ -383,11 +374,6 @@ impl KeyedState for Gcra {
             burst: g.burst(),
             rate,
         })
-    }
-
-    fn fresh(_: &GcraConfig, floor: u64) -> GcraState {
-        // TAT = floor: at any now ≥ floor exactly a fresh GCRA; below it, no time has passed.
-        GcraState(AtomicU64::new(floor.min(GCRA_MAX_TAT)))
     }
 
     fn carried(_: &GcraConfig, tat: u64, floor: u64) -> GcraState {
@@ -647,8 +633,9 @@ fn window_idle_at(cfg: &WindowConfig, window: &crate::sliding_window::KeyWindow)
 }
 
 /// A per-key window under `cfg` holding the newest `limit` of the `carried` permits
-/// (`(t, k)`, ascending in t), each re-recorded at its t.
-fn new_window(cfg: &WindowConfig, carried: &[(u64, u64)], floor: u64) -> WindowState {
+/// (`(t, k)`, ascending in t), each re-recorded at its t. `gate`: the gate's first value (0:
+/// live).
+fn new_window(cfg: &WindowConfig, carried: &[(u64, u64)], floor: u64, gate: u64) -> WindowState {
     let window = match crate::sliding_window::KeyWindow::new(&cfg.builder) {
         Ok(w) => w,
         // `config` built this very builder once, and a build depends on nothing else.
@@ -672,7 +659,7 @@ fn new_window(cfg: &WindowConfig, carried: &[(u64, u64)], floor: u64) -> WindowS
         debug_assert!(granted.is_ok(), "a carried permit did not fit");
     }
     WindowState {
-        gate: AtomicU64::new(0),
+        gate: AtomicU64::new(gate),
         floor,
         // Replays were judged at their own times (ascending, so the window's floor never ran
         // ahead of them): the newest is the highest effective time so far.
@@ -706,12 +693,8 @@ impl KeyedState for SlidingWindow {
         Self::config(rate, base.buckets.map(|b| b as u64))
     }
 
-    fn fresh(cfg: &WindowConfig, floor: u64) -> WindowState {
-        new_window(cfg, &[], floor)
-    }
-
     fn carried(cfg: &WindowConfig, carry: Vec<(u64, u64)>, floor: u64) -> WindowState {
-        new_window(cfg, &carry, floor)
+        new_window(cfg, &carry, floor, 0)
     }
 
     fn acquire(cfg: &WindowConfig, state: &WindowState, permits: u32, now: u64) -> Admit {
@@ -774,10 +757,7 @@ impl KeyedState for SlidingWindow {
     }
 
     fn pending(cfg: &WindowConfig, floor: u64) -> WindowState {
-        let state = new_window(cfg, &[], floor);
-        // Relaxed: not shared yet (the map insert publishes it).
-        state.gate.store(LOG_PENDING, Ordering::Relaxed);
-        state
+        new_window(cfg, &[], floor, LOG_PENDING)
     }
 
     fn commit(state: &WindowState, _: u64) {
@@ -1326,17 +1306,12 @@ mod table {
             len: u64,
             guard: &impl papaya::Guard,
         ) -> Result<(), Denied> {
-            // A full table whose last sweep deferred the next one: refuse without touching the
-            // map (a flood of new keys at a full table costs a few loads per request, not an
-            // insert and a removal each). The key's own creator cannot hold one of those
-            // places: a creator inserts before it counts (Release), so a place we counted
-            // (Acquire) before our lookup has its entry visible to that lookup.
-            if len >= self.capacity {
-                // Relaxed: a time hint, as in `make_room`.
-                let next = self.sweep.load(Ordering::Relaxed);
-                if next != SWEEPING && now < next {
-                    return Err(Denied::after_nanos(next - now));
-                }
+            // Refuse without touching the map (a flood of new keys at a full table costs a few
+            // loads per request, not an insert and a removal each). The key's own creator cannot
+            // hold one of the counted places: a creator inserts before it counts (Release), so a
+            // place we counted (Acquire) before our lookup has its entry visible to that lookup.
+            if let Some(denied) = self.deferred(len, now) {
+                return Err(denied);
             }
             let cfg = self.rate_of(key);
             // Relaxed: ordered after the eviction that raised it by the map (an evictor raises the
@@ -1392,6 +1367,17 @@ mod table {
             }
         }
 
+        /// The refusal for a new key while the table is full (`len` places counted) and the last
+        /// sweep, having found too few idle keys, deferred the next one to a time after `now`.
+        fn deferred(&self, len: u64, now: u64) -> Option<Denied> {
+            if len < self.capacity {
+                return None;
+            }
+            // Relaxed: a time hint, as in `make_room`.
+            let next = self.sweep.load(Ordering::Relaxed);
+            (next != SWEEPING && now < next).then(|| Denied::after_nanos(next - now))
+        }
+
         /// The table is full: sweep it (one thread at a time), or deny.
         #[cold]
         fn make_room(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
@@ -1402,13 +1388,11 @@ mod table {
                 return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
             }
             if now < next {
-                // The last sweep found too few idle keys, none before `next`; unless places
-                // were given back since (a refused creator's), the table is still full.
+                // Unless places were given back since (a refused creator's), still full.
                 // Relaxed: as in `reserve_place`.
-                if self.len.load(Ordering::Relaxed) < self.capacity {
-                    return Ok(());
-                }
-                return Err(Denied::after_nanos(next - now));
+                return self
+                    .deferred(self.len.load(Ordering::Relaxed), now)
+                    .map_or(Ok(()), Err);
             }
             // Relaxed (both): see above.
             if self
@@ -2005,10 +1989,12 @@ pub mod planted {
             <Gcra as KeyedState>::is_pending(&self.state)
         }
 
-        /// A fresh state for `rate` (burst = limit) with floor `floor`.
+        /// A fresh state for `rate` (burst = limit) with floor `floor`, made as `Keyed` makes
+        /// one: pending, then committed.
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <Gcra as KeyedState>::config(rate, None).expect("valid rate");
-            let state = <Gcra as KeyedState>::fresh(&cfg, floor);
+            let state = <Gcra as KeyedState>::pending(&cfg, floor);
+            <Gcra as KeyedState>::commit(&state, floor);
             GcraKey { cfg, state }
         }
 
@@ -2057,10 +2043,11 @@ pub mod planted {
             <SlidingLog as KeyedState>::is_pending(&self.state)
         }
 
-        /// A fresh log for `rate` with floor `floor`.
+        /// A fresh log for `rate` with floor `floor` (pending, then committed, as in `Keyed`).
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
-            let state = <SlidingLog as KeyedState>::fresh(&cfg, floor);
+            let state = <SlidingLog as KeyedState>::pending(&cfg, floor);
+            <SlidingLog as KeyedState>::commit(&state, floor);
             LogKey { cfg, state }
         }
 
@@ -2110,10 +2097,11 @@ pub mod planted {
             <SlidingWindow as KeyedState>::is_pending(&self.state)
         }
 
-        /// A fresh one-bucket window for `rate` with floor `floor`.
+        /// A fresh one-bucket window for `rate` with floor `floor` (pending, then committed).
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate");
-            let state = <SlidingWindow as KeyedState>::fresh(&cfg, floor);
+            let state = <SlidingWindow as KeyedState>::pending(&cfg, floor);
+            <SlidingWindow as KeyedState>::commit(&state, floor);
             WindowKey { cfg, state }
         }
 
