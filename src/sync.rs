@@ -20,11 +20,16 @@ pub(crate) use alloc::sync::Arc;
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
 /// A 16-byte atomic (`IntKeyed`'s slots): portable-atomic's, which is `cmpxchg16b` (and a
-/// `vmovdqa` load where AVX is present) on x86-64, chosen at run time; a lock elsewhere.
+/// `vmovdqa` load where AVX is present) on x86-64, chosen at run time, and native on aarch64
+/// (also powerpc64 from POWER8, s390x). On a target or CPU without a 16-byte CAS it falls back
+/// to a lock (its `fallback` feature), so there `IntKeyed` is not lock-free: its docs say so.
+/// Every other limiter uses 64-bit atomics only.
 #[cfg(all(not(hotlimit_loom), feature = "std"))]
 pub(crate) use portable_atomic::AtomicU128;
 
 /// Loom has no 128-bit atomic, so under `--cfg hotlimit_loom` a slot is a loom `Mutex<u128>`.
+/// This exists only in the model checker's build (the cfg is never set for a real build), so
+/// no admission path of the crate takes a lock; it stands in for one indivisible atomic.
 ///
 /// What the emulation checks: every interleaving of whole 16-byte loads and CASes (loom
 /// schedules at each lock), i.e. the slot protocol under sequential consistency. What it does
