@@ -125,6 +125,37 @@ fn int_keyed_with(rate: Rate, n: u64) -> IntKeyed<u64> {
     il
 }
 
+/// This process's resident set in bytes (Linux: `/proc/self/statm`, 4 KiB pages).
+fn rss() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 4096
+}
+
+/// Prints the RSS growth per key of building a `Keyed` with `build` and creating keys 0 .. n.
+fn mem_per_key<L: hotlimit::KeyedState>(
+    label: &str,
+    n: u64,
+    build: impl FnOnce() -> Keyed<u64, L>,
+) {
+    let before = rss();
+    let k = build();
+    for i in 0..n {
+        k.try_acquire(&i).unwrap();
+    }
+    let after = rss();
+    println!(
+        "hotlimit {label}: {} keys, {:.1} bytes/key (RSS growth)",
+        k.len(),
+        (after - before) as f64 / n as f64
+    );
+}
+
 /// Runs per cell: `REPS` (default 5).
 fn reps() -> usize {
     std::env::var("REPS").map_or(5, |s| s.parse().unwrap())
@@ -511,47 +542,30 @@ fn main() {
             }
         }
     }
-    let rss = || -> u64 {
-        std::fs::read_to_string("/proc/self/statm")
-            .unwrap()
-            .split_whitespace()
-            .nth(1)
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-            * 4096
-    };
     let n = 1_000_000u64;
     if mode == "mem-hotlimit" {
-        // Bytes per key: RSS growth while inserting 1,000,000 keys (a fresh process per peer).
-        let before = rss();
-        let k: Keyed<u64, Gcra> = Keyed::gcra(rate).capacity(n as usize).build().unwrap();
-        for i in 0..n {
-            k.try_acquire(&i).unwrap();
-        }
-        let after = rss();
-        println!(
-            "hotlimit Keyed<u64, Gcra>: {} keys, {:.1} bytes/key (RSS growth)",
-            k.len(),
-            (after - before) as f64 / n as f64
-        );
+        // Bytes per key: RSS growth while inserting the keys (a fresh process per peer).
+        mem_per_key("Keyed<u64, Gcra>", n, || {
+            Keyed::gcra(rate).capacity(n as usize).build().unwrap()
+        });
     }
     if mode == "mem-log" {
         let n = 100_000u64;
-        let before = rss();
-        let k: Keyed<u64, hotlimit::SlidingLog> = Keyed::sliding_log(Rate::per_second(10).unwrap())
-            .capacity(n as usize)
-            .build()
-            .unwrap();
-        for i in 0..n {
-            k.try_acquire(&i).unwrap();
-        }
-        let after = rss();
-        println!(
-            "hotlimit Keyed<u64, SlidingLog> limit 10: {} keys, {:.1} bytes/key (RSS growth)",
-            k.len(),
-            (after - before) as f64 / n as f64
-        );
+        mem_per_key("Keyed<u64, SlidingLog> limit 10", n, || {
+            Keyed::sliding_log(Rate::per_second(10).unwrap())
+                .capacity(n as usize)
+                .build()
+                .unwrap()
+        });
+    }
+    if mode == "mem-window" {
+        let n = 100_000u64;
+        mem_per_key("Keyed<u64, SlidingWindow> 10 buckets", n, || {
+            Keyed::sliding_window(Rate::per_second(10).unwrap())
+                .capacity(n as usize)
+                .build()
+                .unwrap()
+        });
     }
     if mode == "algos" {
         // 1,000 keys, 1 thread; 1,000 per ms per key, so that nothing is denied (about 40
@@ -578,24 +592,6 @@ fn main() {
             best(g),
             best(l),
             best(w)
-        );
-    }
-    if mode == "mem-window" {
-        let n = 100_000u64;
-        let before = rss();
-        let k: Keyed<u64, hotlimit::SlidingWindow> =
-            Keyed::sliding_window(Rate::per_second(10).unwrap())
-                .capacity(n as usize)
-                .build()
-                .unwrap();
-        for i in 0..n {
-            k.try_acquire(&i).unwrap();
-        }
-        let after = rss();
-        println!(
-            "hotlimit Keyed<u64, SlidingWindow> 10 buckets: {} keys, {:.1} bytes/key (RSS growth)",
-            k.len(),
-            (after - before) as f64 / n as f64
         );
     }
     if mode == "mem-governor" {
