@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example keyed_compare -- governor   # IntKeyed, Keyed vs governor check_key
+//! cargo run --release --example keyed_compare -- paired     # the same, interleaved in chunks
 //! cargo run --release --example keyed_compare -- maps       # papaya / scc / dashmap lookups
 //! cargo run --release --example keyed_compare -- mem-hotlimit   # one fresh process per peer:
 //! cargo run --release --example keyed_compare -- mem-governor   # RSS growth over 1M keys
@@ -104,6 +105,76 @@ fn run<F: Fn(u64) + Sync>(threads: usize, nkeys: u64, f: F) -> (f64, f64) {
         f64::NAN
     };
     (total.load(Ordering::Relaxed) as f64 / calls, cpu)
+}
+
+/// Interleaved, paired timing of several limiters on the same threads: `rounds` rounds; in
+/// each, every limiter in turn (the order rotating each round) runs two chunks of `chunk`
+/// calls per thread, all threads starting each chunk together. Returns, per round and
+/// limiter, the ns per call (wall, averaged over threads) of the first chunk (right after
+/// another limiter ran: its table partly out of the caches, as in a server doing other work
+/// between checks) and of the second (warm). A disturbance from outside (another virtual
+/// machine on the host, seconds long here) falls on the limiters of one round alike, so the
+/// ratio within a round stays meaningful where separate runs drift by 2x.
+fn paired(
+    threads: usize,
+    nkeys: u64,
+    rounds: usize,
+    chunk: usize,
+    fs: &[&(dyn Fn(u64) + Sync)],
+) -> Vec<Vec<[f64; 2]>> {
+    let seqs: Vec<Vec<u64>> = (0..threads)
+        .map(|t| {
+            let mut k = keys(nkeys);
+            k.rotate_left(t * 7919);
+            k
+        })
+        .collect();
+    let barrier = Barrier::new(threads);
+    let sums: Vec<Vec<[AtomicU64; 2]>> = (0..rounds)
+        .map(|_| {
+            fs.iter()
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect()
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for seq in &seqs {
+            let (barrier, sums) = (&barrier, &sums);
+            s.spawn(move || {
+                let mut at = 0;
+                for (r, sum) in sums.iter().enumerate() {
+                    for j in 0..fs.len() {
+                        let which = (r + j) % fs.len();
+                        for time in &sum[which] {
+                            if at + chunk > seq.len() {
+                                at = 0;
+                            }
+                            let part = &seq[at..at + chunk];
+                            at += chunk;
+                            barrier.wait();
+                            let t0 = Instant::now();
+                            for &k in part {
+                                fs[which](k);
+                            }
+                            time.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let calls = (threads * chunk) as f64;
+    let per_call = |t: &AtomicU64| t.load(Ordering::Relaxed) as f64 / calls;
+    sums.iter()
+        .map(|r| r.iter().map(|[a, b]| [per_call(a), per_call(b)]).collect())
+        .collect()
+}
+
+/// The (25th, 50th, 75th) percentiles of `v`.
+fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (at(0.25), at(0.5), at(0.75))
 }
 
 /// IntKeyed's capacity for `n` keys: `n` (its table, allocated at build, is then the power of
@@ -472,6 +543,72 @@ fn main() {
                     g / h,
                     gc / ikc
                 );
+            }
+        }
+    }
+    if mode == "paired" {
+        // ROUNDS rounds of 2 × CHUNK calls per thread and limiter (see `paired`); ratio =
+        // governor / ours within a round (throughput ratio): median [25th–75th percentile].
+        let rounds: usize = std::env::var("ROUNDS").map_or(30, |s| s.parse().unwrap());
+        let chunk: usize = std::env::var("CHUNK").map_or(200_000, |s| s.parse().unwrap());
+        println!("| keys | threads | chunk | IntKeyed ns/call | Keyed ns/call | governor ns/call | IntKeyed vs governor | Keyed vs governor | floor ns/call (slot128) |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for &n in &[1_000u64, 100_000] {
+            let il = int_keyed_with(rate, n);
+            let k: Keyed<u64, Gcra> = Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
+            for i in 0..n {
+                k.try_acquire(&i).unwrap();
+            }
+            let gl = governor::RateLimiter::keyed(quota);
+            for i in 0..n {
+                let _ = gl.check_key(&i);
+            }
+            let fi = |key| {
+                let _ = std::hint::black_box(il.try_acquire(key));
+            };
+            let fk = |key| {
+                let _ = std::hint::black_box(k.try_acquire(&key));
+            };
+            let fg = |key| {
+                let _ = std::hint::black_box(gl.check_key(&key));
+            };
+            // The floor of IntKeyed's layout (as `prof slot128`): the clock, then one 16-byte
+            // {key, state} slot per key in a table of the same size, loaded and CASed.
+            let m = (2 * n).next_power_of_two() as usize - 1;
+            let h = foldhash::fast::FixedState::default();
+            let idx = |k: u64| std::hash::BuildHasher::hash_one(&h, k) as usize & m;
+            let c = hotlimit::DefaultClock::default();
+            let t: Vec<portable_atomic::AtomicU128> = (0..=m)
+                .map(|_| portable_atomic::AtomicU128::new(0))
+                .collect();
+            for k in 0..n {
+                t[idx(k)].store(u128::from(k) << 64, Ordering::Relaxed);
+            }
+            let ff = |k: u64| {
+                let now = hotlimit::Clock::now(&c);
+                let s = &t[idx(k)];
+                let v = s.load(Ordering::SeqCst);
+                if (v >> 64) as u64 == k {
+                    let next = (v as u64).max(now) + 1;
+                    let _ = s.compare_exchange(
+                        v,
+                        (v >> 64 << 64) | u128::from(next),
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    );
+                }
+            };
+            for &threads in &[1usize, 2] {
+                let t = paired(threads, n, rounds, chunk, &[&fi, &fk, &fg, &ff]);
+                for (c, label) in [(0, "first (after the others)"), (1, "second (warm)")] {
+                    let col = |i: usize| quartiles(t.iter().map(|r| r[i][c]).collect()).1;
+                    let ratio = |i: usize| quartiles(t.iter().map(|r| r[2][c] / r[i][c]).collect());
+                    let (ri, rk) = (ratio(0), ratio(1));
+                    println!(
+                        "| {n} | {threads} | {label} | {:.1} | {:.1} | {:.1} | {:.2}x [{:.2}–{:.2}] | {:.2}x [{:.2}–{:.2}] | {:.1} |",
+                        col(0), col(1), col(2), ri.1, ri.0, ri.2, rk.1, rk.0, rk.2, col(3)
+                    );
+                }
             }
         }
     }

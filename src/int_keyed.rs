@@ -648,7 +648,7 @@ impl<K, C> IntKeyed<K, C> {
                 // reason about one total order (on x86-64 this load is the same instruction).
                 let v = bucket.0[way].load(Ordering::SeqCst);
                 if holds(v, key) {
-                    if let Some(r) = self.grant(b * WAYS + way, v, key, cost, slack, rel) {
+                    if let Some(r) = self.grant(&bucket.0[way], v, key, cost, slack, rel) {
                         return r.map_err(|d| later(d, self.base.saturating_sub(now)));
                     }
                     // The key left this slot between the load and the CAS: insert it again.
@@ -660,19 +660,18 @@ impl<K, C> IntKeyed<K, C> {
         self.acquire_slow(key, h, cost, slack, now)
     }
 
-    /// GCRA on the committed slot `i` last seen as `v`: `None` when the slot stops holding
+    /// GCRA on the committed `slot` last seen as `v`: `None` when the slot stops holding
     /// `key` (evicted, or reused), before anything was granted.
     #[inline(always)]
     fn grant(
         &self,
-        i: usize,
+        slot: &AtomicU128,
         mut v: u128,
         key: u64,
         cost: u64,
         slack: u64,
         now: u64,
     ) -> Option<Result<(), Denied>> {
-        let slot = self.slot(i);
         let backoff = Backoff::new();
         loop {
             let tat = meta_of(v) & VALUE;
@@ -751,7 +750,7 @@ impl<K, C> IntKeyed<K, C> {
         loop {
             let snap = self.scan(&c);
             if let Some(k) = (0..c.n).find(|&k| holds(snap[k], key)) {
-                match self.grant(c.idx[k], snap[k], key, cost, slack, now) {
+                match self.grant(self.slot(c.idx[k]), snap[k], key, cost, slack, now) {
                     Some(r) => return r.map_err(|d| later(d, behind)),
                     None => continue,
                 }

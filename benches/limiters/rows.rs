@@ -201,7 +201,24 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
     ];
     if path != Path::Busy {
         // The windows and logs have no burst apart from their limit: no busy path.
+        rows.insert(
+            6,
+            Row::peer(
+                "Mutex<VecDeque> log+CoarseClock",
+                MutexLog::with_clock(&s, coarse()),
+            ),
+        );
         rows.insert(6, Row::peer("Mutex<VecDeque> log", MutexLog::new(&s)));
+        rows.insert(
+            3,
+            Row::ours(
+                "SlidingLog+CoarseClock",
+                SlidingLog::builder(s.rate())
+                    .clock(coarse())
+                    .build()
+                    .unwrap(),
+            ),
+        );
         rows.insert(
             3,
             Row::ours("SlidingLog", SlidingLog::new(s.rate()).unwrap()),
@@ -325,26 +342,33 @@ impl Limiter for RatelimitCrate {
 }
 
 /// The classic locked sliding log: a `Mutex<VecDeque>` of grant times; expire the old ones,
-/// grant if fewer than `limit` remain. Same quanta clock as ours.
-pub(crate) struct MutexLog {
+/// grant if fewer than `limit` remain. Same quanta clock as ours by default, or the coarse
+/// clock beside `SlidingLog+CoarseClock` (the clock is read before the lock).
+pub(crate) struct MutexLog<C = QuantaClock> {
     log: Mutex<VecDeque<u64>>,
     limit: usize,
     period: u64,
-    clock: QuantaClock,
+    clock: C,
 }
 
 impl MutexLog {
     pub(crate) fn new(s: &Setup) -> Self {
+        MutexLog::with_clock(s, QuantaClock::new())
+    }
+}
+
+impl<C: Clock> MutexLog<C> {
+    pub(crate) fn with_clock(s: &Setup, clock: C) -> Self {
         MutexLog {
             log: Mutex::new(VecDeque::with_capacity(s.limit as usize)),
             limit: s.limit as usize,
             period: s.period.as_nanos() as u64,
-            clock: QuantaClock::new(),
+            clock,
         }
     }
 }
 
-impl Limiter for MutexLog {
+impl<C: Clock> Limiter for MutexLog<C> {
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
         let now = self.clock.now();
         let mut log = self.log.lock().unwrap();
