@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example keyed_compare -- governor   # IntKeyed, Keyed vs governor check_key
 //! cargo run --release --example keyed_compare -- paired     # the same, interleaved in chunks
+//! COARSE=1 IK_CAP=2 cargo run --release --example keyed_compare -- paired  # coarse clocks
 //! cargo run --release --example keyed_compare -- maps       # papaya / scc / dashmap lookups
 //! cargo run --release --example keyed_compare -- mem-hotlimit   # one fresh process per peer:
 //! cargo run --release --example keyed_compare -- mem-governor   # RSS growth over 1M keys
@@ -168,6 +169,92 @@ fn paired(
     sums.iter()
         .map(|r| r.iter().map(|[a, b]| [per_call(a), per_call(b)]).collect())
         .collect()
+}
+
+/// The `paired` mode: IntKeyed, Keyed, governor's keyed limiter and the floor of IntKeyed's
+/// layout on clock `ours` (governor on `theirs`), interleaved by [`paired`]: ROUNDS rounds
+/// of 2 × CHUNK calls per thread and limiter; ratio = governor / ours within a round
+/// (throughput ratio), printed as median [25th–75th percentile].
+fn paired_mode<C, G>(rate: Rate, quota: governor::Quota, ours: C, theirs: G)
+where
+    C: hotlimit::Clock + Clone + Send + Sync,
+    G: governor::clock::Clock<Instant = governor::clock::QuantaInstant> + Clone + Send + Sync,
+{
+    let rounds: usize = std::env::var("ROUNDS").map_or(30, |s| s.parse().unwrap());
+    let chunk: usize = std::env::var("CHUNK").map_or(200_000, |s| s.parse().unwrap());
+    println!("| keys | threads | chunk | IntKeyed ns/call | Keyed ns/call | governor ns/call | IntKeyed vs governor | Keyed vs governor | floor ns/call (slot128) |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for &n in &[1_000u64, 100_000] {
+        let il: IntKeyed<u64, C> = IntKeyed::builder(rate)
+            .capacity(int_keyed_capacity(n))
+            .clock(ours.clone())
+            .build()
+            .unwrap();
+        let k: Keyed<u64, Gcra, C> = Keyed::gcra(rate)
+            .capacity(n as usize * 2)
+            .clock(ours.clone())
+            .build()
+            .unwrap();
+        // With a coarse clock every key stays busy for the rest of its tick, so IntKeyed may
+        // refuse a key whose 8 candidate slots are all busy (run COARSE=1 with IK_CAP=2).
+        let refused = (0..n).filter(|&i| il.try_acquire(i).is_err()).count();
+        if refused > 0 {
+            println!("(IntKeyed refused {refused} of {n} keys at setup: they take the slow path)");
+        }
+        for i in 0..n {
+            k.try_acquire(&i).unwrap();
+        }
+        let gl = governor::RateLimiter::dashmap_with_clock(quota, theirs.clone());
+        for i in 0..n {
+            let _ = gl.check_key(&i);
+        }
+        let fi = |key| {
+            let _ = std::hint::black_box(il.try_acquire(key));
+        };
+        let fk = |key| {
+            let _ = std::hint::black_box(k.try_acquire(&key));
+        };
+        let fg = |key| {
+            let _ = std::hint::black_box(gl.check_key(&key));
+        };
+        // The floor of IntKeyed's layout (as `prof slot128`): the clock, then one 16-byte
+        // {key, state} slot per key in a table of the same size, loaded and CASed.
+        let m = (2 * n).next_power_of_two() as usize - 1;
+        let h = foldhash::fast::FixedState::default();
+        let idx = |k: u64| std::hash::BuildHasher::hash_one(&h, k) as usize & m;
+        let t: Vec<portable_atomic::AtomicU128> = (0..=m)
+            .map(|_| portable_atomic::AtomicU128::new(0))
+            .collect();
+        for k in 0..n {
+            t[idx(k)].store(u128::from(k) << 64, Ordering::Relaxed);
+        }
+        let ff = |k: u64| {
+            let now = ours.now();
+            let s = &t[idx(k)];
+            let v = s.load(Ordering::SeqCst);
+            if (v >> 64) as u64 == k {
+                let next = (v as u64).max(now) + 1;
+                let _ = s.compare_exchange(
+                    v,
+                    (v >> 64 << 64) | u128::from(next),
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
+            }
+        };
+        for &threads in &[1usize, 2] {
+            let t = paired(threads, n, rounds, chunk, &[&fi, &fk, &fg, &ff]);
+            for (c, label) in [(0, "first (after the others)"), (1, "second (warm)")] {
+                let col = |i: usize| quartiles(t.iter().map(|r| r[i][c]).collect()).1;
+                let ratio = |i: usize| quartiles(t.iter().map(|r| r[2][c] / r[i][c]).collect());
+                let (ri, rk) = (ratio(0), ratio(1));
+                println!(
+                    "| {n} | {threads} | {label} | {:.1} | {:.1} | {:.1} | {:.2}x [{:.2}–{:.2}] | {:.2}x [{:.2}–{:.2}] | {:.1} |",
+                    col(0), col(1), col(2), ri.1, ri.0, ri.2, rk.1, rk.0, rk.2, col(3)
+                );
+            }
+        }
+    }
 }
 
 /// The (25th, 50th, 75th) percentiles of `v`.
@@ -547,69 +634,23 @@ fn main() {
         }
     }
     if mode == "paired" {
-        // ROUNDS rounds of 2 × CHUNK calls per thread and limiter (see `paired`); ratio =
-        // governor / ours within a round (throughput ratio): median [25th–75th percentile].
-        let rounds: usize = std::env::var("ROUNDS").map_or(30, |s| s.parse().unwrap());
-        let chunk: usize = std::env::var("CHUNK").map_or(200_000, |s| s.parse().unwrap());
-        println!("| keys | threads | chunk | IntKeyed ns/call | Keyed ns/call | governor ns/call | IntKeyed vs governor | Keyed vs governor | floor ns/call (slot128) |");
-        println!("|---|---|---|---|---|---|---|---|---|");
-        for &n in &[1_000u64, 100_000] {
-            let il = int_keyed_with(rate, n);
-            let k: Keyed<u64, Gcra> = Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
-            for i in 0..n {
-                k.try_acquire(&i).unwrap();
-            }
-            let gl = governor::RateLimiter::keyed(quota);
-            for i in 0..n {
-                let _ = gl.check_key(&i);
-            }
-            let fi = |key| {
-                let _ = std::hint::black_box(il.try_acquire(key));
-            };
-            let fk = |key| {
-                let _ = std::hint::black_box(k.try_acquire(&key));
-            };
-            let fg = |key| {
-                let _ = std::hint::black_box(gl.check_key(&key));
-            };
-            // The floor of IntKeyed's layout (as `prof slot128`): the clock, then one 16-byte
-            // {key, state} slot per key in a table of the same size, loaded and CASed.
-            let m = (2 * n).next_power_of_two() as usize - 1;
-            let h = foldhash::fast::FixedState::default();
-            let idx = |k: u64| std::hash::BuildHasher::hash_one(&h, k) as usize & m;
-            let c = hotlimit::DefaultClock::default();
-            let t: Vec<portable_atomic::AtomicU128> = (0..=m)
-                .map(|_| portable_atomic::AtomicU128::new(0))
-                .collect();
-            for k in 0..n {
-                t[idx(k)].store(u128::from(k) << 64, Ordering::Relaxed);
-            }
-            let ff = |k: u64| {
-                let now = hotlimit::Clock::now(&c);
-                let s = &t[idx(k)];
-                let v = s.load(Ordering::SeqCst);
-                if (v >> 64) as u64 == k {
-                    let next = (v as u64).max(now) + 1;
-                    let _ = s.compare_exchange(
-                        v,
-                        (v >> 64 << 64) | u128::from(next),
-                        Ordering::SeqCst,
-                        Ordering::SeqCst,
-                    );
-                }
-            };
-            for &threads in &[1usize, 2] {
-                let t = paired(threads, n, rounds, chunk, &[&fi, &fk, &fg, &ff]);
-                for (c, label) in [(0, "first (after the others)"), (1, "second (warm)")] {
-                    let col = |i: usize| quartiles(t.iter().map(|r| r[i][c]).collect()).1;
-                    let ratio = |i: usize| quartiles(t.iter().map(|r| r[2][c] / r[i][c]).collect());
-                    let (ri, rk) = (ratio(0), ratio(1));
-                    println!(
-                        "| {n} | {threads} | {label} | {:.1} | {:.1} | {:.1} | {:.2}x [{:.2}–{:.2}] | {:.2}x [{:.2}–{:.2}] | {:.1} |",
-                        col(0), col(1), col(2), ri.1, ri.0, ri.2, rk.1, rk.0, rk.2, col(3)
-                    );
-                }
-            }
+        // COARSE=1: each crate's coarse clock (ours: CoarseClock, governor's:
+        // QuantaUpkeepClock), both updated every 1 ms by an upkeep thread.
+        if std::env::var_os("COARSE").is_some() {
+            let ms = std::time::Duration::from_millis(1);
+            paired_mode(
+                rate,
+                quota,
+                hotlimit::CoarseClock::with_resolution(ms).unwrap(),
+                governor::clock::QuantaUpkeepClock::from_interval(ms).unwrap(),
+            );
+        } else {
+            paired_mode(
+                rate,
+                quota,
+                hotlimit::DefaultClock::default(),
+                governor::clock::QuantaClock::default(),
+            );
         }
     }
     if mode == "all" || mode == "maps" {
