@@ -67,16 +67,21 @@ fn cpu_ns() -> Option<u64> {
         .ok()
 }
 
-/// ns per call (wall, on-CPU), `threads` threads each running OPS calls of `f` on their own
-/// key sequence; on-CPU is NaN where it cannot be read.
-fn run<F: Fn(u64) + Sync>(threads: usize, nkeys: u64, f: F) -> (f64, f64) {
-    let seqs: Vec<Vec<u64>> = (0..threads)
+/// One key sequence per thread: the same walk, rotated so threads do not run in step.
+fn thread_keys(threads: usize, nkeys: u64) -> Vec<Vec<u64>> {
+    (0..threads)
         .map(|t| {
             let mut k = keys(nkeys);
             k.rotate_left(t * 7919);
             k
         })
-        .collect();
+        .collect()
+}
+
+/// ns per call (wall, on-CPU), `threads` threads each running OPS calls of `f` on their own
+/// key sequence; on-CPU is NaN where it cannot be read.
+fn run<F: Fn(u64) + Sync>(threads: usize, nkeys: u64, f: F) -> (f64, f64) {
+    let seqs = thread_keys(threads, nkeys);
     let barrier = Barrier::new(threads);
     let total = AtomicU64::new(0);
     let cpu_total = AtomicU64::new(0);
@@ -127,13 +132,7 @@ fn paired(
     chunk: usize,
     fs: &[&(dyn Fn(u64) + Sync)],
 ) -> Vec<Vec<[f64; 2]>> {
-    let seqs: Vec<Vec<u64>> = (0..threads)
-        .map(|t| {
-            let mut k = keys(nkeys);
-            k.rotate_left(t * 7919);
-            k
-        })
-        .collect();
+    let seqs = thread_keys(threads, nkeys);
     let barrier = Barrier::new(threads);
     let sums: Vec<Vec<[AtomicU64; 2]>> = (0..rounds)
         .map(|_| {
@@ -173,6 +172,51 @@ fn paired(
     sums.iter()
         .map(|r| r.iter().map(|[a, b]| [per_call(a), per_call(b)]).collect())
         .collect()
+}
+
+/// The floor of IntKeyed's layout: one 16-byte `{key, state}` slot per key (direct-mapped,
+/// collisions simply skipped) in a table of IntKeyed's size for `n` keys at capacity `n`;
+/// a call loads its key's slot and CASes a new state in. No flags, no second bucket, no GCRA.
+struct Slot128Floor {
+    table: Vec<portable_atomic::AtomicU128>,
+    mask: usize,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl Slot128Floor {
+    fn new(n: u64) -> Self {
+        let mask = (2 * n).next_power_of_two() as usize - 1;
+        let floor = Slot128Floor {
+            table: (0..=mask)
+                .map(|_| portable_atomic::AtomicU128::new(0))
+                .collect(),
+            mask,
+            hasher: foldhash::fast::FixedState::default(),
+        };
+        for k in 0..n {
+            floor.table[floor.index(k)].store(u128::from(k) << 64, Ordering::Relaxed);
+        }
+        floor
+    }
+
+    fn index(&self, k: u64) -> usize {
+        std::hash::BuildHasher::hash_one(&self.hasher, k) as usize & self.mask
+    }
+
+    #[inline]
+    fn call(&self, k: u64, now: u64) {
+        let s = &self.table[self.index(k)];
+        let v = s.load(Ordering::SeqCst);
+        if (v >> 64) as u64 == k {
+            let next = (v as u64).max(now) + 1;
+            let _ = s.compare_exchange(
+                v,
+                (v >> 64 << 64) | u128::from(next),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        }
+    }
 }
 
 /// The `paired` mode: IntKeyed, Keyed, governor's keyed limiter and the floor of IntKeyed's
@@ -221,31 +265,8 @@ where
         let fg = |key| {
             let _ = std::hint::black_box(gl.check_key(&key));
         };
-        // The floor of IntKeyed's layout (as `prof slot128`): the clock, then one 16-byte
-        // {key, state} slot per key in a table of the same size, loaded and CASed.
-        let m = (2 * n).next_power_of_two() as usize - 1;
-        let h = foldhash::fast::FixedState::default();
-        let idx = |k: u64| std::hash::BuildHasher::hash_one(&h, k) as usize & m;
-        let t: Vec<portable_atomic::AtomicU128> = (0..=m)
-            .map(|_| portable_atomic::AtomicU128::new(0))
-            .collect();
-        for k in 0..n {
-            t[idx(k)].store(u128::from(k) << 64, Ordering::Relaxed);
-        }
-        let ff = |k: u64| {
-            let now = ours.now();
-            let s = &t[idx(k)];
-            let v = s.load(Ordering::SeqCst);
-            if (v >> 64) as u64 == k {
-                let next = (v as u64).max(now) + 1;
-                let _ = s.compare_exchange(
-                    v,
-                    (v >> 64 << 64) | u128::from(next),
-                    Ordering::SeqCst,
-                    Ordering::SeqCst,
-                );
-            }
-        };
+        let floor = Slot128Floor::new(n);
+        let ff = |k: u64| floor.call(k, ours.now());
         for &threads in &[1usize, 2] {
             let t = paired(threads, n, rounds, chunk, &[&fi, &fk, &fg, &ff]);
             for (c, label) in [(0, "first (after the others)"), (1, "second (warm)")] {
@@ -441,26 +462,8 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
             let idx = |k: u64| std::hash::BuildHasher::hash_one(&h, k) as usize & m;
             let c = hotlimit::DefaultClock::default();
             if what == "slot128" {
-                let t: Vec<portable_atomic::AtomicU128> = (0..=m)
-                    .map(|_| portable_atomic::AtomicU128::new(0))
-                    .collect();
-                for k in 0..n {
-                    t[idx(k)].store(u128::from(k) << 64, Ordering::Relaxed);
-                }
-                hot_loop(&seq, |k| {
-                    let now = hotlimit::Clock::now(&c);
-                    let s = &t[idx(k)];
-                    let v = s.load(Ordering::SeqCst);
-                    if (v >> 64) as u64 == k {
-                        let next = (v as u64).max(now) + 1;
-                        let _ = s.compare_exchange(
-                            v,
-                            (v >> 64 << 64) | u128::from(next),
-                            Ordering::SeqCst,
-                            Ordering::SeqCst,
-                        );
-                    }
-                });
+                let floor = Slot128Floor::new(n);
+                hot_loop(&seq, |k| floor.call(k, hotlimit::Clock::now(&c)));
             } else {
                 let t: Vec<[AtomicU64; 2]> = (0..=m)
                     .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
