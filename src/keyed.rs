@@ -338,8 +338,7 @@ impl KeyedState for SlidingLog {
     }
 
     fn is_evicted(state: &LogState) -> bool {
-        // Relaxed: the flag is terminal; a stale read only delays the removal.
-        state.gate.load(Ordering::Relaxed) & LOG_EVICTED != 0
+        gate_is_evicted(&state.gate)
     }
 
     fn pending(cfg: &LogConfig, floor: u64) -> LogState {
@@ -576,6 +575,12 @@ fn gate_commit(gate: &AtomicU64) {
     gate.fetch_and(!LOG_PENDING, Ordering::Relaxed);
 }
 
+/// Whether a gate was closed for good by an eviction.
+fn gate_is_evicted(gate: &AtomicU64) -> bool {
+    // Relaxed: the flag is terminal; a stale read only delays the removal.
+    gate.load(Ordering::Relaxed) & LOG_EVICTED != 0
+}
+
 /// Whether a gate is still pending.
 fn gate_is_pending(gate: &AtomicU64) -> bool {
     // Relaxed: only the creator asks, about its own entry.
@@ -752,8 +757,7 @@ impl KeyedState for SlidingWindow {
     }
 
     fn is_evicted(state: &WindowState) -> bool {
-        // Relaxed: the flag is terminal; a stale read only delays the removal.
-        state.gate.load(Ordering::Relaxed) & LOG_EVICTED != 0
+        gate_is_evicted(&state.gate)
     }
 
     fn pending(cfg: &WindowConfig, floor: u64) -> WindowState {
