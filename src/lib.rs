@@ -52,6 +52,7 @@
 extern crate alloc;
 
 mod clock;
+mod decide;
 mod error;
 mod gcra;
 pub mod guide;
@@ -75,6 +76,7 @@ pub use clock::CoarseClock;
 #[cfg(feature = "std")]
 pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
+pub use decide::{Decide, Decision, Quota};
 pub use error::{ConfigError, Denied};
 pub use gcra::{Gcra, GcraBuilder};
 #[cfg(any(feature = "std", hotlimit_loom))]

@@ -1,0 +1,1 @@
+//! hotlimit's limiters with their state in Redis. Work in progress.

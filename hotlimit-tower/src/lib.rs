@@ -1,0 +1,1 @@
+//! Rate limiting for `tower` servers (axum, tonic, hyper) with hotlimit. Work in progress.

@@ -1,0 +1,3 @@
+//! hotlimit-sim: replays traffic through hotlimit's limiters. Work in progress.
+
+fn main() {}

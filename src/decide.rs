@@ -1,0 +1,331 @@
+//! [`Decide`]: the seam between a limiter and the code that reports its decisions.
+//!
+//! An HTTP layer (`hotlimit-tower`) needs more than "yes or no": the rate-limit headers want
+//! the policy's quota and window, what is left, when the limiter is full again, and when a
+//! denied request may retry. It also must not care whether the decision is made by an
+//! in-process limiter (immediate, infallible) or by a server shared with other machines
+//! (`hotlimit-redis`: asynchronous, fallible). [`Decide`] is that contract, defined here in the
+//! core so that both sides implement it without depending on each other.
+//!
+//! The future is an associated type so that in-process limiters answer with
+//! [`core::future::Ready`] (no allocation, no runtime) while a networked backend may box.
+
+use core::{fmt, future::Future, time::Duration};
+
+use crate::error::Denied;
+
+/// A policy's quota: `limit` permits per `window`, as the `q` and `w` parameters of the
+/// `RateLimit-Policy` header report it.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::Quota;
+/// use std::time::Duration;
+///
+/// let q = Quota::new(100, Duration::from_secs(60));
+/// assert_eq!(q.limit(), 100);
+/// assert_eq!(q.window(), Duration::from_secs(60));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Quota {
+    limit: u64,
+    window: Duration,
+}
+
+impl Quota {
+    /// `limit` permits per `window`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Quota;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(Quota::new(5, Duration::from_secs(1)).limit(), 5);
+    /// ```
+    pub const fn new(limit: u64, window: Duration) -> Quota {
+        Quota { limit, window }
+    }
+
+    /// The number of permits in one window.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Quota;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(Quota::new(5, Duration::from_secs(1)).limit(), 5);
+    /// ```
+    pub const fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The window the quota is counted over.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Quota;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(Quota::new(5, Duration::from_secs(1)).window(), Duration::from_secs(1));
+    /// ```
+    pub const fn window(&self) -> Duration {
+        self.window
+    }
+}
+
+impl fmt::Display for Quota {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} per {:?}", self.limit, self.window)
+    }
+}
+
+/// One admission decision and what a client should be told about it.
+///
+/// `remaining` and `reset` are read right after the decision; under concurrency they are a
+/// snapshot, good for headers and dashboards, not a promise.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Decision, Denied, Quota};
+/// use std::time::Duration;
+///
+/// let quota = Quota::new(10, Duration::from_secs(1));
+/// let ok = Decision::allowed(quota, 9, Duration::from_millis(100));
+/// assert!(ok.is_allowed());
+/// assert_eq!(ok.remaining(), 9);
+///
+/// let no = Decision::denied(quota, Denied::new(Some(Duration::from_millis(100))), 0,
+///                           Duration::from_secs(1));
+/// assert_eq!(no.denial().unwrap().retry_after(), Some(Duration::from_millis(100)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    outcome: Result<(), Denied>,
+    remaining: u64,
+    reset: Duration,
+    quota: Quota,
+}
+
+impl Decision {
+    /// The request was admitted; `remaining` permits are left and the limiter is full again
+    /// after `reset`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let d = Decision::allowed(Quota::new(2, Duration::from_secs(1)), 1, Duration::from_millis(500));
+    /// assert!(d.is_allowed());
+    /// ```
+    pub const fn allowed(quota: Quota, remaining: u64, reset: Duration) -> Decision {
+        Decision {
+            outcome: Ok(()),
+            remaining,
+            reset,
+            quota,
+        }
+    }
+
+    /// The request was refused with `denied`; `remaining` permits are left (fewer than it asked
+    /// for) and the limiter is full again after `reset`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Denied, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let d = Decision::denied(Quota::new(2, Duration::from_secs(1)), Denied::new(None), 2,
+    ///                          Duration::ZERO);
+    /// assert!(!d.is_allowed());
+    /// ```
+    pub const fn denied(quota: Quota, denied: Denied, remaining: u64, reset: Duration) -> Decision {
+        Decision {
+            outcome: Err(denied),
+            remaining,
+            reset,
+            quota,
+        }
+    }
+
+    /// True when the request was admitted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// assert!(Decision::allowed(Quota::new(1, Duration::from_secs(1)), 0, Duration::ZERO).is_allowed());
+    /// ```
+    pub const fn is_allowed(&self) -> bool {
+        self.outcome.is_ok()
+    }
+
+    /// The decision as the [`Limiter`](crate::Limiter) methods return it.
+    ///
+    /// # Errors
+    ///
+    /// The [`Denied`] of a refused request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let d = Decision::allowed(Quota::new(1, Duration::from_secs(1)), 0, Duration::ZERO);
+    /// assert_eq!(d.outcome(), Ok(()));
+    /// ```
+    pub const fn outcome(&self) -> Result<(), Denied> {
+        self.outcome
+    }
+
+    /// The [`Denied`] of a refused request (when to retry), `None` when it was admitted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let d = Decision::allowed(Quota::new(1, Duration::from_secs(1)), 0, Duration::ZERO);
+    /// assert!(d.denial().is_none());
+    /// ```
+    pub const fn denial(&self) -> Option<Denied> {
+        match self.outcome {
+            Ok(()) => None,
+            Err(d) => Some(d),
+        }
+    }
+
+    /// Permits left right after the decision.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let d = Decision::allowed(Quota::new(5, Duration::from_secs(1)), 4, Duration::ZERO);
+    /// assert_eq!(d.remaining(), 4);
+    /// ```
+    pub const fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Time until the limiter is full again (its whole quota available), from the decision.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let d = Decision::allowed(Quota::new(5, Duration::from_secs(1)), 4, Duration::from_millis(200));
+    /// assert_eq!(d.reset(), Duration::from_millis(200));
+    /// ```
+    pub const fn reset(&self) -> Duration {
+        self.reset
+    }
+
+    /// The policy the decision was made under.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let q = Quota::new(5, Duration::from_secs(1));
+    /// assert_eq!(Decision::allowed(q, 4, Duration::ZERO).quota(), q);
+    /// ```
+    pub const fn quota(&self) -> Quota {
+        self.quota
+    }
+}
+
+/// A keyed admission decision that reports what rate-limit headers need; possibly
+/// asynchronous, possibly fallible.
+///
+/// In-process limiters implement it with `Future = core::future::Ready<Result<Decision,
+/// Infallible>>`; a networked backend (Redis) with its own future and error. Unkeyed limiters
+/// use `Key = ()`.
+///
+/// # Examples
+///
+/// A limiter of your own behind the same seam:
+///
+/// ```
+/// use core::convert::Infallible;
+/// use core::future::{ready, Ready};
+/// use hotlimit::{Decide, Decision, Quota};
+/// use std::time::Duration;
+///
+/// struct AlwaysOpen;
+///
+/// impl Decide for AlwaysOpen {
+///     type Key = str;
+///     type Error = Infallible;
+///     type Future = Ready<Result<Decision, Infallible>>;
+///
+///     fn decide(&self, _key: &str, _permits: u32) -> Self::Future {
+///         ready(Ok(Decision::allowed(self.quota(), u64::MAX, Duration::ZERO)))
+///     }
+///
+///     fn quota(&self) -> Quota {
+///         Quota::new(u64::MAX, Duration::from_secs(1))
+///     }
+/// }
+///
+/// # let fut = AlwaysOpen.decide("alice", 1);
+/// ```
+pub trait Decide: Send + Sync {
+    /// What requests are limited by (`()` for a global limit).
+    type Key: ?Sized;
+    /// Why a decision could not be made (`Infallible` in process).
+    type Error;
+    /// The decision, when it is made.
+    type Future: Future<Output = Result<Decision, Self::Error>> + Send;
+
+    /// Decide a request for `permits` permits under `key`, charging them if it is admitted.
+    fn decide(&self, key: &Self::Key, permits: u32) -> Self::Future;
+
+    /// The policy's quota and window (for `RateLimit-Policy`).
+    fn quota(&self) -> Quota;
+}
+
+impl<D: Decide + ?Sized> Decide for &D {
+    type Key = D::Key;
+    type Error = D::Error;
+    type Future = D::Future;
+
+    fn decide(&self, key: &Self::Key, permits: u32) -> Self::Future {
+        (**self).decide(key, permits)
+    }
+
+    fn quota(&self) -> Quota {
+        (**self).quota()
+    }
+}
+
+impl<D: Decide + ?Sized> Decide for alloc::sync::Arc<D> {
+    type Key = D::Key;
+    type Error = D::Error;
+    type Future = D::Future;
+
+    fn decide(&self, key: &Self::Key, permits: u32) -> Self::Future {
+        (**self).decide(key, permits)
+    }
+
+    fn quota(&self) -> Quota {
+        (**self).quota()
+    }
+}
