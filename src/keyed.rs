@@ -126,6 +126,10 @@ pub trait KeyedState: sealed::Sealed + 'static {
     /// Whether the state is still pending (its creator removes it if it finds no place).
     #[doc(hidden)]
     fn is_pending(state: &Self::State) -> bool;
+    /// The bytes one key's state takes under `cfg`, inline and on the heap (for the memory
+    /// budget checked at build and at rate changes).
+    #[doc(hidden)]
+    fn bytes_per_state(cfg: &Self::Config) -> u128;
 }
 
 mod sealed {
@@ -364,6 +368,10 @@ impl KeyedState for SlidingLog {
     fn is_pending(state: &LogState) -> bool {
         gate_is_pending(&state.gate)
     }
+
+    fn bytes_per_state(cfg: &LogConfig) -> u128 {
+        core::mem::size_of::<LogState>() as u128 + 8 * u128::from(cfg.limit)
+    }
 }
 
 impl KeyedState for Gcra {
@@ -480,6 +488,10 @@ impl KeyedState for Gcra {
     fn is_pending(state: &GcraState) -> bool {
         // Relaxed: only the creator asks, about its own entry.
         state.0.load(Ordering::Relaxed) == GCRA_PENDING
+    }
+
+    fn bytes_per_state(_: &GcraConfig) -> u128 {
+        core::mem::size_of::<GcraState>() as u128
     }
 }
 
@@ -802,6 +814,14 @@ impl KeyedState for SlidingWindow {
     fn is_pending(state: &WindowState) -> bool {
         gate_is_pending(&state.gate)
     }
+
+    fn bytes_per_state(cfg: &WindowConfig) -> u128 {
+        // The builder was validated when the configuration was made.
+        let window = crate::sliding_window::KeyWindow::size_for(&cfg.builder).unwrap_or(0);
+        (core::mem::size_of::<WindowState>()
+            - core::mem::size_of::<crate::sliding_window::KeyWindow>()) as u128
+            + window
+    }
 }
 
 #[cfg(feature = "std")]
@@ -894,8 +914,18 @@ mod table {
     ///   d, at most b + ⌊d / I⌋ permits per key), under any concurrency, including while keys are
     ///   being evicted: a state is evicted only when it carries no information, by a CAS on the
     ///   state word that an admission on it cannot race past (see the module docs and the
-    ///   [`guide`](crate::guide)). The one documented exception is [`WhenFull::EvictSoonestIdle`],
-    ///   which may make a busy key forget its state when the table is full.
+    ///   [`guide`](crate::guide)). A key re-created while its old state is being evicted starts
+    ///   no lower than the eviction's time (the floor is read after the new state's insert).
+    ///   The one documented exception is [`WhenFull::EvictSoonestIdle`], which may make a busy
+    ///   key forget its state when the table is full.
+    /// - **A clock behind the floor** (set back, or a caller whose clock read came before a
+    ///   concurrent sweep's): a new GCRA state starts at TAT = floor, so it admits only what the
+    ///   evicted state would have; a new log or window state denies a request whose `now` is
+    ///   below its floor with `retry_after` = floor − now, since the evicted one may still have
+    ///   counted permits at `now`.
+    /// - **Memory is checked at build**: `capacity` × the bytes of one key must fit in
+    ///   [`max_memory`](KeyedBuilder::max_memory) (default 1 GiB), so no request allocates a
+    ///   state that was not accounted for.
     /// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
     ///   full triggers a sweep that evicts every idle key (no background thread); if too few are
     ///   idle, [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold
@@ -952,6 +982,8 @@ mod table {
         rates: CachePadded<AtomicU64>,
         cfg: L::Config,
         capacity: u64,
+        /// The memory budget: `capacity` × [`key_bytes`] of every configuration fits in it.
+        max_memory: usize,
         /// Keys in the map plus places reserved by inserters: ≤ `capacity` at all times.
         len: CachePadded<AtomicU64>,
         /// The greatest `now` any sweep ran at: fresh states treat no time before it as passed.
@@ -982,6 +1014,7 @@ mod table {
         rate: Rate,
         burst: Option<u64>,
         capacity: usize,
+        max_memory: usize,
         when_full: WhenFull,
         clock: C,
         _marker: core::marker::PhantomData<fn() -> (K, L)>,
@@ -997,6 +1030,13 @@ mod table {
                 .field("clock", &self.clock)
                 .finish()
         }
+    }
+
+    /// The bytes one key can take under `cfg`: its state, the key, the override pointer and the
+    /// map's entry (papaya boxes each entry: measured 70 bytes per `u64` GCRA key in all).
+    fn key_bytes<K, L: KeyedState>(cfg: &L::Config) -> u128 {
+        const MAP_ENTRY: u128 = 56;
+        L::bytes_per_state(cfg) + core::mem::size_of::<K>() as u128 + MAP_ENTRY
     }
 
     /// The default capacity: 100,000 keys.
@@ -1020,6 +1060,7 @@ mod table {
                 rate,
                 burst: None,
                 capacity: DEFAULT_CAPACITY,
+                max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
                 clock: DefaultClock::default(),
                 _marker: core::marker::PhantomData,
@@ -1055,6 +1096,7 @@ mod table {
                 rate,
                 burst: None,
                 capacity: DEFAULT_CAPACITY,
+                max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
                 clock: DefaultClock::default(),
                 _marker: core::marker::PhantomData,
@@ -1132,6 +1174,37 @@ mod table {
             self
         }
 
+        /// The most memory the keys' states may take, in bytes: `capacity` × the bytes of one
+        /// key (the key, its state and about 56 bytes of map entry; a [`SlidingLog`] state holds
+        /// 8 bytes × `limit`, a [`SlidingWindow`] its ring; keys that own heap memory, such as
+        /// `String`, add theirs). Default: 1 GiB. `build()`, [`set_rate`](Keyed::set_rate) and
+        /// [`set_default_rate`](Keyed::set_default_rate) refuse a configuration whose worst case
+        /// exceeds it, so that no request ever allocates a state that was not accounted for.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Keyed, ManualClock, Rate, SlidingLog};
+        ///
+        /// // 100,000 keys × a log of 10,000,000 stamps would be 8 TB.
+        /// let err = Keyed::<u64, SlidingLog>::sliding_log(Rate::per_second(10_000_000)?)
+        ///     .clock(ManualClock::new())
+        ///     .build()
+        ///     .unwrap_err();
+        /// assert_eq!(err.field(), "capacity");
+        /// let k: Keyed<u64, SlidingLog, ManualClock> = Keyed::sliding_log(Rate::per_second(1_000)?)
+        ///     .capacity(1_000)
+        ///     .max_memory(16 << 20)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// assert_eq!(k.capacity(), 1_000);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn max_memory(mut self, bytes: usize) -> Self {
+            self.max_memory = bytes;
+            self
+        }
+
         /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
         ///
         /// # Examples
@@ -1150,6 +1223,7 @@ mod table {
                 rate: self.rate,
                 burst: self.burst,
                 capacity: self.capacity,
+                max_memory: self.max_memory,
                 when_full: self.when_full,
                 clock,
                 _marker: core::marker::PhantomData,
@@ -1162,8 +1236,9 @@ mod table {
         ///
         /// # Errors
         ///
-        /// [`ConfigError`] when `capacity` is 0 (field `capacity`), or as the inner limiter's
-        /// builder (for GCRA: fields `rate` and `burst`).
+        /// [`ConfigError`] when `capacity` is 0, or when `capacity` keys would not fit in
+        /// [`max_memory`](KeyedBuilder::max_memory) (field `capacity`, with the bytes), or as
+        /// the inner limiter's builder (for GCRA: fields `rate` and `burst`).
         ///
         /// # Examples
         ///
@@ -1187,6 +1262,9 @@ mod table {
                 ));
             }
             let cfg = L::config(self.rate, self.burst)?;
+            let capacity = self.capacity as u128;
+            let need = capacity * key_bytes::<K, L>(&cfg);
+            crate::memory::within("capacity", capacity, need, self.max_memory)?;
             Ok(Keyed {
                 // Blocking resizes: a lookup never has to consult a half-migrated old table
                 // (measured: 1.4x faster lookups than the incremental default).
@@ -1200,6 +1278,7 @@ mod table {
                 rates: CachePadded::new(AtomicU64::new(0)),
                 cfg,
                 capacity: self.capacity as u64,
+                max_memory: self.max_memory,
                 len: CachePadded::new(AtomicU64::new(0)),
                 floor: CachePadded::new(AtomicU64::new(0)),
                 sweep: CachePadded::new(AtomicU64::new(0)),
@@ -1503,6 +1582,12 @@ mod table {
             }
         }
 
+        /// Refuses a rate whose states would not fit `capacity` times in the memory budget.
+        fn within_budget(&self, cfg: &L::Config, rate: Rate) -> Result<(), ConfigError> {
+            let need = u128::from(self.capacity) * key_bytes::<K, L>(cfg);
+            crate::memory::within("limit", u128::from(rate.limit()), need, self.max_memory)
+        }
+
         /// Gives `key` its own rate from now on (a premium user, a throttled abuser), replacing
         /// any earlier override; the other keys keep the default.
         ///
@@ -1522,8 +1607,10 @@ mod table {
         ///
         /// # Errors
         ///
-        /// [`ConfigError`] as the inner limiter's builder for `rate`, or naming `overrides` when
-        /// `capacity` other keys already have one (the key is left unchanged either way).
+        /// [`ConfigError`] as the inner limiter's builder for `rate`, naming `overrides` when
+        /// `capacity` other keys already have one, or naming `limit` when `capacity` states at
+        /// `rate` would not fit in [`max_memory`](KeyedBuilder::max_memory) (the key is left
+        /// unchanged in every case).
         ///
         /// # Examples
         ///
@@ -1542,6 +1629,7 @@ mod table {
             C: Clock,
         {
             let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
+            self.within_budget(&cfg, rate)?;
             let now = self.clock.now();
             self.store_override(&key, cfg)?;
             // AcqRel: see `sync_override`.
@@ -1808,6 +1896,7 @@ mod table {
                 rate,
                 burst: None,
                 capacity: DEFAULT_CAPACITY,
+                max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
                 clock: DefaultClock::default(),
                 _marker: core::marker::PhantomData,
@@ -1928,7 +2017,9 @@ mod table {
         ///
         /// # Errors
         ///
-        /// [`ConfigError`] as the inner limiter's builder for `rate` (nothing is changed).
+        /// [`ConfigError`] as the inner limiter's builder for `rate`, or naming `limit` when
+        /// `capacity` states at `rate` would not fit in
+        /// [`max_memory`](KeyedBuilder::max_memory) (nothing is changed).
         ///
         /// # Examples
         ///
@@ -1951,6 +2042,7 @@ mod table {
             C: Clock,
         {
             let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
+            self.within_budget(&cfg, rate)?;
             let now = self.clock.now();
             self.default.pin().insert((), cfg);
             // AcqRel: see `sync_override`.
