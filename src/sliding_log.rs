@@ -380,6 +380,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     /// the never-used slots come first and the carried grants are reached in their own order,
     /// oldest first. By index, not by position in `slots`: index i lives in the slot
     /// [`slot`](SlidingLog::slot) maps it to.
+    #[cfg(any(feature = "std", hotlimit_loom))]
     pub(crate) fn preload(&self, stamps: &[u64]) {
         let k = stamps.len() as u64;
         debug_assert!(k <= self.len);
