@@ -1,5 +1,6 @@
 //! The two error types: [`ConfigError`] for bad configuration, [`Denied`] for a refused request.
 
+use alloc::string::String;
 use core::{fmt, time::Duration};
 
 /// A limiter or rate was configured with a value that cannot work.
@@ -108,6 +109,110 @@ impl fmt::Display for ConfigError {
 
 #[cfg(feature = "std")]
 impl std::error::Error for ConfigError {}
+
+/// A [`Rate`](crate::Rate) could not be read from text (`"5/s"`, `"100/min"`,
+/// `"3 per 20s"`): the message quotes the input and says what is wrong with it.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::Rate;
+///
+/// let err = "five/s".parse::<Rate>().unwrap_err();
+/// assert_eq!(err.input(), "five/s");
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid rate \"five/s\": the limit \"five\" is not a whole number of permits"
+/// );
+/// assert!(err.config_error().is_none());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseRateError {
+    input: String,
+    kind: ParseRateErrorKind,
+}
+
+/// What was wrong with a rate's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ParseRateErrorKind {
+    /// Neither `/` nor `per`.
+    NoSeparator,
+    /// The limit is not a decimal `u64`.
+    Limit(String),
+    /// The period's count does not fit in a `u64`.
+    Count(String),
+    /// The unit is not one of those known.
+    Unit(String),
+    /// The syntax is right, the value is not (zero limit, zero or overlong period).
+    Config(ConfigError),
+}
+
+impl ParseRateError {
+    pub(crate) fn new(input: &str, kind: ParseRateErrorKind) -> Self {
+        ParseRateError {
+            input: input.into(),
+            kind,
+        }
+    }
+
+    /// The text that could not be read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = "5 a second".parse::<hotlimit::Rate>().unwrap_err();
+    /// assert_eq!(err.input(), "5 a second");
+    /// ```
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    /// The [`ConfigError`] when the text was well formed but names a rate that
+    /// [`Rate::new`](crate::Rate::new) refuses (a zero limit, a zero period, a period over
+    /// `u64::MAX` ns); `None` for a syntax error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = "1 per 0s".parse::<hotlimit::Rate>().unwrap_err();
+    /// assert_eq!(err.config_error().map(|e| e.field()), Some("period"));
+    /// ```
+    pub fn config_error(&self) -> Option<&ConfigError> {
+        match &self.kind {
+            ParseRateErrorKind::Config(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ParseRateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid rate {:?}: ", self.input)?;
+        match &self.kind {
+            ParseRateErrorKind::NoSeparator => f.write_str(
+                "expected LIMIT/PERIOD or LIMIT per PERIOD, e.g. 5/s, 100/min or 3 per 20s",
+            ),
+            ParseRateErrorKind::Limit(s) => {
+                write!(f, "the limit {s:?} is not a whole number of permits")
+            }
+            ParseRateErrorKind::Count(s) => {
+                write!(f, "the period's count {s:?} does not fit in 64 bits")
+            }
+            ParseRateErrorKind::Unit(s) => write!(
+                f,
+                "unknown unit {s:?} (expected ns, us, ms, s, min, h or d)"
+            ),
+            ParseRateErrorKind::Config(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ParseRateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.config_error().map(|e| e as _)
+    }
+}
 
 /// A request was refused. [`retry_after`](Denied::retry_after) says when the same request can
 /// succeed, or that it never can.

@@ -78,7 +78,7 @@ pub use clock::CoarseClock;
 pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use decide::{Decide, Decision, Quota};
-pub use error::{ConfigError, Denied};
+pub use error::{ConfigError, Denied, ParseRateError};
 pub use gcra::{Gcra, GcraBuilder};
 #[cfg(any(feature = "std", hotlimit_loom))]
 pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder};
