@@ -51,7 +51,12 @@
 //! The proof that at most one COMMITTED slot per key exists at any time, and so that no grant
 //! is lost or doubled, is in the [`guide`](crate::guide#intkeyed-integer-keys-inline).
 
-use core::{fmt, marker::PhantomData, net::Ipv4Addr, time::Duration};
+use core::{
+    fmt,
+    marker::PhantomData,
+    net::{IpAddr, Ipv4Addr, Ipv6Addr},
+    time::Duration,
+};
 
 use crossbeam_utils::CachePadded;
 
@@ -97,30 +102,46 @@ fn is_pending_of(slot: u128, key: u64) -> bool {
 }
 
 mod sealed {
-    pub trait Sealed {}
+    pub trait Sealed {
+        /// The key's 64 bits, IPv4 addresses masked with `v4`, IPv6 ones with `v6` (the
+        /// masks of the limiter's prefixes; other keys ignore them).
+        fn bits(self, v4: u32, v6: u64) -> u64;
+    }
 }
 
 /// An integer key for [`IntKeyed`]: converted to a `u64` without loss (`i64` and `usize` by
-/// their bits, [`Ipv4Addr`] as its `u32`). Sealed: implemented for `u64`, `u32`, `u16`,
-/// `i64`, `usize` and `Ipv4Addr` only.
+/// their bits, [`Ipv4Addr`] as its `u32`), or, for IPv6 addresses, to the address's network
+/// prefix (see [`IpKey`]). Sealed: implemented for `u64`, `u32`, `u16`, `i64`, `usize`,
+/// [`Ipv4Addr`], [`Ipv6Addr`] and [`IpAddr`] only.
 ///
 /// # Examples
 ///
 /// ```
 /// use hotlimit::IntKey;
-/// use std::net::Ipv4Addr;
+/// use std::net::{Ipv4Addr, Ipv6Addr};
 ///
 /// assert_eq!(Ipv4Addr::new(10, 0, 0, 1).to_u64(), 0x0A00_0001);
 /// assert_eq!((-1i64).to_u64(), u64::MAX);
+/// // An IPv6 address under the default /56 prefix.
+/// let ip: Ipv6Addr = "2001:db8:aa:bbcc:1:2:3:4".parse()?;
+/// assert_eq!(ip.to_u64(), 0x2001_0db8_00aa_bb00);
+/// # Ok::<(), std::net::AddrParseError>(())
 /// ```
 pub trait IntKey: Copy + Send + Sync + 'static + sealed::Sealed {
-    /// The key as 64 bits; distinct keys give distinct values.
+    /// The key as 64 bits; distinct keys give distinct values (IP addresses: distinct
+    /// networks under the default prefixes, /32 for IPv4 and /56 for IPv6).
     fn to_u64(self) -> u64;
 }
 
 macro_rules! int_key {
     ($($t:ty => |$k:ident| $e:expr),* $(,)?) => {$(
-        impl sealed::Sealed for $t {}
+        impl sealed::Sealed for $t {
+            #[inline(always)]
+            fn bits(self, _: u32, _: u64) -> u64 {
+                let $k = self;
+                $e
+            }
+        }
         impl IntKey for $t {
             #[inline(always)]
             fn to_u64(self) -> u64 {
@@ -139,8 +160,114 @@ int_key! {
     i64 => |k| k as u64,
     // usize is at most 64 bits on every target Rust supports.
     usize => |k| k as u64,
-    Ipv4Addr => |k| u64::from(k.to_bits()),
 }
+
+/// An IP address key for [`IntKeyed`] ([`Ipv4Addr`], [`Ipv6Addr`], [`IpAddr`]): the limit
+/// applies per network prefix, set with [`IntKeyedBuilder::ipv6_prefix`] (default /56: one
+/// site, the usual unit an ISP hands a customer, so one client cannot dodge its limit by
+/// hopping across its 2^72 addresses) and [`IntKeyedBuilder::ipv4_prefix`] (default /32: the
+/// whole address).
+///
+/// The key is 64 bits: an IPv6 prefix of at most 64 bits (its upper half masked), an IPv4
+/// address (masked to its prefix) as `0:0:a.b:c.d::/64`. An IPv4-mapped IPv6 address
+/// (`::ffff:a.b.c.d`, how a dual-stack socket reports an IPv4 client) is keyed as the IPv4
+/// address it maps, so IPv4 clients keep one limit each instead of sharing the `::/56`
+/// prefix. The IPv4 keys lie inside `::/32`, in the IETF-reserved `::/8` block that no
+/// internet host sends from: an IPv4 client never shares a limit with a routable IPv6 one.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{IntKeyed, ManualClock, Rate};
+/// use std::net::IpAddr;
+///
+/// let per_client: IntKeyed<IpAddr, _> = IntKeyed::builder(Rate::per_second(1)?)
+///     .ipv6_prefix(64)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// let a: IpAddr = "2001:db8:1:2::a".parse()?;
+/// let b: IpAddr = "2001:db8:1:2::b".parse()?; // same /64
+/// let c: IpAddr = "2001:db8:1:3::a".parse()?; // another /64
+/// assert!(per_client.try_acquire(a).is_ok());
+/// assert!(per_client.try_acquire(b).is_err());
+/// assert!(per_client.try_acquire(c).is_ok());
+/// let v4: IpAddr = "192.0.2.1".parse()?;
+/// let mapped: IpAddr = "::ffff:192.0.2.1".parse()?; // the same client, seen dual-stack
+/// assert!(per_client.try_acquire(v4).is_ok());
+/// assert!(per_client.try_acquire(mapped).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait IpKey: IntKey {}
+
+/// The default IPv6 prefix of [`IpKey`]s: /56.
+const DEFAULT_IPV6_PREFIX: u8 = 56;
+/// The default IPv4 prefix of [`IpKey`]s: /32, the whole address.
+const DEFAULT_IPV4_PREFIX: u8 = 32;
+
+/// The mask of the upper `bits` of a `u32` (`bits` in 1..=32).
+const fn v4_mask(bits: u8) -> u32 {
+    u32::MAX << (32 - bits as u32)
+}
+
+/// The mask of the upper `bits` of a `u64` (`bits` in 1..=64).
+const fn v6_mask(bits: u8) -> u64 {
+    u64::MAX << (64 - bits as u32)
+}
+
+#[inline(always)]
+fn v4_bits(ip: Ipv4Addr, v4: u32) -> u64 {
+    u64::from(ip.to_bits() & v4)
+}
+
+#[inline(always)]
+fn v6_bits(ip: Ipv6Addr, v4: u32, v6: u64) -> u64 {
+    match ip.to_ipv4_mapped() {
+        Some(ip) => v4_bits(ip, v4),
+        None => (ip.to_bits() >> 64) as u64 & v6,
+    }
+}
+
+impl sealed::Sealed for Ipv4Addr {
+    #[inline(always)]
+    fn bits(self, v4: u32, _: u64) -> u64 {
+        v4_bits(self, v4)
+    }
+}
+
+impl sealed::Sealed for Ipv6Addr {
+    #[inline(always)]
+    fn bits(self, v4: u32, v6: u64) -> u64 {
+        v6_bits(self, v4, v6)
+    }
+}
+
+impl sealed::Sealed for IpAddr {
+    #[inline(always)]
+    fn bits(self, v4: u32, v6: u64) -> u64 {
+        match self {
+            IpAddr::V4(ip) => v4_bits(ip, v4),
+            IpAddr::V6(ip) => v6_bits(ip, v4, v6),
+        }
+    }
+}
+
+macro_rules! ip_key {
+    ($($t:ty),*) => {$(
+        impl IntKey for $t {
+            #[inline(always)]
+            fn to_u64(self) -> u64 {
+                sealed::Sealed::bits(
+                    self,
+                    v4_mask(DEFAULT_IPV4_PREFIX),
+                    v6_mask(DEFAULT_IPV6_PREFIX),
+                )
+            }
+        }
+        impl IpKey for $t {}
+    )*};
+}
+
+ip_key!(Ipv4Addr, Ipv6Addr, IpAddr);
 
 /// One bucket: four slots on one 64-byte line.
 #[repr(align(64))]
@@ -176,7 +303,8 @@ pub enum Plant {
     MetaOnlyGrant,
 }
 
-/// Per-key GCRA for integer keys (`u64`, `u32`, `u16`, `i64`, `usize`, [`Ipv4Addr`]), every
+/// Per-key GCRA for integer keys (`u64`, `u32`, `u16`, `i64`, `usize`) and IP addresses
+/// ([`Ipv4Addr`], [`Ipv6Addr`] and [`IpAddr`], per network prefix: see [`IpKey`]), every
 /// key's state inline in a 16-byte slot of a fixed table: one cache line per lookup, one
 /// 128-bit CAS per grant, a denial reads only.
 ///
@@ -263,6 +391,9 @@ pub struct IntKeyed<K = u64, C = DefaultClock> {
     clock: C,
     #[cfg(hotlimit_loom)]
     plant: Plant,
+    /// The masks of the IPv4 and IPv6 prefixes ([`IpKey`]s only; other keys ignore them).
+    v4_mask: u32,
+    v6_mask: u64,
     _key: PhantomData<fn(K)>,
 }
 
@@ -289,6 +420,8 @@ pub struct IntKeyedBuilder<K, C> {
     capacity: usize,
     max_memory: usize,
     clock: C,
+    ipv4_prefix: u8,
+    ipv6_prefix: u8,
     _key: PhantomData<fn(K)>,
 }
 
@@ -319,6 +452,8 @@ impl<K: IntKey> IntKeyed<K> {
             capacity: Self::DEFAULT_CAPACITY,
             max_memory: crate::memory::DEFAULT_MAX_MEMORY,
             clock: DefaultClock::default(),
+            ipv4_prefix: DEFAULT_IPV4_PREFIX,
+            ipv6_prefix: DEFAULT_IPV6_PREFIX,
             _key: PhantomData,
         }
     }
@@ -407,6 +542,8 @@ impl<K, C> IntKeyedBuilder<K, C> {
             capacity: self.capacity,
             max_memory: self.max_memory,
             clock,
+            ipv4_prefix: self.ipv4_prefix,
+            ipv6_prefix: self.ipv6_prefix,
             _key: PhantomData,
         }
     }
@@ -449,7 +586,8 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
     /// # Errors
     ///
     /// [`ConfigError`] naming `rate` (emission interval under 1 ns), `burst` (0, or burst ×
-    /// interval over 2^62 − 1 ns) or `capacity` (0, over
+    /// interval over 2^62 − 1 ns), `ipv4_prefix` (not 1–32), `ipv6_prefix` (not 1–64) or
+    /// `capacity` (0, over
     /// [`MAX_CAPACITY`](IntKeyed::MAX_CAPACITY), a table over
     /// [`max_memory`](IntKeyedBuilder::max_memory), or a table that cannot be allocated).
     ///
@@ -486,6 +624,20 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
                 "must be between 1 and 2^31",
             ));
         }
+        if !(1..=32).contains(&self.ipv4_prefix) {
+            return Err(ConfigError::new(
+                "ipv4_prefix",
+                Value::Count(u128::from(self.ipv4_prefix)),
+                "must be between 1 and 32 bits",
+            ));
+        }
+        if !(1..=64).contains(&self.ipv6_prefix) {
+            return Err(ConfigError::new(
+                "ipv6_prefix",
+                Value::Count(u128::from(self.ipv6_prefix)),
+                "must be between 1 and 64 bits (a key is 64 bits; /48, /56 and /64 are usual)",
+            ));
+        }
         let slots = (2 * self.capacity).next_power_of_two().max(WAYS);
         let buckets = slots / WAYS;
         let need = core::mem::size_of::<Bucket>() as u128 * buckets as u128;
@@ -515,8 +667,102 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
             clock: self.clock,
             #[cfg(hotlimit_loom)]
             plant: Plant::None,
+            v4_mask: v4_mask(self.ipv4_prefix),
+            v6_mask: v6_mask(self.ipv6_prefix),
             _key: PhantomData,
         })
+    }
+}
+
+impl<K: IpKey, C> IntKeyedBuilder<K, C> {
+    /// The IPv6 prefix a limit applies to, in bits: 1 to 64. Default: 56 (a site: what an
+    /// ISP usually hands one customer). Use 64 for one subnet per client, 48 for a whole
+    /// organisation. An IPv4-mapped address (`::ffff:a.b.c.d`) is keyed as IPv4 instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// use std::net::Ipv6Addr;
+    ///
+    /// let per_subnet: IntKeyed<Ipv6Addr, _> = IntKeyed::builder(Rate::per_second(1)?)
+    ///     .ipv6_prefix(64)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(per_subnet.ipv6_prefix(), 64);
+    /// assert!(per_subnet.try_acquire("2001:db8::1".parse()?).is_ok());
+    /// assert!(per_subnet.try_acquire("2001:db8::2".parse()?).is_err()); // same /64
+    /// assert!(per_subnet.try_acquire("2001:db8:0:1::1".parse()?).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ipv6_prefix(mut self, bits: u8) -> Self {
+        self.ipv6_prefix = bits;
+        self
+    }
+
+    /// The IPv4 prefix a limit applies to, in bits: 1 to 32. Default: 32 (each address).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// use std::net::Ipv4Addr;
+    ///
+    /// let per_24: IntKeyed<Ipv4Addr, _> = IntKeyed::builder(Rate::per_second(1)?)
+    ///     .ipv4_prefix(24)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert!(per_24.try_acquire(Ipv4Addr::new(192, 0, 2, 1)).is_ok());
+    /// assert!(per_24.try_acquire(Ipv4Addr::new(192, 0, 2, 200)).is_err()); // same /24
+    /// let err = IntKeyed::<Ipv4Addr>::builder(Rate::per_second(1)?)
+    ///     .ipv4_prefix(33)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid ipv4_prefix = 33: must be between 1 and 32 bits");
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn ipv4_prefix(mut self, bits: u8) -> Self {
+        self.ipv4_prefix = bits;
+        self
+    }
+}
+
+impl<K: IpKey, C> IntKeyed<K, C> {
+    /// The IPv6 prefix length a limit applies to (see [`IntKeyedBuilder::ipv6_prefix`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// use std::net::IpAddr;
+    ///
+    /// let limiter: IntKeyed<IpAddr, _> =
+    ///     IntKeyed::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!((limiter.ipv4_prefix(), limiter.ipv6_prefix()), (32, 56));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn ipv6_prefix(&self) -> u8 {
+        self.v6_mask.leading_ones() as u8
+    }
+
+    /// The IPv4 prefix length a limit applies to (see [`IntKeyedBuilder::ipv4_prefix`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// use std::net::Ipv4Addr;
+    ///
+    /// let limiter: IntKeyed<Ipv4Addr, _> = IntKeyed::builder(Rate::per_second(1)?)
+    ///     .ipv4_prefix(24)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.ipv4_prefix(), 24);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn ipv4_prefix(&self) -> u8 {
+        self.v4_mask.leading_ones() as u8
     }
 }
 
@@ -544,6 +790,16 @@ fn fold_mul(a: u64, b: u64) -> u64 {
 }
 
 impl<K, C> IntKeyed<K, C> {
+    /// The key's 64 bits under this limiter's prefixes: every method that takes a key
+    /// converts it here (never with [`IntKey::to_u64`], which knows only the default prefixes).
+    #[inline(always)]
+    fn key_bits(&self, key: K) -> u64
+    where
+        K: IntKey,
+    {
+        sealed::Sealed::bits(key, self.v4_mask, self.v6_mask)
+    }
+
     #[inline(always)]
     fn slot(&self, i: usize) -> &AtomicU128 {
         &self.table[i / WAYS].0[i % WAYS]
@@ -646,7 +902,7 @@ impl<K, C> IntKeyed<K, C> {
         ) else {
             return Err(Denied::never());
         };
-        self.acquire(key.to_u64(), cost, slack, now)
+        self.acquire(self.key_bits(key), cost, slack, now)
     }
 
     /// Take one permit for `key` at time `now`.
@@ -672,7 +928,7 @@ impl<K, C> IntKeyed<K, C> {
     where
         K: IntKey,
     {
-        self.acquire(key.to_u64(), self.interval, self.slack_one, now)
+        self.acquire(self.key_bits(key), self.interval, self.slack_one, now)
     }
 
     /// The hit path: the key's committed slot in b1, then b2; the slow path otherwise.
@@ -1071,7 +1327,7 @@ impl<K, C> IntKeyed<K, C> {
     where
         K: IntKey,
     {
-        let key = key.to_u64();
+        let key = self.key_bits(key);
         let (b1, b2, _) = self.buckets_of(key);
         let now = self.relative(now);
         let c = self.candidates(b1, b2);
@@ -1295,6 +1551,6 @@ pub mod planted {
     /// The key's two buckets, for models that need to know where a key lives.
     /// Its two buckets and home way.
     pub fn buckets_of<K: IntKey, C>(limiter: &IntKeyed<K, C>, key: K) -> (usize, usize, usize) {
-        limiter.buckets_of(key.to_u64())
+        limiter.buckets_of(limiter.key_bits(key))
     }
 }

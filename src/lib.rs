@@ -81,7 +81,7 @@ pub use decide::{Decide, Decision, Quota};
 pub use error::{ConfigError, Denied, ParseRateError};
 pub use gcra::{Gcra, GcraBuilder};
 #[cfg(any(feature = "std", hotlimit_loom))]
-pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder};
+pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder, IpKey};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
 #[cfg(all(hotlimit_loom, not(feature = "std")))]
 pub use keyed::KeyedState;
