@@ -2,11 +2,95 @@
 //!
 //! # Choosing a limiter
 //!
-//! - **Smooth a rate** (pacing, protecting a backend from bursts above b): [`Gcra`]. Eight
-//!   bytes of state, one CAS per grant, a single load per denial.
-//! - **A hard cap per window** ("at most 500 calls in any 10 minutes", an upstream quota):
-//!   a sliding window or log. GCRA does *not* give this: with burst b = limit it can grant
-//!   up to 2·limit − 1 in one window of length `period` (b at once, then one per I).
+//! | you want to | use | its guarantee | its cost |
+//! |---|---|---|---|
+//! | protect a server per user or per IP | [`IntKeyed`] (integer ids, [`IpAddr`](std::net::IpAddr) per /56 or any prefix); [`Keyed`] for other keys (`Keyed<String, _>`, looked up by `&str`) | per key [`Gcra`]'s: at most b + d/I in any interval d; at most `capacity` keys, idle ones evicted, never an admission lost | `IntKeyed`: one cache line and one 16-byte CAS per grant, 32–64 bytes per key of capacity; `Keyed`: a map lookup and one CAS, 70 bytes per `u64` key |
+//! | a global cap per window ("500 per 10 minutes", an upstream quota) | [`SlidingWindow`] (exact: [`SlidingLog`]) | at most `limit` in every window of `period`, counted at each grant's effective time (see [what time a grant is counted at](#what-time-a-grant-is-counted-at)); never over-admits | one CAS per grant, 8 bytes × 16 + 512 bytes for 10 buckets; `SlidingLog`: 8 bytes × `limit` |
+//! | pace a load generator | [`Pacer`] | N threads share one target rate: slots one interval apart, each caller returns at its own | one CAS to reserve a slot, then a sleep; 8 bytes |
+//! | rotate API keys | [`KeyPool`] | no key used more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key is spent | one CAS per key handed out; 8 bytes × keys × `max_uses` |
+//! | many cores hammering one limit | [`ShardedGcra`] | never more than one `Gcra`'s b + d/I in total; one busy thread still gets the whole rate | one CAS on the caller's own cache line; 128 bytes × shards |
+//! | limits shared across machines | `hotlimit-redis` (its own crate) | as [`Gcra`] or [`SlidingLog`], decided on the Redis server by its clock | one round trip per decision (a Lua script); one key per limited key |
+//!
+//! [`Gcra`] alone is the smooth rate: b at once, then one per I = period/limit. It is *not*
+//! "at most `limit` in any window of `period`": with burst b = `limit` it can grant up to
+//! 2·`limit` − 1 in one window (b at once, then one per I). A hard cap per window is what
+//! the sliding window and log are for.
+//!
+//! Per user or per IP:
+//!
+//! ```
+//! use hotlimit::{IntKeyed, Keyed, Rate};
+//! use std::net::IpAddr;
+//!
+//! let per_ip: IntKeyed<IpAddr> = IntKeyed::new(Rate::per_second(10)?)?; // IPv6 per /56
+//! let per_user: Keyed<String, _> = Keyed::gcra("100/min".parse()?).build()?;
+//! per_ip.try_acquire("2001:db8::7".parse()?)?;
+//! per_user.try_acquire(&String::from("alice"))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A global cap per window:
+//!
+//! ```
+//! use hotlimit::{Limiter, Rate, SlidingWindow};
+//!
+//! let quota = SlidingWindow::new("500 per 10min".parse()?)?;
+//! if let Err(denied) = quota.try_acquire() {
+//!     println!("over quota, retry after {:?}", denied.retry_after());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Pacing a load generator (here on a simulated clock; with the default clock `pace()`
+//! sleeps):
+//!
+//! ```
+//! use hotlimit::{ManualClock, Pacer, Rate};
+//!
+//! let clock = ManualClock::new();
+//! let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
+//! let slots: Vec<u64> = (0..3).map(|_| pacer.pace_with(&clock).unwrap().slot).collect();
+//! assert_eq!(slots, [0, 1_000_000, 2_000_000]); // send a request at each
+//! # Ok::<(), hotlimit::ConfigError>(())
+//! ```
+//!
+//! Rotating API keys:
+//!
+//! ```
+//! use hotlimit::{KeyPool, Rate};
+//!
+//! let pool = KeyPool::new(vec!["key-a", "key-b"], "500 per 10min".parse()?)?;
+//! match pool.get_next_key() {
+//!     Ok(key) => println!("call the API with {key}"),
+//!     Err(denied) => println!("all keys spent, retry after {:?}", denied.retry_after()),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Many cores on one limit:
+//!
+//! ```
+//! use hotlimit::{Limiter, Rate, ShardedGcra};
+//!
+//! let limiter = ShardedGcra::new(Rate::per_second(1_000_000)?)?; // one shard per core
+//! std::thread::scope(|s| {
+//!     for _ in 0..4 {
+//!         s.spawn(|| limiter.try_acquire().is_ok());
+//!     }
+//! });
+//! # Ok::<(), hotlimit::ConfigError>(())
+//! ```
+//!
+//! Across machines, with `hotlimit-redis` (compiled in that crate's docs; it needs a
+//! server):
+//!
+//! ```text
+//! use hotlimit_redis::{OnError, RedisLimiter, SyncConnection};
+//!
+//! let limiter = RedisLimiter::gcra("5/s".parse()?, OnError::FailClosed).build()?;
+//! let mut con = SyncConnection::new(redis::Client::open("redis://127.0.0.1/")?);
+//! let decision = limiter.decide_blocking(&mut con, "user:1", 1)?;
+//! ```
 //!
 //! # GCRA: the bound "at most b + d/I in any interval of length d"
 //!
@@ -505,6 +589,50 @@
 //! callers whose clock reads interleave arbitrarily with their CASes. A denial writes
 //! nothing, so it cannot affect the bound.
 //!
+//! ## What time a grant is counted at
+//!
+//! The theorem counts each grant at τ = max(now, x·w), not at the caller's `now`. For a
+//! sequential caller whose clock does not run backwards the two are equal. Under concurrency
+//! they are not always: a caller that reads its clock at `now`, is preempted, and reaches its
+//! CAS after other callers moved the window to a newer bucket x (x·w > now) is judged, and
+//! counted, at x·w. Two facts bound what an auditor sees:
+//!
+//! - τ lies within the call: τ ≥ `now` (the clock read), and x·w is at most the `now` of the
+//!   call that rolled to x, read before this CAS, so on one monotone clock τ is at most any
+//!   clock read after the call returns. **Audited by real time**, counting a grant in a window
+//!   when its whole call (clock read to return) lies inside it, every window holds at most
+//!   `limit`: each such grant's τ is in the window.
+//! - **Audited by each caller's own `now`** (what a log of `(now, granted)` lines shows), a
+//!   window (t − p, t] can hold more than `limit`. A thread's grants with `now` in the window
+//!   have `now`s n₁ < n₂ < …; each τᵢ lies in [nᵢ, nᵢ₊₁] (its next clock read comes after it
+//!   returns), so all but the thread's last one there have τ in the window too. Hence at most
+//!   `limit` + T, T the number of threads calling; with T much smaller than `limit` the excess
+//!   is at most T permits, and with few permits per window it can exceed `limit` several times
+//!   over.
+//!
+//! `tests/sliding_window.rs` (`a_stale_now_is_counted_at_the_newest_bucket`) shows one stale
+//! `now` granted at the newest bucket's start. `examples/window_audit.rs` measures both audits
+//! with real threads: 16 threads on 2 cores (other builds running: load average 15–17), one
+//! monotone clock (`Instant` since the start), 2 s per run, 10 buckets, three runs per row,
+//! each thread calling `try_acquire_at(now)` in a loop and logging `(now, clock after)` per
+//! grant:
+//!
+//! | limit per period | callers | worst window by `now` | by real time |
+//! |---|---|---|---|
+//! | 100 per 10 ms | free-running | 100, 101, 101 (≤ 1.01 × `limit`) | 100 |
+//! | 4 per 1 ms | free-running | 4, 4, 4 | 4 |
+//! | 100 per 10 ms | yield between clock read and call | 112, 112, 105 (≤ 1.12 ×) | 100 |
+//! | 8 per 1 ms | yield between clock read and call | 11, 15, 12 (≤ 1.88 ×) | 8 |
+//! | 4 per 1 ms | yield between clock read and call | 6, 6, 7 (≤ 1.75 ×) | 4 |
+//! | 2 per 1 ms | yield between clock read and call | 3, 3, 3 (1.5 ×) | 2 |
+//!
+//! (`cargo run --release --example window_audit -- 16 2 LIMIT PERIOD_US 10 YIELD`; the
+//! example asserts both bounds.) Free-running callers are rarely preempted in the few
+//! nanoseconds between the clock read and the CAS, so the excess is rare; yielding there makes
+//! it common, and the excess approaches the 2 × `limit` reported in issue 17 at small limits.
+//! An audit by your own timestamps is exact only with both: log the clock read before the
+//! call and the one after it, and count a grant in a window when both lie inside it.
+//!
 //! *The count's width.* c covers at most R buckets: the grants in them are the last
 //! L-bounded window's plus at most one whole bucket below its floor, so c ≤ 2L, which must
 //! fit the 32 bits of G and P: hence `limit` ≤ 2^31 − 1.
@@ -878,7 +1006,7 @@
 //! three-thread model of the gate ran for over a minute, so it is not in the suite.
 //!
 //! Each per-key log's cursor is unpadded (`SlidingLog<(), Unpadded>`; the shared
-//! `SlidingLog`'s cursor stays cache-padded): 249 bytes per key at `limit` 10 instead of 880.
+//! `SlidingLog`'s cursor stays cache-padded): 265 bytes per key at `limit` 10 instead of 880.
 //!
 //! ## SlidingWindow per key
 //!
@@ -1003,3 +1131,5 @@
 //!
 //! [`IntKeyed`]: crate::IntKeyed
 //! [`Gcra`]: crate::Gcra
+//! [`Keyed`]: crate::Keyed
+//! [`SlidingWindow`]: crate::SlidingWindow

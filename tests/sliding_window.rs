@@ -631,3 +631,27 @@ proptest! {
         prop_assert!(model.log.worst_window(period) <= u128::from(limit));
     }
 }
+
+/// A caller preempted between its clock read and its CAS is counted at the newest bucket's
+/// start, not at its `now`: the window by the callers' `now`s can then hold more than
+/// `limit` (one extra per such caller), while the window by effective times never does (the
+/// guide, "What time a grant is counted at"; measured with real threads by
+/// `examples/window_audit.rs`).
+#[test]
+fn a_stale_now_is_counted_at_the_newest_bucket() {
+    const S: u64 = 1_000_000_000;
+    // 2 per 10 s, 10 buckets of 1 s.
+    let w = window(Rate::new(2, Duration::from_secs(10)).unwrap(), 10, false);
+    w.try_acquire_at(9 * S).unwrap();
+    w.try_acquire_at(9 * S).unwrap();
+    assert!(w.try_acquire_at(9 * S + S / 2).is_err()); // the window (−0.5 s, 9.5 s] is full
+                                                       // Another caller at 20 s: the window (10 s, 20 s] is empty; the newest bucket is [20, 21).
+    w.try_acquire_at(20 * S).unwrap();
+    // The caller that read 9.5 s and was preempted until now: judged at τ = 20 s (one permit
+    // in (10 s, 20 s]), so it is granted.
+    w.try_acquire_at(9 * S + S / 2).unwrap();
+    // By effective time, (10 s, 20 s] holds 2 = limit: the next is denied, at any stale now.
+    assert!(w.try_acquire_at(20 * S).is_err());
+    assert!(w.try_acquire_at(0).is_err());
+    // By the callers' own nows, (−0.5 s, 9.5 s] holds 3 grants (9, 9, 9.5): one over limit.
+}

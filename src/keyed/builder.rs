@@ -314,8 +314,10 @@ impl<K> Keyed<K, SlidingWindow> {
     /// A builder for per-key strict [`SlidingWindow`] limits at `rate`: each key gets the
     /// window's hard cap (at most `limit` in every window of `period`, a false denial only if
     /// `limit` were granted within `period` + one bucket width), in memory independent of
-    /// `limit`: the window's ring of `buckets + 1` 8-byte counters plus its header (about
-    /// 900 bytes per key with 10 buckets, measured: see `examples/keyed_compare.rs`).
+    /// `limit`: the window's ring of snapshots (the power of two ≥ `buckets + 1`, 8 bytes
+    /// each) plus about 150 bytes of header and gate: 330 bytes per `u64` key with 10
+    /// buckets, map entry included (RSS growth over 100,000 keys, measured with
+    /// `cargo run --release --example keyed_compare -- mem-window`; see BENCHMARKS.md).
     /// Admissions pass a per-key gate word (two RMWs), as with
     /// [`sliding_log`](Keyed::sliding_log). 10 buckets (see
     /// [`buckets`](KeyedBuilder::buckets)), capacity 100,000 keys,

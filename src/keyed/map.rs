@@ -118,7 +118,7 @@ pub(super) struct Slot<L: KeyedState> {
 /// timestamps and a gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots (the power of two
 /// ≥ `buckets + 1` slots), an unpadded header and a gate word), an 8-byte override pointer,
 /// plus the map's entry overhead
-/// (measured in `BENCHMARKS.md`: 70, 249 and 330 bytes per `u64` key for GCRA, a log of limit
+/// (measured in `BENCHMARKS.md`: 70, 265 and 330 bytes per `u64` key for GCRA, a log of limit
 /// 10 and a window of 10 buckets).
 ///
 /// # Examples
