@@ -394,6 +394,21 @@ fn pictures(seed: u64, out: &Path, samples: usize, quiet: bool) -> Result<Vec<Pa
 mod tests {
     use super::*;
 
+    /// The committed table is what the command prints today: a change to a limiter that
+    /// moves a figure must come with the regenerated table.
+    #[test]
+    fn the_committed_table_is_up_to_date() {
+        let committed = include_str!("../../docs/ACCURACY.md");
+        let now = accuracy(1, TABLE_SECONDS * SECOND, POOL_TABLE, true)
+            .unwrap()
+            .0;
+        assert!(
+            committed == now,
+            "docs/ACCURACY.md is stale: run `{}` from the workspace root",
+            command(1)
+        );
+    }
+
     #[test]
     fn the_table_is_the_same_for_the_same_seed() {
         let a = accuracy(3, 4 * SECOND, 1_200 * SECOND, true).unwrap().0;
