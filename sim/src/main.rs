@@ -54,6 +54,16 @@ fn execute(o: &Options) -> Result<(), SimError> {
         _ => {
             let out = o.out.clone().unwrap_or_else(|| PathBuf::from("target/sim"));
             for trace in traces(o)? {
+                let keys = pool_keys(&trace, o);
+                if trace.has_costs() {
+                    eprintln!("note: {}: key pools left out (requests cost more than one permit; a pool hands out one key per call)", trace.slug);
+                } else if !trace.rate.limit().is_multiple_of(keys) {
+                    eprintln!(
+                        "note: {}: key pools left out (--keys {keys} does not divide the limit {})",
+                        trace.slug,
+                        trace.rate.limit()
+                    );
+                }
                 let run = replay(&trace, &specs_for(&trace, o), o.samples, o.quiet)?;
                 println!(
                     "## {}: limit {} per {}\n",
@@ -82,6 +92,21 @@ fn rate(o: &Options) -> Result<Rate, SimError> {
     })
 }
 
+/// The most requests a generated trace may hold (16 bytes each, plus the audit's window).
+const MAX_REQUESTS: f64 = 10_000_000.0;
+
+/// Refuses a trace of about `estimate` requests if that is above [`MAX_REQUESTS`], before
+/// any memory is spent on it.
+fn check_size(estimate: f64, scenario: &str) -> Result<(), SimError> {
+    if estimate > MAX_REQUESTS {
+        return Err(SimError::Usage(format!(
+            "{scenario}: these options make about {estimate:.0} requests, at most {MAX_REQUESTS:.0} \
+             are simulated (shorten --duration, or lower --load, --limit or --burst)"
+        )));
+    }
+    Ok(())
+}
+
 /// The traces of the scenario on the command line.
 fn traces(o: &Options) -> Result<Vec<Trace>, SimError> {
     let duration = o
@@ -89,22 +114,42 @@ fn traces(o: &Options) -> Result<Vec<Trace>, SimError> {
         .unwrap_or_else(|| cli::default_duration(&o.scenario));
     let r = rate(o)?;
     let period = r.period_nanos();
-    let on_off = || {
-        trace::on_off(
-            r,
-            o.on.unwrap_or(period / 2),
-            o.off.unwrap_or(period / 2 * 3),
-            o.load.unwrap_or(4.0),
-            duration,
-            o.seed,
-        )
+    let periods = duration as f64 / period as f64;
+    let per_period = r.limit() as f64;
+    let load = o.load.unwrap_or(4.0);
+    let (on, off) = (o.on.unwrap_or(period / 2), o.off.unwrap_or(period / 2 * 3));
+    let pool_period = o.period.unwrap_or(600 * SECOND);
+    let pool_duration = match o.scenario {
+        Scenario::All => o.duration.unwrap_or(3_600 * SECOND),
+        _ => duration,
     };
-    let key_pool = |duration| {
+    // The busiest trace of each kind: Poisson and steady at the load (4 × unless given), the
+    // edge's two bursts per two periods, the key pool's bursts and two a minute.
+    let (loaded, edgy, pooled) = match o.scenario {
+        Scenario::Steady | Scenario::Poisson | Scenario::OnOff => (true, false, false),
+        Scenario::Edge => (false, true, false),
+        Scenario::KeyPool => (false, false, true),
+        Scenario::All => (true, true, true),
+        Scenario::File(_) | Scenario::Help | Scenario::Docs => (false, false, false),
+    };
+    if loaded {
+        check_size(per_period * load * periods * 1.1 + 10.0, "the load")?;
+    }
+    if edgy {
+        check_size(per_period * (periods + 2.0), "edge")?;
+    }
+    if pooled {
+        let bursts = pool_duration as f64 / pool_period as f64 + 1.0;
+        let minutes = pool_duration as f64 / 60e9 + 1.0;
+        check_size(o.burst as f64 * bursts + 2.0 * minutes, "keypool")?;
+    }
+    let on_off = || trace::on_off(r, on, off, load, duration, o.seed);
+    let key_pool = || {
         trace::key_pool(
             o.keys.unwrap_or(500),
-            o.period.unwrap_or(600 * SECOND),
+            pool_period,
             o.burst,
-            duration,
+            pool_duration,
             o.seed,
         )
     };
@@ -120,23 +165,29 @@ fn traces(o: &Options) -> Result<Vec<Trace>, SimError> {
         Scenario::Poisson => poisson(),
         Scenario::OnOff => vec![on_off()],
         Scenario::Edge => vec![trace::edge(r, o.buckets, duration)],
-        Scenario::KeyPool => vec![key_pool(duration)?],
+        Scenario::KeyPool => vec![key_pool()?],
         Scenario::File(path) => vec![trace::from_file(path, r)?],
         Scenario::All => {
             let mut all = vec![trace::steady(r, o.load.unwrap_or(1.0), duration)];
             all.extend(poisson());
             all.push(on_off());
             all.push(trace::edge(r, o.buckets, duration));
-            all.push(key_pool(o.duration.unwrap_or(3_600 * SECOND))?);
+            all.push(key_pool()?);
             all
         }
         Scenario::Help | Scenario::Docs => Vec::new(),
     })
 }
 
+/// The key count of the key pools on `trace`: the trace's own (the key-pool worst case), else
+/// `--keys`, else 10.
+fn pool_keys(trace: &Trace, o: &Options) -> u64 {
+    trace.pool_keys.or(o.keys).unwrap_or(10)
+}
+
 /// The lineup for `trace`, narrowed by `--only`.
 fn specs_for(trace: &Trace, o: &Options) -> Vec<Spec> {
-    let keys = trace.pool_keys.or(o.keys).unwrap_or(10);
+    let keys = pool_keys(trace, o);
     let only = o.only.as_deref().map(str::to_lowercase);
     lineup(trace.rate.limit(), keys)
         .into_iter()
@@ -338,6 +389,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_trace_too_large_to_simulate_is_refused_before_it_is_made() {
+        let o = options(&["poisson", "--duration", "1000000000", "--quiet"]);
+        let err = traces(&o).unwrap_err().to_string();
+        assert!(err.contains("at most 10000000"), "{err}");
+        let o = options(&["keypool", "--burst", "1000000000", "--quiet"]);
+        assert!(traces(&o).unwrap_err().to_string().starts_with("keypool"));
+        // A day of the key pool is small, whatever the load of the other scenarios would be.
+        let o = options(&["keypool", "--duration", "86400", "--quiet"]);
+        assert_eq!(traces(&o).unwrap().len(), 1);
     }
 
     #[test]

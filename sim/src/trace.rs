@@ -157,8 +157,10 @@ pub(crate) fn edge(rate: Rate, buckets: u64, duration: u64) -> Trace {
     let width = period.div_ceil(buckets.max(1));
     let mut requests = Vec::new();
     for start in (0..duration).step_by(period.saturating_mul(2).max(1) as usize) {
-        let first = start + period - 1;
-        let second = start + 2 * period - width;
+        // Saturating: a period near the clock's range must not overflow (`at < duration`
+        // then leaves such a burst out).
+        let first = start.saturating_add(period - 1);
+        let second = start.saturating_add(period.saturating_mul(2) - width);
         for at in [first, second] {
             if at < duration {
                 requests.extend((0..limit).map(|_| Request { at, cost: 1 }));
