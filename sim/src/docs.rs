@@ -13,6 +13,10 @@ use crate::plot;
 use crate::run::{Outcome, Run};
 use crate::trace::{self, SECOND};
 
+/// The slugs of the two on/off traces: silences longer than the window, and bursts that
+/// come back every period.
+const ONOFF: &str = "onoff-0_5s-1_5s";
+const ONOFF_PERIODIC: &str = "onoff-0_25s-0_75s";
 /// The rate of the table's generic traces.
 const LIMIT: u64 = 100;
 /// Their length: 600 periods.
@@ -58,19 +62,15 @@ fn rate() -> Rate {
     Rate::per_second(LIMIT).unwrap_or_else(|_| unreachable!("100 per second is valid"))
 }
 
-/// The generic traces of the table, `seconds` long each.
+/// The generic traces of the table, `length` nanoseconds each.
 fn generic_traces(seed: u64, length: u64) -> Vec<trace::Trace> {
     let r = rate();
     let mut traces = vec![trace::steady(r, 1.0, length)];
     traces.extend([0.5, 1.0, 2.0, 4.0].map(|load| trace::poisson(r, load, length, seed)));
-    traces.push(trace::on_off(
-        r,
-        SECOND / 2,
-        3 * SECOND / 2,
-        4.0,
-        length,
-        seed,
-    ));
+    // Bursts after a silence longer than the window, and bursts that come back each period.
+    for (on, off) in [(SECOND / 2, 3 * SECOND / 2), (SECOND / 4, 3 * SECOND / 4)] {
+        traces.push(trace::on_off(r, on, off, 4.0, length, seed));
+    }
     traces.push(trace::edge(r, 10, length));
     traces
 }
@@ -99,7 +99,7 @@ pub(crate) fn accuracy(
 fn matrix(runs: &[Run], cell: impl Fn(&Run, &Outcome) -> String) -> String {
     let mut s = String::from("| limiter |");
     for r in runs {
-        let _ = write!(s, " {} |", short(&r.trace_slug));
+        let _ = write!(s, " {} |", r.trace_short);
     }
     s += "\n|---|";
     s += &"---:|".repeat(runs.len());
@@ -118,19 +118,6 @@ fn matrix(runs: &[Run], cell: impl Fn(&Run, &Outcome) -> String) -> String {
         s += "\n";
     }
     s
-}
-
-/// Column heads for the generic traces.
-fn short(slug: &str) -> String {
-    match slug {
-        "steady-1x" => "steady 1×".into(),
-        "onoff" => "on/off".into(),
-        "edge-10" => "edge".into(),
-        s => s.strip_prefix("poisson-").map_or_else(
-            || s.to_string(),
-            |l| format!("Poisson {}", l.replace('_', ".").replace('x', "×")),
-        ),
-    }
 }
 
 fn pct(x: f64) -> String {
@@ -186,8 +173,9 @@ Each limiter replays the same requests on a `ManualClock` beside the **exact sli
         s,
         "## Traffic at {LIMIT} per second\n\n\
          Each trace is {} seconds ({} periods) long: steady at exactly the rate; Poisson \
-         arrivals at 0.5, 1, 2 and 4 × the rate; on/off bursts (0.5 s at 4 × the rate, then \
-         1.5 s idle); the edge burst ({LIMIT} requests in the last nanosecond of a bucket, \
+         arrivals at 0.5, 1, 2 and 4 × the rate; two kinds of on/off bursts, Poisson at 4 × \
+         the rate while on: 0.5 s on and 1.5 s idle (the silence outlasts the window), and \
+         0.25 s on and 0.75 s idle (the bursts come back every period); the edge burst ({LIMIT} requests in the last nanosecond of a bucket, \
          {LIMIT} more at the instant a 10-bucket approximate window stops counting that \
          bucket, every 2 s). Count thresholds k are 1, limit/20 = 5 and limit/5 = 20; \
          \"count-closed\" has one time bucket (the period), \"both\" has 10. The key pools have \
@@ -258,14 +246,18 @@ fn prose(runs: &[Run], pool: &Run) -> String {
   utilisation stays at {p4_60} %: nearly every request finds the window full, and a hold-back \
   of a permit or two refuses many requests for a moment. Utilisation is the figure that \
   counts there.\n\
-- **Bursts after silence**: the on/off trace's silences (1.5 s) outlast the period and a \
-  bucket, so every hard cap keeps 100 % there. The key-pool worst case is the hard one: \
-  each burst comes back exactly when the previous one leaves the exact window, while a \
-  time-closed bucket still counts it for up to one bucket width more. There 10 time-closed \
+- **Bursts**: after silences that outlast the window (on/off 0.5 s + 1.5 s) every hard \
+  cap keeps 100 %. Bursts that come back every period are the hard case: each starts as \
+  the previous one leaves the exact window, while a time-closed bucket still counts the \
+  previous one's oldest bucket whole. On/off 0.25 s + 0.75 s: time-closed buckets keep \
+  {o4} %, {o10} % and {o60} % (4, 10, 60 buckets); count-closed with k = 5 keeps {oc5} %, \
+  both (10 buckets, k = 5) {ob5} %, and time buckets cut the longest false-denial stretch \
+  from {oc5s} s (count-closed alone: its one time bucket is the period) to {ob5s} s. The \
+  key-pool worst case is the extreme: all of each burst arrives at one instant. There 10 time-closed \
   buckets keep {pt10} % of the exact log's grants and deny falsely for {st10} s at a \
   stretch, 60 buckets keep {pt60} % ({st60} s), and the bucketed `KeyPool` (a strict 10-bucket window \
   per key) keeps {ppool} %. More buckets shorten the stretch but not the loss: the burst \
-  arrives at one instant, and a bucket late by any margin refuses all of it. Closing buckets by count does: a bucket that closes when it holds k grants \
+  arrives at one instant, and a bucket late by any margin refuses all of it. Closing buckets by count avoids the loss: a bucket that closes when it holds k grants \
   leaves exactly one period after its newest grant, so count-closed with k = 25 (limit/20) \
   keeps {pc25} %, and both (10 time buckets, k = 25) {pb25} %. With k = 100 (limit/5) the \
   burst leaves a part-filled bucket that only time closes: count-closed keeps {pc100} % \
@@ -277,7 +269,7 @@ fn prose(runs: &[Run], pool: &Run) -> String {
 - **GCRA is a different promise**: it smooths to the rate with a burst of b = limit, so \
   after a silence it grants the burst *and* the rate: its fullest window is above the \
   limit by design (b + d/I in any interval d), {gonoff_w} permits in one period on on/off \
-  bursts, where it grants {gonoff} % of the exact log. That is what a smoother is for, and \
+  bursts (0.5 s + 1.5 s), where it grants {gonoff} % of the exact log. That is what a smoother is for, and \
   what a quota (an API key's uses per window) must not do. `ShardedGcra` (4 shards, \
   requests handed to the shards in turn) stays within the same bound ({sonoff} % on on/off).\n\
 - **`approximate()` over-admits exactly where an adversary aims**: on the edge burst, tuned \
@@ -304,7 +296,7 @@ what the limiter itself reports as free (`remaining_at`), where it has that read
 - `edge-approximate.svg`: the edge burst: approximate mode with 10 and 60 buckets, and \
   strict mode with 10: the 10-bucket approximate window grants the second burst (a window \
   holding 200 of a limit of 100).\n\
-- `onoff-gcra-vs-window.svg`: on/off bursts: `Gcra`, a 10-bucket time-closed window and \
+- `onoff-gcra-vs-window.svg`: on/off bursts (0.5 s + 1.5 s): `Gcra`, a 10-bucket time-closed window and \
   the exact `SlidingLog`.\n\n\
 ![key-pool worst case](keypool-time-count-both.svg)\n\n\
 ![approximate mode on the edge burst](edge-approximate.svg)\n\n\
@@ -320,6 +312,13 @@ what the limiter itself reports as free (`remaining_at`), where it has that read
         s_c20 = util(runs, "steady-1x", Spec::CountClosed { k: 20 }),
         s_b5 = util(runs, "steady-1x", Spec::Both { buckets: 10, k: 5 }),
         fd4_60 = stat(runs, "poisson-4x", t60, |_, o| format!("{:.1}", o.false_share())),
+        o4 = util(runs, ONOFF_PERIODIC, t4),
+        o10 = util(runs, ONOFF_PERIODIC, t10),
+        o60 = util(runs, ONOFF_PERIODIC, t60),
+        oc5 = util(runs, ONOFF_PERIODIC, Spec::CountClosed { k: 5 }),
+        ob5 = util(runs, ONOFF_PERIODIC, Spec::Both { buckets: 10, k: 5 }),
+        oc5s = stat(runs, ONOFF_PERIODIC, Spec::CountClosed { k: 5 }, |_, o| seconds(o.longest_false)),
+        ob5s = stat(runs, ONOFF_PERIODIC, Spec::Both { buckets: 10, k: 5 }, |_, o| seconds(o.longest_false)),
         pt10 = p(t10),
         pt60 = p(t60),
         st10 = stretch(t10),
@@ -330,9 +329,9 @@ what the limiter itself reports as free (`remaining_at`), where it has that read
         pc100 = p(c100),
         sc100 = stretch(c100),
         pb100 = p(b100),
-        gonoff = util(runs, "onoff", Spec::Gcra),
-        gonoff_w = stat(runs, "onoff", Spec::Gcra, |_, o| o.worst.to_string()),
-        sonoff = util(runs, "onoff", Spec::ShardedGcra { shards: 4 }),
+        gonoff = util(runs, ONOFF, Spec::Gcra),
+        gonoff_w = stat(runs, ONOFF, Spec::Gcra, |_, o| o.worst.to_string()),
+        sonoff = util(runs, ONOFF, Spec::ShardedGcra { shards: 4 }),
         ap1w = stat(runs, "poisson-1x", Spec::Approximate { buckets: 10 }, |_, o| o.worst.to_string()),
         ap4w = stat(runs, "poisson-4x", Spec::Approximate { buckets: 10 }, |_, o| o.worst.to_string()),
         aedge10 = util(runs, "edge-10", Spec::Approximate { buckets: 10 }),

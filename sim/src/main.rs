@@ -329,7 +329,7 @@ mod tests {
             "poisson-1x",
             "poisson-2x",
             "poisson-4x",
-            "onoff",
+            "onoff-0_5s-1_5s",
             "edge-10",
             "keypool",
             "file-trace",

@@ -83,6 +83,7 @@ impl Outcome {
 pub(crate) struct Run {
     pub(crate) trace_name: String,
     pub(crate) trace_slug: String,
+    pub(crate) trace_short: String,
     pub(crate) limit: u64,
     pub(crate) period: u64,
     pub(crate) end: u64,
@@ -150,6 +151,7 @@ pub(crate) fn run(
     Ok(Run {
         trace_name: trace.name.clone(),
         trace_slug: trace.slug.clone(),
+        trace_short: trace.short.clone(),
         limit,
         period,
         end: trace.end,
@@ -293,6 +295,7 @@ mod tests {
         let trace = Trace {
             name: "hand".into(),
             slug: "hand".into(),
+            short: "hand".into(),
             rate,
             end: 2 * SECOND,
             requests,

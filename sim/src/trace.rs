@@ -27,6 +27,8 @@ pub(crate) struct Trace {
     pub(crate) name: String,
     /// For file names: "poisson-2x".
     pub(crate) slug: String,
+    /// For table columns: "Poisson 2×".
+    pub(crate) short: String,
     /// The rate every limiter on this trace enforces.
     pub(crate) rate: Rate,
     /// The end of the trace in nanoseconds (after the last request).
@@ -39,13 +41,19 @@ pub(crate) struct Trace {
 }
 
 impl Trace {
-    fn new(name: String, slug: String, rate: Rate, end: u64, mut requests: Vec<Request>) -> Self {
+    fn new(
+        [name, slug, short]: [String; 3],
+        rate: Rate,
+        end: u64,
+        mut requests: Vec<Request>,
+    ) -> Self {
         // Stable: requests at the same instant keep the order they were generated in.
         requests.sort_by_key(|r| r.at);
         let end = end.max(requests.last().map_or(0, |r| r.at.saturating_add(1)));
         Trace {
             name,
             slug,
+            short,
             rate,
             end,
             requests,
@@ -83,8 +91,11 @@ pub(crate) fn steady(rate: Rate, load: f64, duration: u64) -> Trace {
         .map(|at| Request { at, cost: 1 })
         .collect();
     Trace::new(
-        format!("steady at {} the rate", load_label(load)),
-        format!("steady-{}", load_slug(load)),
+        [
+            format!("steady at {} the rate", load_label(load)),
+            format!("steady-{}", load_slug(load)),
+            format!("steady {}", load_label(load)),
+        ],
         rate,
         duration,
         requests,
@@ -106,8 +117,11 @@ pub(crate) fn poisson(rate: Rate, load: f64, duration: u64, seed: u64) -> Trace 
         t += rng.exponential(gap);
     }
     Trace::new(
-        format!("Poisson at {} the rate", load_label(load)),
-        slug,
+        [
+            format!("Poisson at {} the rate", load_label(load)),
+            slug,
+            format!("Poisson {}", load_label(load)),
+        ],
         rate,
         duration,
         requests,
@@ -117,8 +131,7 @@ pub(crate) fn poisson(rate: Rate, load: f64, duration: u64, seed: u64) -> Trace 
 /// On/off bursts: Poisson at `load` × the rate for `on` nanoseconds, then silence for `off`,
 /// repeated until `duration`.
 pub(crate) fn on_off(rate: Rate, on: u64, off: u64, load: f64, duration: u64, seed: u64) -> Trace {
-    let slug = "onoff".to_string();
-    let mut rng = Rng::new(seed, &slug);
+    let mut rng = Rng::new(seed, "onoff");
     let gap = mean_gap(rate, load);
     let cycle = on.saturating_add(off);
     let mut requests = Vec::new();
@@ -134,14 +147,17 @@ pub(crate) fn on_off(rate: Rate, on: u64, off: u64, load: f64, duration: u64, se
         requests.push(Request { at, cost: 1 });
         u += rng.exponential(gap);
     }
+    let (on_s, off_s) = (seconds(on), seconds(off));
+    let slug = format!("onoff-{on_s}s-{off_s}s").replace('.', "_");
     Trace::new(
-        format!(
-            "on/off bursts ({} s at {} the rate, {} s off)",
-            seconds(on),
-            load_label(load),
-            seconds(off)
-        ),
-        slug,
+        [
+            format!(
+                "on/off bursts ({on_s} s at {} the rate, {off_s} s off)",
+                load_label(load)
+            ),
+            slug,
+            format!("on/off {on_s} s + {off_s} s"),
+        ],
         rate,
         duration,
         requests,
@@ -168,8 +184,11 @@ pub(crate) fn edge(rate: Rate, buckets: u64, duration: u64) -> Trace {
         }
     }
     Trace::new(
-        format!("edge burst ({limit} before a bucket edge, {limit} when {buckets} approximate buckets drop it)"),
-        format!("edge-{buckets}"),
+        [
+            format!("edge burst ({limit} before a bucket edge, {limit} when {buckets} approximate buckets drop it)"),
+            format!("edge-{buckets}"),
+            "edge".into(),
+        ],
         rate,
         duration,
         requests,
@@ -208,11 +227,14 @@ pub(crate) fn key_pool(
         }
     }
     let mut trace = Trace::new(
-        format!(
-            "key-pool worst case: {keys} keys, each once per {p}; {burst} at once every {p}, then 1-2 a minute",
-            p = crate::plot::duration_text(period)
-        ),
-        slug,
+        [
+            format!(
+                "key-pool worst case: {keys} keys, each once per {p}; {burst} at once every {p}, then 1-2 a minute",
+                p = crate::plot::duration_text(period)
+            ),
+            slug,
+            "key pool".into(),
+        ],
         rate,
         duration,
         requests,
@@ -240,8 +262,11 @@ pub(crate) fn from_file(path: &Path, rate: Rate) -> Result<Trace, SimError> {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     Ok(Trace::new(
-        format!("trace file {}", path.display()),
-        format!("file-{slug}"),
+        [
+            format!("trace file {}", path.display()),
+            format!("file-{slug}"),
+            stem,
+        ],
         rate,
         0,
         requests,
