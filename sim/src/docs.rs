@@ -57,14 +57,17 @@ pub(crate) fn generate(o: &Options) -> Result<(), SimError> {
     Ok(())
 }
 
-fn rate() -> Rate {
-    // 100 per second is a valid rate: `Rate::new` cannot fail here.
-    Rate::per_second(LIMIT).unwrap_or_else(|_| unreachable!("100 per second is valid"))
+/// The rate of the generic traces, 100 per second.
+fn rate() -> Result<Rate, SimError> {
+    Rate::per_second(LIMIT).map_err(|source| SimError::Config {
+        limiter: "the table's rate".into(),
+        source,
+    })
 }
 
 /// The generic traces of the table, `length` nanoseconds each.
-fn generic_traces(seed: u64, length: u64) -> Vec<trace::Trace> {
-    let r = rate();
+fn generic_traces(seed: u64, length: u64) -> Result<Vec<trace::Trace>, SimError> {
+    let r = rate()?;
     let mut traces = vec![trace::steady(r, 1.0, length)];
     traces.extend([0.5, 1.0, 2.0, 4.0].map(|load| trace::poisson(r, load, length, seed)));
     // Bursts after a silence longer than the window, and bursts that come back each period.
@@ -72,7 +75,7 @@ fn generic_traces(seed: u64, length: u64) -> Vec<trace::Trace> {
         traces.push(trace::on_off(r, on, off, 4.0, length, seed));
     }
     traces.push(trace::edge(r, 10, length));
-    traces
+    Ok(traces)
 }
 
 /// The whole `ACCURACY.md` and the runs behind it: generic traces `length` long, the
@@ -85,7 +88,7 @@ pub(crate) fn accuracy(
 ) -> Result<(String, Vec<Run>), SimError> {
     let specs = lineup(LIMIT, KEYS);
     let mut runs = Vec::new();
-    for t in generic_traces(seed, length) {
+    for t in generic_traces(seed, length)? {
         runs.push(crate::replay(&t, &specs, 2, quiet)?);
     }
     let pool = trace::key_pool(POOL_KEYS, POOL_PERIOD, POOL_BURST, pool_length, seed)?;
@@ -366,7 +369,7 @@ fn pictures(seed: u64, out: &Path, samples: usize, quiet: bool) -> Result<Vec<Pa
     if let Some(o) = run.get(t10) {
         draw("keypool-time-closed-10.svg", plot::limiter_svg(&run, o))?;
     }
-    let edge = trace::edge(rate(), 10, 6 * SECOND);
+    let edge = trace::edge(rate()?, 10, 6 * SECOND);
     let specs = [
         Spec::Approximate { buckets: 10 },
         Spec::Approximate { buckets: 60 },
@@ -378,7 +381,7 @@ fn pictures(seed: u64, out: &Path, samples: usize, quiet: bool) -> Result<Vec<Pa
         "edge-approximate.svg",
         plot::compare_svg(&run, &panels, "approximate mode's over-admission"),
     )?;
-    let onoff = trace::on_off(rate(), SECOND / 2, 3 * SECOND / 2, 4.0, 8 * SECOND, seed);
+    let onoff = trace::on_off(rate()?, SECOND / 2, 3 * SECOND / 2, 4.0, 8 * SECOND, seed);
     let specs = [Spec::Gcra, t10, Spec::SlidingLog];
     let run = crate::replay(&onoff, &specs, samples, quiet)?;
     let panels: Vec<&Outcome> = run.limiters.iter().collect();

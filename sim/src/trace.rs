@@ -140,7 +140,9 @@ pub(crate) fn on_off(rate: Rate, on: u64, off: u64, load: f64, duration: u64, se
     let mut u = rng.exponential(gap);
     loop {
         let on_time = u as u64;
-        let at = (on_time / on.max(1)).saturating_mul(cycle) + on_time % on.max(1);
+        let at = (on_time / on.max(1))
+            .saturating_mul(cycle)
+            .saturating_add(on_time % on.max(1));
         if at >= duration {
             break;
         }
