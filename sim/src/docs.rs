@@ -412,6 +412,66 @@ mod tests {
     }
 
     #[test]
+    fn the_committed_pictures_are_drawn_with_their_panels() {
+        let out = std::env::temp_dir().join(format!("hotlimit-sim-{}-docs", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        let written = pictures(1, &out, 100, true).unwrap();
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "keypool-time-count-both.svg",
+                "keypool-time-closed-10.svg",
+                "edge-approximate.svg",
+                "onoff-gcra-vs-window.svg"
+            ]
+        );
+        let panels = [
+            &[
+                "SlidingLog:",
+                "time-closed, 10 buckets:",
+                "count-closed, k = 25:",
+                "both, 10 buckets, k = 25:",
+            ][..],
+            &[
+                "permits used and freed over time",
+                "time-closed, 10 buckets:",
+            ],
+            &[
+                "approximate, 10 buckets:",
+                "approximate, 60 buckets:",
+                "time-closed, 10 buckets:",
+            ],
+            &[
+                "Gcra (burst = limit):",
+                "time-closed, 10 buckets:",
+                "SlidingLog:",
+            ],
+        ];
+        for (path, panels) in written.iter().zip(panels) {
+            let text = std::fs::read_to_string(path).unwrap();
+            let doc = roxmltree::Document::parse(&text).unwrap();
+            let texts: Vec<&str> = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text().map(str::trim))
+                .collect();
+            for panel in panels {
+                assert!(
+                    texts.iter().any(|t| t.contains(panel)),
+                    "{}: no panel {panel:?}",
+                    path.display()
+                );
+            }
+        }
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
     fn the_table_is_the_same_for_the_same_seed() {
         let a = accuracy(3, 4 * SECOND, 1_200 * SECOND, true).unwrap().0;
         let b = accuracy(3, 4 * SECOND, 1_200 * SECOND, true).unwrap().0;
