@@ -299,10 +299,15 @@ what the limiter itself reports as free (`remaining_at`), where it has that read
 - `edge-approximate.svg`: the edge burst: approximate mode with 10 and 60 buckets, and \
   strict mode with 10: the 10-bucket approximate window grants the second burst (a window \
   holding 200 of a limit of 100).\n\
+- `onoff-periodic-time-count-both.svg`: bursts that come back every period (on/off \
+  0.25 s + 0.75 s), 4 seconds: time-closed (10 buckets) refuses the first tenth of a \
+  second of each burst while the previous burst's oldest bucket is still counted; \
+  count-closed (k = 5) and both (10 buckets, k = 5) hold back a few permits at most.\n\
 - `onoff-gcra-vs-window.svg`: on/off bursts (0.5 s + 1.5 s): `Gcra`, a 10-bucket time-closed window and \
   the exact `SlidingLog`.\n\n\
 ![key-pool worst case](keypool-time-count-both.svg)\n\n\
 ![approximate mode on the edge burst](edge-approximate.svg)\n\n\
+![bursts every period](onoff-periodic-time-count-both.svg)\n\n\
 ![GCRA vs sliding window on on/off bursts](onoff-gcra-vs-window.svg)\n",
         steady4 = util(runs, "steady-1x", t4),
         steady10 = util(runs, "steady-1x", t10),
@@ -381,6 +386,22 @@ fn pictures(seed: u64, out: &Path, samples: usize, quiet: bool) -> Result<Vec<Pa
         "edge-approximate.svg",
         plot::compare_svg(&run, &panels, "approximate mode's over-admission"),
     )?;
+    let periodic = trace::on_off(rate()?, SECOND / 4, 3 * SECOND / 4, 4.0, 4 * SECOND, seed);
+    let specs = [
+        t10,
+        Spec::CountClosed { k: 5 },
+        Spec::Both { buckets: 10, k: 5 },
+    ];
+    let run = crate::replay(&periodic, &specs, samples, quiet)?;
+    let panels: Vec<&Outcome> = run.limiters.iter().collect();
+    draw(
+        "onoff-periodic-time-count-both.svg",
+        plot::compare_svg(
+            &run,
+            &panels,
+            "bursts every period: time-closed vs count-closed vs both",
+        ),
+    )?;
     let onoff = trace::on_off(rate()?, SECOND / 2, 3 * SECOND / 2, 4.0, 8 * SECOND, seed);
     let specs = [Spec::Gcra, t10, Spec::SlidingLog];
     let run = crate::replay(&onoff, &specs, samples, quiet)?;
@@ -427,6 +448,7 @@ mod tests {
                 "keypool-time-count-both.svg",
                 "keypool-time-closed-10.svg",
                 "edge-approximate.svg",
+                "onoff-periodic-time-count-both.svg",
                 "onoff-gcra-vs-window.svg"
             ]
         );
