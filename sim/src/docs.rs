@@ -469,11 +469,17 @@ mod tests {
                 "time-closed, 10 buckets:",
             ],
             &[
+                "time-closed, 10 buckets:",
+                "count-closed, k = 5:",
+                "both, 10 buckets, k = 5:",
+            ],
+            &[
                 "Gcra (burst = limit):",
                 "time-closed, 10 buckets:",
                 "SlidingLog:",
             ],
         ];
+        assert_eq!(written.len(), panels.len());
         for (path, panels) in written.iter().zip(panels) {
             let text = std::fs::read_to_string(path).unwrap();
             let doc = roxmltree::Document::parse(&text).unwrap();
