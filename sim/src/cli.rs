@@ -26,8 +26,8 @@ SCENARIOS:
                  the start, up to 9 decimals; cost a whole number >= 1, default 1); blank lines
                  and lines starting with # are skipped; times must not decrease
     all          steady, poisson (all four loads), onoff, edge and keypool
-    docs         the committed pictures and the table docs/ACCURACY.md, into --out (default
-                 docs); its figures depend on --seed only
+    docs         the committed pictures and the table docs/ACCURACY.md, into --out (default:
+                 the workspace's docs/); its figures depend on --seed only
 
 OPTIONS:
     --seed <N>          seed of the random traces [default: 1]

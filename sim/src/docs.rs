@@ -40,9 +40,14 @@ fn command(seed: u64) -> String {
     }
 }
 
-/// Writes `ACCURACY.md` and the pictures into `--out` (default `docs`).
+/// Writes `ACCURACY.md` and the pictures into `--out` (default: the workspace's `docs/`,
+/// wherever the command is run from).
 pub(crate) fn generate(o: &Options) -> Result<(), SimError> {
-    let out = o.out.clone().unwrap_or_else(|| PathBuf::from("docs"));
+    let out = o.out.clone().unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .map_or_else(|| PathBuf::from("docs"), |root| root.join("docs"))
+    });
     std::fs::create_dir_all(&out).map_err(|e| SimError::io(&out, e))?;
     let (table, runs) = accuracy(o.seed, TABLE_SECONDS * SECOND, POOL_TABLE, o.quiet)?;
     let path = out.join("ACCURACY.md");
