@@ -277,6 +277,19 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
         ))?
         .label(format!("{LIMIT} ({})", run.limit))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], limit_style));
+    // The limiter's own report first, wide and light, so that the exact line drawn over it
+    // stays visible where the two agree.
+    if reported {
+        let points = o
+            .samples
+            .iter()
+            .filter_map(|s| s.reported.map(|r| (axis.x(s.at), r as f64)));
+        let style = ORANGE_LINE.mix(0.75).stroke_width(5);
+        chart
+            .draw_series(LineSeries::new(points, style))?
+            .label(REPORTED)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+    }
     let exact_style = line(BLACK, 2);
     chart
         .draw_series(LineSeries::new(
@@ -287,17 +300,6 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
         ))?
         .label(EXACT_FREE)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], exact_style));
-    if reported {
-        let points = o
-            .samples
-            .iter()
-            .filter_map(|s| s.reported.map(|r| (axis.x(s.at), r as f64)));
-        let style = line(ORANGE_LINE, 2);
-        chart
-            .draw_series(LineSeries::new(points, style))?
-            .label(REPORTED)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
-    }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
