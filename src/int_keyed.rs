@@ -287,6 +287,7 @@ pub struct IntKeyedBuilder<K, C> {
     rate: Rate,
     burst: Option<u64>,
     capacity: usize,
+    max_memory: usize,
     clock: C,
     _key: PhantomData<fn(K)>,
 }
@@ -316,6 +317,7 @@ impl<K: IntKey> IntKeyed<K> {
             rate,
             burst: None,
             capacity: Self::DEFAULT_CAPACITY,
+            max_memory: crate::memory::DEFAULT_MAX_MEMORY,
             clock: DefaultClock::default(),
             _key: PhantomData,
         }
@@ -403,9 +405,41 @@ impl<K, C> IntKeyedBuilder<K, C> {
             rate: self.rate,
             burst: self.burst,
             capacity: self.capacity,
+            max_memory: self.max_memory,
             clock,
             _key: PhantomData,
         }
+    }
+
+    /// The most memory the table may take, in bytes: 16 bytes × the power of two ≥
+    /// 2 × `capacity` (32–64 bytes per key of capacity), allocated at `build()`. Default: 1 GiB
+    /// (a `capacity` of up to 33,554,432). `build()` reports a larger table as a
+    /// [`ConfigError`] naming `capacity` and the bytes, and a table whose allocation fails
+    /// likewise: never an abort.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    ///
+    /// let err = IntKeyed::<u64>::builder(Rate::per_second(1)?)
+    ///     .capacity(1 << 31)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "capacity");
+    /// assert!(err.to_string().contains("needs 68719476736 bytes"), "{err}");
+    /// let ok = IntKeyed::<u64>::builder(Rate::per_second(1)?)
+    ///     .capacity(1 << 20)
+    ///     .max_memory(32 << 20)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(ok.capacity(), 1 << 20);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn max_memory(mut self, bytes: usize) -> Self {
+        self.max_memory = bytes;
+        self
     }
 }
 
@@ -415,8 +449,9 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
     /// # Errors
     ///
     /// [`ConfigError`] naming `rate` (emission interval under 1 ns), `burst` (0, or burst ×
-    /// interval over 2^62 − 1 ns) or `capacity` (0, or over
-    /// [`MAX_CAPACITY`](IntKeyed::MAX_CAPACITY)).
+    /// interval over 2^62 − 1 ns) or `capacity` (0, over
+    /// [`MAX_CAPACITY`](IntKeyed::MAX_CAPACITY), a table over
+    /// [`max_memory`](IntKeyedBuilder::max_memory), or a table that cannot be allocated).
     ///
     /// # Examples
     ///
@@ -453,9 +488,16 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
         }
         let slots = (2 * self.capacity).next_power_of_two().max(WAYS);
         let buckets = slots / WAYS;
-        let table = (0..buckets)
-            .map(|_| Bucket(core::array::from_fn(|_| AtomicU128::new(0))))
-            .collect();
+        let need = core::mem::size_of::<Bucket>() as u128 * buckets as u128;
+        let capacity = self.capacity as u128;
+        crate::memory::within("capacity", capacity, need, self.max_memory)?;
+        let mut table = alloc::vec::Vec::new();
+        // Reserve first, so that a failed allocation is an error rather than an abort.
+        table
+            .try_reserve_exact(buckets)
+            .map_err(|_| crate::memory::cannot_allocate("capacity", capacity, need))?;
+        table.extend((0..buckets).map(|_| Bucket(core::array::from_fn(|_| AtomicU128::new(0)))));
+        let table = table.into_boxed_slice();
         Ok(IntKeyed {
             table,
             mask: buckets - 1,
@@ -773,9 +815,10 @@ impl<K, C> IntKeyed<K, C> {
                         if wait2 == 0 {
                             continue;
                         }
-                        return Err(Denied::after_nanos(wait.min(wait2).saturating_add(behind)));
+                        return Err(Denied::after_nanos(wait.min(wait2).saturating_add(behind))
+                            .table_full());
                     }
-                    return Err(Denied::after_nanos(wait.saturating_add(behind)));
+                    return Err(Denied::after_nanos(wait.saturating_add(behind)).table_full());
                 }
             }
         }
@@ -1254,5 +1297,110 @@ pub mod planted {
     /// Its two buckets and home way.
     pub fn buckets_of<K: IntKey, C>(limiter: &IntKeyed<K, C>, key: K) -> (usize, usize, usize) {
         limiter.buckets_of(key.to_u64())
+    }
+}
+
+// Read-back for headers and dashboards (`reset`) and the `Decide` seam.
+impl<K: IntKey, C> IntKeyed<K, C> {
+    /// How long until `key` is full again (its whole burst available) if nothing more is
+    /// granted to it: its TAT minus `now`, zero for an absent or rested key. Reads only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let limiter: IntKeyed<u64, _> =
+    ///     IntKeyed::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire_n_at(1, 4, 0).unwrap();
+    /// assert_eq!(limiter.reset_at(1, 0), Duration::from_millis(400));
+    /// assert_eq!(limiter.reset_at(2, 0), Duration::ZERO);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn reset_at(&self, key: K, now: u64) -> Duration {
+        let key = key.to_u64();
+        let (b1, b2, _) = self.buckets_of(key);
+        let c = self.candidates(b1, b2);
+        let snap = self.scan(&c);
+        let tat = (0..c.n)
+            .find(|&k| holds(snap[k], key))
+            .map_or(0, |k| meta_of(snap[k]) & VALUE);
+        // Slot times are relative to the base; a `now` before it waits the difference too.
+        let behind = self.base.saturating_sub(now);
+        let ahead = tat.saturating_sub(self.relative(now));
+        Duration::from_nanos(if ahead == 0 {
+            0
+        } else {
+            ahead.saturating_add(behind)
+        })
+    }
+}
+
+impl<K: IntKey, C: Clock> IntKeyed<K, C> {
+    /// How long until `key` is full again: [`reset_at`](IntKeyed::reset_at) with the clock
+    /// read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// use std::time::Duration;
+    /// let per_user: IntKeyed<u64, _> =
+    ///     IntKeyed::builder(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
+    /// per_user.try_acquire(8)?;
+    /// assert_eq!(per_user.reset(8), Duration::from_millis(500));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reset(&self, key: K) -> Duration {
+        self.reset_at(key, self.clock.now())
+    }
+}
+
+/// A per-key decision with what HTTP headers need: the quota is the rate's `limit` per
+/// `period` (one rate for every key); `remaining` and `reset` are the key's, read right after.
+/// A new key refused for want of room is denied with [`DenialReason::TableFull`](crate::DenialReason::TableFull).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Decide, IntKeyed, ManualClock, Rate};
+/// use std::future::Future;
+/// use std::task::{Context, Poll, Waker};
+///
+/// let limiter: IntKeyed<u32, _> =
+///     IntKeyed::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
+/// let mut fut = std::pin::pin!(limiter.decide(&7, 2));
+/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+///     unreachable!()
+/// };
+/// assert_eq!((d.is_allowed(), d.remaining()), (true, 3));
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+impl<K: IntKey, C: Clock> crate::decide::Decide for IntKeyed<K, C> {
+    type Key = K;
+    type Error = core::convert::Infallible;
+    type Future = crate::decide::Ready;
+
+    fn decide(&self, key: &K, permits: u32) -> Self::Future {
+        let now = self.clock.now();
+        let outcome = self.try_acquire_n_at(*key, permits, now);
+        crate::decide::ready(
+            self.rate_quota(),
+            outcome,
+            self.remaining_at(*key, now),
+            self.reset_at(*key, now),
+        )
+    }
+
+    fn quota(&self) -> crate::decide::Quota {
+        self.rate_quota()
+    }
+}
+
+impl<K, C> IntKeyed<K, C> {
+    /// The quota every key shares: the rate's `limit` per `period`.
+    fn rate_quota(&self) -> crate::decide::Quota {
+        crate::decide::quota_of(self.rate)
     }
 }
