@@ -294,11 +294,12 @@ fn prose(runs: &[Run], pool: &Run) -> String {
 Drawn by the same command. In each panel the black line is what the exact window would \
 have free after the limiter's own grants; red shading marks false denials (its height is \
 the room the exact log had), purple shading a window above the limit; an orange line is \
-what the limiter itself reports as free (`remaining_at`), where it has that read-back.\n\n\
+what the limiter itself reports as free (`remaining_at`).\n\n\
 - `keypool-time-count-both.svg`: the key-pool worst case, 45 minutes: the exact log, \
   time-closed (10 buckets), count-closed (k = 25) and both. At each burst after the first \
-  the time-closed window still counts the previous burst's bucket and denies the burst; \
-  count-closed and both free it on time.\n\
+  the time-closed window still counts the previous burst's bucket and denies the burst: \
+  its own report (orange) reads 0 for a minute while the exact window (black) has some 450 \
+  free. Count-closed and both free it on time.\n\
 - `keypool-time-closed-10.svg`: the same time-closed window in detail: permits used and \
   freed over time beside the exact log's grants (above), what is free (below).\n\
 - `edge-approximate.svg`: the edge burst: approximate mode with 10 and 60 buckets, and \
@@ -309,7 +310,8 @@ what the limiter itself reports as free (`remaining_at`), where it has that read
   second of each burst while the previous burst's oldest bucket is still counted; \
   count-closed (k = 5) and both (10 buckets, k = 5) hold back a few permits at most.\n\
 - `onoff-gcra-vs-window.svg`: on/off bursts (0.5 s + 1.5 s): `Gcra`, a 10-bucket time-closed window and \
-  the exact `SlidingLog`.\n\n\
+  the exact `SlidingLog`; `Gcra`'s own report (orange) refills steadily after each burst, \
+  while the window frees what it granted one period later.\n\n\
 ![key-pool worst case](keypool-time-count-both.svg)\n\n\
 ![approximate mode on the edge burst](edge-approximate.svg)\n\n\
 ![bursts every period](onoff-periodic-time-count-both.svg)\n\n\

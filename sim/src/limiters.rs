@@ -217,15 +217,15 @@ impl SimLimiter {
     }
 
     /// What the limiter itself reports as free at `now`, through its public read-back
-    /// (`remaining_at`); `None` where this version of the core has none: the plot then shows
-    /// no such line rather than a figure made up from the reference.
-    pub(crate) fn reported_free(&self, now: u64) -> Option<u64> {
+    /// (`remaining_at`: reads only, so sampling it never changes a decision).
+    pub(crate) fn reported_free(&self, now: u64) -> u64 {
         match &self.inner {
-            Inner::Gcra(l) => Some(l.remaining_at(now)),
-            Inner::Sharded(l) => Some(l.remaining_at(now)),
-            // `SlidingLog`, `SlidingWindow` and `KeyPool` gain `remaining_at(now)` in the core
-            // (in progress on another branch): switch these arms to it when it lands.
-            Inner::Log(_) | Inner::Window(_) | Inner::Pool(_) => None,
+            Inner::Gcra(l) => l.remaining_at(now),
+            Inner::Sharded(l) => l.remaining_at(now),
+            Inner::Log(l) => l.remaining_at(now),
+            Inner::Window(l) => l.remaining_at(now),
+            // Every key's uses left, summed (O(keys) for a bucketed pool).
+            Inner::Pool(p) => p.remaining_at(now),
         }
     }
 }

@@ -218,9 +218,8 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
         .unwrap_or(0)
         .min(0);
     let bottom = if lowest < 0 { lowest as f64 * 1.1 } else { 0.0 };
-    let reported = o.samples.iter().any(|s| s.reported.is_some());
     let over = o.samples.iter().any(|s| s.min_free < 0);
-    let entries = 2 + [reported, over, !o.stretches.is_empty()]
+    let entries = 3 + [over, !o.stretches.is_empty()]
         .iter()
         .filter(|&&b| b)
         .count();
@@ -279,17 +278,12 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], limit_style));
     // The limiter's own report first, wide and light, so that the exact line drawn over it
     // stays visible where the two agree.
-    if reported {
-        let points = o
-            .samples
-            .iter()
-            .filter_map(|s| s.reported.map(|r| (axis.x(s.at), r as f64)));
-        let style = ORANGE_LINE.mix(0.75).stroke_width(5);
-        chart
-            .draw_series(LineSeries::new(points, style))?
-            .label(REPORTED)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
-    }
+    let points = o.samples.iter().map(|s| (axis.x(s.at), s.reported as f64));
+    let style = ORANGE_LINE.mix(0.75).stroke_width(5);
+    chart
+        .draw_series(LineSeries::new(points, style))?
+        .label(REPORTED)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
     let exact_style = line(BLACK, 2);
     chart
         .draw_series(LineSeries::new(

@@ -19,8 +19,8 @@ pub(crate) struct Sample {
     /// `limit` minus the permits this limiter granted in the window ending here: what the
     /// exact log would have free after the same grants (negative: the window is over).
     pub(crate) exact_free: i64,
-    /// What the limiter reports as free, where it can say.
-    pub(crate) reported: Option<u64>,
+    /// What the limiter reports as free (`remaining_at`).
+    pub(crate) reported: u64,
     /// The lowest `exact_free` since the previous sample (after each grant).
     pub(crate) min_free: i64,
 }
@@ -103,14 +103,14 @@ impl Run {
 trait Decider {
     /// `Ok` if granted, else when to retry (nanoseconds from `now`; `None`: never).
     fn decide(&mut self, now: u64, permits: u32) -> Result<(), Option<u64>>;
-    fn reported_free(&mut self, now: u64) -> Option<u64>;
+    fn reported_free(&mut self, now: u64) -> u64;
 }
 
 impl Decider for SimLimiter {
     fn decide(&mut self, now: u64, permits: u32) -> Result<(), Option<u64>> {
         self.try_acquire(now, permits)
     }
-    fn reported_free(&mut self, now: u64) -> Option<u64> {
+    fn reported_free(&mut self, now: u64) -> u64 {
         SimLimiter::reported_free(self, now)
     }
 }
@@ -124,8 +124,8 @@ impl Decider for ExactWindow {
             Err(None)
         }
     }
-    fn reported_free(&mut self, now: u64) -> Option<u64> {
-        Some(self.free_at(now).max(0) as u64)
+    fn reported_free(&mut self, now: u64) -> u64 {
+        self.free_at(now).max(0) as u64
     }
 }
 
