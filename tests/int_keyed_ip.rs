@@ -150,3 +150,18 @@ proptest! {
         prop_assert_eq!(l.try_acquire(b6).is_err(), same);
     }
 }
+
+/// Every method that takes a key applies the limiter's prefix, not the default one: here /48,
+/// where the two addresses share a key but would not under the default /56.
+#[test]
+fn every_key_method_uses_the_configured_prefix() {
+    let l = limiter::<IpAddr>(None, Some(48));
+    let a = ip("2001:db8:1:aa00::1");
+    let b = ip("2001:db8:1:bb00::1");
+    assert_ne!(a.to_u64(), b.to_u64()); // different /56s
+    l.try_acquire_at(a, 0).unwrap();
+    assert!(l.try_acquire_at(b, 0).is_err());
+    assert!(l.try_acquire_n_at(b, 1, 0).is_err());
+    assert_eq!(l.remaining_at(b, 0), 0);
+    assert_eq!(l.reset_at(b, 0), std::time::Duration::from_secs(3_600));
+}
