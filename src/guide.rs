@@ -25,7 +25,7 @@
 //! let per_ip: IntKeyed<IpAddr> = IntKeyed::new(Rate::per_second(10)?)?; // IPv6 per /56
 //! let per_user: Keyed<String, _> = Keyed::gcra("100/min".parse()?).build()?;
 //! per_ip.try_acquire("2001:db8::7".parse()?)?;
-//! per_user.try_acquire(&String::from("alice"))?;
+//! per_user.try_acquire("alice")?; // a &str: no String allocated per request
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

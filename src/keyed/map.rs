@@ -1,7 +1,9 @@
 //! The map behind [`Keyed`]: the struct, the admission paths (an existing key, a new key's
 //! creation, a retired state), the capacity and the sweeps.
 
+use alloc::borrow::ToOwned;
 use alloc::vec::Vec;
+use core::borrow::Borrow;
 use core::fmt;
 use core::hash::Hash;
 
@@ -191,7 +193,11 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     #[inline(always)]
-    pub fn try_acquire_n_at(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
+    pub fn try_acquire_n_at<Q>(&self, key: &Q, permits: u32, now: u64) -> Result<(), Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         if permits == 0 {
             return Ok(());
         }
@@ -217,7 +223,11 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// state was retired: creates, helps remove, or waits out a rate change, and retries.
     #[cold]
     #[inline(never)]
-    fn acquire_slow(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
+    fn acquire_slow<Q>(&self, key: &Q, permits: u32, now: u64) -> Result<(), Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let guard = self.map.guard();
         let backoff = Backoff::new();
         loop {
@@ -262,13 +272,21 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     #[inline]
-    pub fn try_acquire_at(&self, key: &K, now: u64) -> Result<(), Denied> {
+    pub fn try_acquire_at<Q>(&self, key: &Q, now: u64) -> Result<(), Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.try_acquire_n_at(key, 1, now)
     }
 
     /// Removes `key`'s entry if it holds an evicted state (whoever succeeds counts it).
     #[cold]
-    pub(super) fn remove_evicted(&self, key: &K, guard: &impl papaya::Guard) {
+    pub(super) fn remove_evicted<Q>(&self, key: &Q, guard: &impl papaya::Guard)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let removed = super::remove_retired(|| {
             matches!(
                 self.map
@@ -297,13 +315,17 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     ///
     /// `len` is the count read (Acquire) before the lookup that found the key missing.
     #[cold]
-    fn insert_new(
+    fn insert_new<Q>(
         &self,
-        key: &K,
+        key: &Q,
         now: u64,
         len: u64,
         guard: &impl papaya::Guard,
-    ) -> Result<(), Denied> {
+    ) -> Result<(), Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         // Refuse without touching the map (a flood of new keys at a full table costs a few
         // loads per request, not an insert and a removal each). The key's own creator cannot
         // hold one of the counted places: a creator inserts before it counts (Release), so a
@@ -318,7 +340,8 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
                 let state = L::pending(cfg.as_deref().unwrap_or(&self.cfg));
                 let slot = Slot { state, cfg };
                 // Err: another thread created (or is creating) the key.
-                let ours = self.map.try_insert(key.clone(), slot, guard).ok()?;
+                // The one place a request allocates its owned key: a new key's entry.
+                let ours = self.map.try_insert(key.to_owned(), slot, guard).ok()?;
                 Some(&ours.state)
             },
             || self.reserve_place(now, guard),
@@ -574,6 +597,11 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
 impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
     /// Take one permit for `key` now.
     ///
+    /// Every method that takes a key takes it borrowed, in any form the key can be borrowed
+    /// as (`K: Borrow<Q>`, as `HashMap::get`): a `Keyed<String, _>` is looked up by `&str`,
+    /// a `Keyed<Vec<u8>, _>` by `&[u8]`. The owned key is built (`Q::to_owned`) only when a
+    /// new key's entry is inserted, so a request on an existing key allocates nothing.
+    ///
     /// # Errors
     ///
     /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
@@ -584,11 +612,17 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
     /// use hotlimit::{Gcra, Keyed, Rate};
     ///
     /// let per_user = Keyed::<String, Gcra>::gcra(Rate::per_second(10)?).build()?;
-    /// assert!(per_user.try_acquire(&"alice".to_string()).is_ok());
+    /// assert!(per_user.try_acquire("alice").is_ok()); // a &str
+    /// assert!(per_user.try_acquire(&String::from("alice")).is_ok()); // or a &String
+    /// assert_eq!(per_user.len(), 1);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     #[inline]
-    pub fn try_acquire(&self, key: &K) -> Result<(), Denied> {
+    pub fn try_acquire<Q>(&self, key: &Q) -> Result<(), Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.try_acquire_n_at(key, 1, self.clock.now())
     }
 
@@ -609,7 +643,11 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     #[inline]
-    pub fn try_acquire_n(&self, key: &K, permits: u32) -> Result<(), Denied> {
+    pub fn try_acquire_n<Q>(&self, key: &Q, permits: u32) -> Result<(), Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.try_acquire_n_at(key, permits, self.clock.now())
     }
 }

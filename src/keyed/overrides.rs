@@ -1,6 +1,8 @@
 //! Rate overrides and rate changes of [`Keyed`]: `set_rate`, `clear_rate`,
 //! `set_default_rate`, and the sync that moves a key's live state onto its current rate.
 
+use alloc::borrow::ToOwned;
+use core::borrow::Borrow;
 use core::hash::Hash;
 
 use super::builder::key_bytes;
@@ -83,9 +85,11 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// assert!(k.try_acquire_n_at(&"trial", 10, 0).unwrap_err().is_never());
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    pub fn clear_rate(&self, key: &K)
+    pub fn clear_rate<Q>(&self, key: &Q)
     where
         C: Clock,
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let now = self.clock.now();
         if self.overrides.pin().remove(key).is_some() {
@@ -108,7 +112,11 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// the entry. A sync that read a stale configuration and moved a state installed by a
     /// fresher sync acquired that install (map entry, Acquire), hence the fresher
     /// configuration, and fixes the state on its next turn of this loop.
-    pub(super) fn sync_override(&self, key: &K, now: u64) {
+    pub(super) fn sync_override<Q>(&self, key: &Q, now: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let guard = self.map.guard();
         let backoff = Backoff::new();
         loop {
@@ -133,7 +141,7 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
                     let state = L::carried(want.as_deref().unwrap_or(&self.cfg), carry, floor);
                     // Nobody else replaces or removes a MOVING entry: this store is ours.
                     self.map
-                        .insert(key.clone(), Slot { state, cfg: want }, &guard);
+                        .insert(key.to_owned(), Slot { state, cfg: want }, &guard);
                 }
                 None if L::is_evicted(&slot.state) => self.remove_evicted(key, &guard),
                 // Another rate change is moving it: look again after it.
@@ -145,7 +153,11 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
 
 impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// The configuration a state for `key` should run on: its override, else the default.
-    pub(super) fn rate_of(&self, key: &K) -> Option<Arc<L::Config>> {
+    pub(super) fn rate_of<Q>(&self, key: &Q) -> Option<Arc<L::Config>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let key_rate = self.overrides.get(key, &self.overrides.guard()).cloned();
         key_rate.or_else(|| self.default.get(&(), &self.default.guard()).cloned())
     }

@@ -141,6 +141,7 @@ impl KeyedRead for SlidingWindow {
 /// The read-back methods of [`Keyed`] itself (the map needs `std`).
 #[cfg(feature = "std")]
 mod on_keyed {
+    use core::borrow::Borrow;
     use core::hash::Hash;
 
     use super::super::map::Keyed;
@@ -151,7 +152,11 @@ mod on_keyed {
     impl<K: Hash + Eq + Clone, L: KeyedRead, C> Keyed<K, L, C> {
         /// `(remaining, reset ns, rate)` of `key` at `now`: its live state's, or a fresh
         /// state's under the configuration a new state would get.
-        fn read_key(&self, key: &K, now: u64) -> (u64, u64, Rate) {
+        fn read_key<Q>(&self, key: &Q, now: u64) -> (u64, u64, Rate)
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let map = self.map.pin();
             if let Some(slot) = map.get(key) {
                 let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
@@ -183,7 +188,11 @@ mod on_keyed {
         /// assert_eq!(k.len(), 1);
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn remaining_at(&self, key: &K, now: u64) -> u64 {
+        pub fn remaining_at<Q>(&self, key: &Q, now: u64) -> u64
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             self.read_key(key, now).0
         }
 
@@ -203,7 +212,11 @@ mod on_keyed {
         /// assert_eq!(k.reset_at(&2, 500_000_000), Duration::ZERO);
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn reset_at(&self, key: &K, now: u64) -> core::time::Duration {
+        pub fn reset_at<Q>(&self, key: &Q, now: u64) -> core::time::Duration
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             core::time::Duration::from_nanos(self.read_key(key, now).1)
         }
 
@@ -222,7 +235,11 @@ mod on_keyed {
         /// assert_eq!(k.key_rate(&"free"), Rate::per_second(1)?);
         /// # Ok::<(), hotlimit::ConfigError>(())
         /// ```
-        pub fn key_rate(&self, key: &K) -> Rate {
+        pub fn key_rate<Q>(&self, key: &Q) -> Rate
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let cfg = self.rate_of(key);
             L::rate(cfg.as_deref().unwrap_or(&self.cfg))
         }
@@ -242,7 +259,11 @@ mod on_keyed {
         /// assert_eq!(k.key_burst(&"premium"), 100);
         /// # Ok::<(), hotlimit::ConfigError>(())
         /// ```
-        pub fn key_burst(&self, key: &K) -> u64 {
+        pub fn key_burst<Q>(&self, key: &Q) -> u64
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let cfg = self.rate_of(key);
             L::burst(cfg.as_deref().unwrap_or(&self.cfg))
         }
@@ -298,7 +319,11 @@ mod on_keyed {
         /// assert_eq!(k.remaining(&1), 2);
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn remaining(&self, key: &K) -> u64 {
+        pub fn remaining<Q>(&self, key: &Q) -> u64
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             self.remaining_at(key, self.clock.now())
         }
 
@@ -316,7 +341,11 @@ mod on_keyed {
         /// assert_eq!(k.reset(&1), Duration::from_millis(250));
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn reset(&self, key: &K) -> core::time::Duration {
+        pub fn reset<Q>(&self, key: &Q) -> core::time::Duration
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             self.reset_at(key, self.clock.now())
         }
     }
