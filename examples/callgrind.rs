@@ -8,7 +8,13 @@ mod rows;
 
 use std::hint::black_box;
 
-use hotlimit::{Denied, Gcra, Limiter, QuantaClock, ShardedGcra, SlidingLog, SlidingWindow};
+use std::hash::Hash;
+use std::net::Ipv4Addr;
+
+use hotlimit::{
+    Denied, Gcra, IntKey, IntKeyed, Keyed, Limiter, QuantaClock, ShardedGcra, SlidingLog,
+    SlidingWindow,
+};
 use rows::*;
 
 /// The loop every row runs; `#[inline(never)]` so callgrind can toggle collection on it.
@@ -28,6 +34,37 @@ impl Limiter for Empty {
     #[inline]
     fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
         Ok(())
+    }
+}
+
+/// A per-key limiter's row: every call on one existing key (created outside the loop by the
+/// first call), looked up by `&K`.
+struct KeyedRow<K>(Keyed<K, Gcra>, K);
+
+impl<K: Hash + Eq + Clone + Send + Sync> Limiter for KeyedRow<K> {
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.0.try_acquire_n(&self.1, permits)
+    }
+}
+
+/// As [`KeyedRow`] for a `Keyed<String, _>` looked up by `&str`.
+struct KeyedStrRow(Keyed<String, Gcra>, &'static str);
+
+impl Limiter for KeyedStrRow {
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.0.try_acquire_n(self.1, permits)
+    }
+}
+
+/// As [`KeyedRow`] for an `IntKeyed`.
+struct IntKeyedRow<K>(IntKeyed<K>, K);
+
+impl<K: IntKey> Limiter for IntKeyedRow<K> {
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.0.try_acquire_n(self.1, permits)
     }
 }
 
@@ -95,6 +132,51 @@ fn main() {
         "instant-now" => run(InstantNow::new(), path, iters),
         "fetch-add" => run(SharedFetchAdd::default(), path, iters),
         "cas-loop" => run(SharedCas::default(), path, iters),
+        "Keyed-u64" => run(
+            KeyedRow(Keyed::gcra(s.rate()).burst(s.burst).build().unwrap(), 42u64),
+            path,
+            iters,
+        ),
+        "Keyed-String" => run(
+            KeyedRow(
+                Keyed::gcra(s.rate()).burst(s.burst).build().unwrap(),
+                String::from("user-42"),
+            ),
+            path,
+            iters,
+        ),
+        "Keyed-str" => run(
+            KeyedStrRow(
+                Keyed::gcra(s.rate()).burst(s.burst).build().unwrap(),
+                "user-42",
+            ),
+            path,
+            iters,
+        ),
+        "IntKeyed-u64" => run(
+            IntKeyedRow(
+                IntKeyed::builder(s.rate()).burst(s.burst).build().unwrap(),
+                42u64,
+            ),
+            path,
+            iters,
+        ),
+        "IntKeyed-Ipv4Addr" => run(
+            IntKeyedRow(
+                IntKeyed::builder(s.rate()).burst(s.burst).build().unwrap(),
+                Ipv4Addr::new(192, 0, 2, 42),
+            ),
+            path,
+            iters,
+        ),
+        "IntKeyed-IpAddr-v6" => run(
+            IntKeyedRow(
+                IntKeyed::builder(s.rate()).burst(s.burst).build().unwrap(),
+                std::net::IpAddr::from([0x2001, 0xdb8, 0, 0x42, 0, 0, 0, 1]),
+            ),
+            path,
+            iters,
+        ),
         other => {
             eprintln!("unknown row {other}");
             std::process::exit(2);
