@@ -175,6 +175,11 @@ int_key! {
 /// prefix. The IPv4 keys lie inside `::/32`, in the IETF-reserved `::/8` block that no
 /// internet host sends from: an IPv4 client never shares a limit with a routable IPv6 one.
 ///
+/// The prefix applies on top of whatever grouping the caller did: addresses already cut to a
+/// /64 by a key extractor are merged into /56s under the default, so set `ipv6_prefix` to the
+/// extractor's prefix (a prefix longer than 64 bits cannot be kept apart in a 64-bit key: use
+/// [`Keyed`](crate::Keyed) with `IpAddr` keys for that).
+///
 /// # Examples
 ///
 /// ```
