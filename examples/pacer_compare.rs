@@ -15,7 +15,7 @@
 //!
 //! `SPIN_US=n` sets the `Precise` sleeper's spin margin for the `Pacer` rows (default 100 µs).
 //!
-//! - `Pacer`: `pacer.pace()` with the default catch-up: up to 10 ms of missed slots are made
+//! - `Pacer`: `pacer.pace_blocking()` with the default catch-up: up to 10 ms of missed slots are made
 //!   up, sent at once.
 //! - `PacerStrict`: `catch_up(0)`: a late slot restarts the schedule, so every stall is rate
 //!   lost for good, but no two sends are ever closer than 1/rate.
@@ -88,7 +88,7 @@ fn run(method: Method, rate: u64, threads: usize, total: usize, origin: Instant)
                     match method {
                         Method::Pacer | Method::PacerStrict => {
                             for _ in 0..each {
-                                pacer.pace_with(sleeper).unwrap();
+                                pacer.pace_blocking_with(sleeper).unwrap();
                                 sends.push(stamp());
                             }
                         }

@@ -59,6 +59,7 @@ pub mod guide;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod int_keyed;
 mod key_pool;
+mod key_wait;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod keyed;
 mod limiter;
@@ -89,7 +90,7 @@ pub use keyed::{Keyed, KeyedBuilder, KeyedState, WhenFull};
 pub use limiter::Limiter;
 pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
-pub use reservation::Reservation;
+pub use reservation::{FairAcquire, Reservation};
 pub use sharded::{ShardedGcra, ShardedGcraBuilder};
 pub use sliding_log::{SlidingLog, SlidingLogBuilder};
 pub use sliding_window::{SlidingWindow, SlidingWindowBuilder};

@@ -1,14 +1,25 @@
 //! Waiting for permits: [`Sleep`] (how a waiting thread lets time pass), [`Precise`] (sleep
 //! until shortly before the deadline, then spin to it), and [`LimiterExt`]: blocking
-//! `acquire` / `acquire_timeout` and an async `acquire_async` for every [`Limiter`].
+//! `acquire_blocking` / `acquire_blocking_timeout` and an async `acquire_async` for every
+//! [`Limiter`].
+//!
+//! **Blocking and async are different names.** Every method that blocks the calling thread
+//! says so in its name (`acquire_blocking`, `Reservation::wait_blocking`,
+//! `Pacer::pace_blocking`, `Keyed::acquire_blocking`, `KeyPool::get_next_key_blocking`):
+//! never call one from async code. On an async runtime it stalls the worker thread and every
+//! task on it (on a current-thread runtime, all of them: a 100 ms ticker first fired after
+//! 1000 ms in the issue's test). Use the `*_async` form there, which takes the runtime's sleep
+//! function and never blocks.
 //!
 //! The generic waiters here are built on [`Denied::retry_after`]: try, and on a denial wait
 //! exactly as long as the limiter says, then try again. They hold nothing while they wait, so
 //! a waiter that gives up (a timeout, a dropped future) cannot leak permits. They are not
-//! fair: a waiter that wakes may find its permit taken by a thread that came later.
-//! [`Gcra`](crate::Gcra) also has first-come-first-served waiting built on
-//! [reservations](crate::Reservation); its inherent `acquire*` methods use them (an inherent
-//! method takes precedence over this trait's method of the same name).
+//! fair: a waiter that wakes may find its permit taken by a caller that came later.
+//! [`Gcra`](crate::Gcra) and [`Pacer`](crate::Pacer) wait first-come-first-served instead,
+//! built on [reservations](crate::Reservation): their inherent `acquire_*` / `pace_*` methods
+//! use them (an inherent method takes precedence over this trait's method of the same name,
+//! so `gcra.acquire_async(..)` is the fair one; generic code over `L: LimiterExt` gets the
+//! retrying one).
 
 use core::future::Future;
 use core::pin::Pin;
@@ -234,14 +245,18 @@ impl<C: Clock> Sleep for Precise<C> {
     }
 }
 
-/// Waiting for permits, for every [`Limiter`]: blocking [`acquire`](LimiterExt::acquire),
-/// [`acquire_timeout`](LimiterExt::acquire_timeout), their `_with` forms that take a
-/// [`Sleep`], and [`acquire_async`](LimiterExt::acquire_async).
+/// Waiting for permits, for every [`Limiter`]: blocking
+/// [`acquire_blocking`](LimiterExt::acquire_blocking),
+/// [`acquire_blocking_timeout`](LimiterExt::acquire_blocking_timeout), their `_with` forms
+/// that take a [`Sleep`], and [`acquire_async`](LimiterExt::acquire_async).
 ///
 /// All of them loop on [`Limiter::try_acquire_n`]: on a denial they wait the denial's
 /// [`retry_after`](Denied::retry_after) and try again. They hold no permits while waiting, so
-/// giving up never leaks any, but they are not first-come-first-served. `Gcra` has inherent
-/// methods of the same names built on [reservations](crate::Reservation), which are.
+/// giving up never leaks any, but they are not first-come-first-served. `Gcra` and `Pacer`
+/// have inherent methods built on [reservations](crate::Reservation), which are.
+///
+/// The `*_blocking*` methods block the calling thread: never call them from async code (use
+/// [`acquire_async`](LimiterExt::acquire_async) there).
 ///
 /// # Examples
 ///
@@ -253,7 +268,7 @@ impl<C: Clock> Sleep for Precise<C> {
 /// // Generic code: any limiter, and a ManualClock as the sleeper (simulated time).
 /// fn take_three(l: &impl LimiterExt, clock: &ManualClock) {
 ///     for _ in 0..3 {
-///         l.acquire_with(1, clock).unwrap();
+///         l.acquire_blocking_with(1, clock).unwrap();
 ///     }
 /// }
 /// take_three(&limiter, &clock);
@@ -261,7 +276,9 @@ impl<C: Clock> Sleep for Precise<C> {
 /// # Ok::<(), hotlimit::ConfigError>(())
 /// ```
 pub trait LimiterExt: Limiter {
-    /// Block until `permits` permits are granted, sleeping with a [`Precise`] sleeper.
+    /// Block the calling thread until `permits` permits are granted, sleeping with a
+    /// [`Precise`] sleeper. **Blocks: never call it from async code** (it stalls the runtime's
+    /// worker thread); use [`acquire_async`](LimiterExt::acquire_async) there.
     ///
     /// # Errors
     ///
@@ -272,28 +289,29 @@ pub trait LimiterExt: Limiter {
     /// ```
     /// use hotlimit::{Denied, Limiter, LimiterExt};
     ///
-    /// struct Open; // any Limiter gets `acquire`
+    /// struct Open; // any Limiter gets `acquire_blocking`
     /// impl Limiter for Open {
     ///     fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
     ///         Ok(())
     ///     }
     /// }
-    /// Open.acquire(1)?;
+    /// Open.acquire_blocking(1)?;
     /// # Ok::<(), Denied>(())
     /// ```
     #[cfg(feature = "std")]
-    fn acquire(&self, permits: u32) -> Result<(), Denied> {
+    fn acquire_blocking(&self, permits: u32) -> Result<(), Denied> {
         match self.try_acquire_n(permits) {
             // Granted at once (the common case): no sleeper needed.
             Ok(()) => Ok(()),
             Err(denied) if denied.is_never() => Err(denied),
-            Err(_) => self.acquire_with(permits, &Precise::new()),
+            Err(_) => self.acquire_blocking_with(permits, &Precise::new()),
         }
     }
 
-    /// Block until `permits` permits are granted, or fail at once if they cannot be granted
-    /// within `timeout` (when a denial's `retry_after` reaches past the deadline, this returns
-    /// that denial without sleeping). Sleeps with a [`Precise`] sleeper.
+    /// Block the calling thread until `permits` permits are granted, or fail at once if they
+    /// cannot be granted within `timeout` (when a denial's `retry_after` reaches past the
+    /// deadline, this returns that denial without sleeping). Sleeps with a [`Precise`]
+    /// sleeper. **Blocks: never call it from async code.**
     ///
     /// # Errors
     ///
@@ -312,19 +330,19 @@ pub trait LimiterExt: Limiter {
     ///     }
     /// }
     /// // A minute away: fails at once rather than sleeping 10 ms for nothing.
-    /// assert!(Closed.acquire_timeout(1, Duration::from_millis(10)).is_err());
+    /// assert!(Closed.acquire_blocking_timeout(1, Duration::from_millis(10)).is_err());
     /// ```
     #[cfg(feature = "std")]
-    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
+    fn acquire_blocking_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
         match self.try_acquire_n(permits) {
             Ok(()) => Ok(()),
             Err(denied) if denied.is_never() => Err(denied),
-            Err(_) => self.acquire_timeout_with(permits, timeout, &Precise::new()),
+            Err(_) => self.acquire_blocking_timeout_with(permits, timeout, &Precise::new()),
         }
     }
 
-    /// [`acquire`](LimiterExt::acquire), letting time pass with `sleeper` (a [`ManualClock`]
-    /// for simulated time).
+    /// [`acquire_blocking`](LimiterExt::acquire_blocking), letting time pass with `sleeper`
+    /// (a [`ManualClock`] for simulated time). Blocks with a real sleeper.
     ///
     /// # Errors
     ///
@@ -337,26 +355,21 @@ pub trait LimiterExt: Limiter {
     ///
     /// let clock = ManualClock::new();
     /// let limiter = Gcra::builder(Rate::per_second(2)?).burst(1).clock(clock.clone()).build()?;
-    /// LimiterExt::acquire_with(&limiter, 1, &clock).unwrap();
-    /// LimiterExt::acquire_with(&limiter, 1, &clock).unwrap();
+    /// LimiterExt::acquire_blocking_with(&limiter, 1, &clock).unwrap();
+    /// LimiterExt::acquire_blocking_with(&limiter, 1, &clock).unwrap();
     /// assert_eq!(clock.now(), 500_000_000);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    fn acquire_with<S: Sleep + ?Sized>(&self, permits: u32, sleeper: &S) -> Result<(), Denied> {
-        loop {
-            let denied = match self.try_acquire_n(permits) {
-                Ok(()) => return Ok(()),
-                Err(denied) => denied,
-            };
-            let Some(wait) = denied.retry_after() else {
-                return Err(denied);
-            };
-            sleeper.sleep(wait);
-        }
+    fn acquire_blocking_with<S: Sleep + ?Sized>(
+        &self,
+        permits: u32,
+        sleeper: &S,
+    ) -> Result<(), Denied> {
+        retry_blocking(|| self.try_acquire_n(permits), sleeper)
     }
 
-    /// [`acquire_timeout`](LimiterExt::acquire_timeout), measuring the timeout on and letting
-    /// time pass with `sleeper`.
+    /// [`acquire_blocking_timeout`](LimiterExt::acquire_blocking_timeout), measuring the
+    /// timeout on and letting time pass with `sleeper`. Blocks with a real sleeper.
     ///
     /// # Errors
     ///
@@ -371,12 +384,12 @@ pub trait LimiterExt: Limiter {
     /// let clock = ManualClock::new();
     /// let limiter = Gcra::builder(Rate::per_second(1)?).clock(clock.clone()).build()?;
     /// let t = Duration::from_millis(10);
-    /// assert!(LimiterExt::acquire_timeout_with(&limiter, 1, t, &clock).is_ok());
-    /// assert!(LimiterExt::acquire_timeout_with(&limiter, 1, t, &clock).is_err());
+    /// assert!(LimiterExt::acquire_blocking_timeout_with(&limiter, 1, t, &clock).is_ok());
+    /// assert!(LimiterExt::acquire_blocking_timeout_with(&limiter, 1, t, &clock).is_err());
     /// assert_eq!(clock.now(), 0); // the denial came without waiting
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    fn acquire_timeout_with<S: Sleep + ?Sized>(
+    fn acquire_blocking_timeout_with<S: Sleep + ?Sized>(
         &self,
         permits: u32,
         timeout: Duration,
@@ -503,5 +516,45 @@ impl<L: ?Sized, F, Fut> fmt::Debug for Acquire<'_, L, F, Fut> {
             .field("permits", &self.permits)
             .field("waiting", &self.timer.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The retrying wait shared by every waiter that cannot reserve: call `attempt`; on a denial,
+/// sleep its `retry_after` with `sleeper` and call again; stop at a grant or a "never".
+pub(crate) fn retry_blocking<T, S: Sleep + ?Sized>(
+    mut attempt: impl FnMut() -> Result<T, Denied>,
+    sleeper: &S,
+) -> Result<T, Denied> {
+    loop {
+        let denied = match attempt() {
+            Ok(granted) => return Ok(granted),
+            Err(denied) => denied,
+        };
+        let Some(wait) = denied.retry_after() else {
+            return Err(denied);
+        };
+        sleeper.sleep(wait);
+    }
+}
+
+/// [`retry_blocking`] as a future: between attempts it awaits `sleep(retry_after)`, the
+/// runtime's timer. It holds nothing between attempts, so dropping it leaks nothing.
+pub(crate) async fn retry_async<T, F, Fut>(
+    mut attempt: impl FnMut() -> Result<T, Denied>,
+    mut sleep: F,
+) -> Result<T, Denied>
+where
+    F: FnMut(Duration) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    loop {
+        let denied = match attempt() {
+            Ok(granted) => return Ok(granted),
+            Err(denied) => denied,
+        };
+        let Some(wait) = denied.retry_after() else {
+            return Err(denied);
+        };
+        sleep(wait).await;
     }
 }
