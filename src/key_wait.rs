@@ -34,7 +34,9 @@ mod keyed {
     use crate::keyed::{Keyed, KeyedState};
     use crate::{Clock, Denied};
 
-    /// Waiting for a key's permits; see the [module](self) notes.
+    /// Waiting for a key's permits: blocking, with any [`Sleep`], and async. They retry after
+    /// each denial's `retry_after` (also a full table's wait for room), hold nothing while
+    /// waiting, and are not first-come-first-served among waiters on one key.
     impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
         /// Block the calling thread until `permits` permits for `key` are granted, sleeping
         /// with a [`Precise`](crate::Precise) sleeper. Retries after each denial's
@@ -151,7 +153,9 @@ mod int_keyed {
     use crate::int_keyed::{IntKey, IntKeyed};
     use crate::{Clock, Denied};
 
-    /// Waiting for a key's permits; see the [module](self) notes.
+    /// Waiting for a key's permits: blocking, with any [`Sleep`], and async. They retry after
+    /// each denial's `retry_after` (also a full table's wait for room), hold nothing while
+    /// waiting, and are not first-come-first-served among waiters on one key.
     impl<K: IntKey, C: Clock> IntKeyed<K, C> {
         /// Block the calling thread until `permits` permits for `key` are granted, sleeping
         /// with a [`Precise`](crate::Precise) sleeper. Retries after each denial's
@@ -259,7 +263,9 @@ mod int_keyed {
     }
 }
 
-/// Waiting for the next key; see the [module](self) notes.
+/// Waiting for the next key: blocking, with any [`Sleep`], and async. They retry after each
+/// denial's `retry_after`, hold nothing while waiting (a dropped future uses no key), and are
+/// not first-come-first-served among waiters.
 impl<K, C: Clock> KeyPool<K, C> {
     /// Block the calling thread until a key may be used, and return it: the pool's
     /// [`get_next_key`](KeyPool::get_next_key), waiting each denial's `retry_after` (when the

@@ -14,7 +14,7 @@ use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 /// Paces one or many threads to a shared target rate: for load generators and benchmark
 /// drivers that must send at a precise rate.
 ///
-/// Each [`pace`](Pacer::pace) reserves the next slot (one CAS) and blocks until it; then the
+/// Each [`pace_blocking`](Pacer::pace_blocking) reserves the next slot (one CAS) and blocks until it; then the
 /// caller sends. Slots are one emission interval I = `period / limit` apart (rounded up to
 /// whole ns) in the order the calls reserved them, whichever threads made them.
 ///
@@ -251,7 +251,7 @@ impl<C: Clock> PacerBuilder<C> {
 impl<C> Pacer<C> {
     /// Take the next slot at time `now` without waiting: returns its scheduled time (which is
     /// `now` or earlier if the schedule is behind and catch-up allows, later if ahead). This is
-    /// the algorithm; [`pace`](Pacer::pace) reads the clock and waits.
+    /// the algorithm; [`pace_blocking`](Pacer::pace_blocking) reads the clock and waits.
     ///
     /// # Errors
     ///
@@ -354,7 +354,7 @@ impl<C: Clock> Pacer<C> {
         self.pace_blocking_with(&self.sleeper)
     }
 
-    /// [`pace`](Pacer::pace), letting time pass with `sleeper` (a
+    /// [`pace_blocking`](Pacer::pace_blocking), letting time pass with `sleeper` (a
     /// [`ManualClock`](crate::ManualClock) for simulated time).
     ///
     /// # Errors

@@ -516,6 +516,23 @@ fn real_threads_racing_reserve_and_cancel_keep_the_bound() {
     assert!(next >= (total - 2) * 1_000_000, "next {next} total {total}");
 }
 
+/// The adaptive sleeper (the default) never wakes early either, and its margin stays between
+/// the guard and the cap (old fixed margin + guard) whatever the machine's wake-up error.
+#[test]
+fn adaptive_precise_never_wakes_early_and_keeps_its_margin_bounded() {
+    use hotlimit::Precise;
+    let sleeper = Precise::new();
+    assert!(sleeper.is_adaptive());
+    for wait in [0u64, 1_000, 50_000, 300_000, 2_000_000, 300_000, 300_000] {
+        let t0 = sleeper.now();
+        sleeper.sleep(Duration::from_nanos(wait));
+        assert!(sleeper.now() - t0 >= wait, "wait {wait} ns");
+        let margin = sleeper.spin();
+        assert!(margin >= Precise::GUARD, "{margin:?}");
+        assert!(margin <= Precise::MAX_LEARNED + Precise::GUARD, "{margin:?}");
+    }
+}
+
 /// The real sleeper never wakes early, with or without a spin phase (how late it wakes is a
 /// matter of machine load and is not asserted).
 #[test]
