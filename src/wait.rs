@@ -111,29 +111,38 @@ pub(crate) fn wait_until<C: Clock + ?Sized, S: Sleep + ?Sized>(
 /// The real waiter: sleeps with `std::thread::sleep` until a margin before the deadline, then
 /// spins on the clock to it.
 ///
-/// `thread::sleep` oversleeps by the OS timer slack and scheduling delay (about 50-60 µs on
-/// an idle Linux machine, whose default timer slack is 50 µs; milliseconds on a loaded one);
-/// the spin phase removes that error at the price of a busy core for up to the margin per
-/// wait. In the spin phase the thread yields to the OS while more than
-/// [`Precise::YIELD_ABOVE`] remains, so several spinning threads on few cores let each other
-/// run; the last microseconds are a pure spin.
+/// `thread::sleep` oversleeps by the OS timer slack and scheduling delay (about 52 µs on
+/// Linux, whose default timer slack is 50 µs; milliseconds on a loaded machine).
 ///
-/// **The margin.** By default ([`Precise::new`]) it is *adaptive*: every sleep measures how
-/// late `thread::sleep` woke, and a process-wide estimate follows the upper quartile of that
-/// error (up fast, down slowly, samples capped at [`Precise::MAX_LEARNED`]); the margin is
-/// that estimate plus [`Precise::GUARD`]. So a waiter wakes just before its deadline and
-/// spins only a few microseconds, instead of a fixed 100 µs, on any OS and timer. Measured
-/// with `examples/load_generator.rs` (50,000/s on 8 threads sharing a [`Pacer`](crate::Pacer),
-/// 2-core VM shared with other builds, 3 s runs, `/usr/bin/time`):
+/// **Adaptive (the default, [`Precise::new`]).** Every sleep measures how late
+/// `thread::sleep` woke, and a process-wide running average of that error (samples capped at
+/// [`Precise::MAX_LEARNED`], so a descheduling does not stick) is subtracted from the next
+/// sleep: the waiter asks to be woken that much before its deadline, then spins at most
+/// [`Precise::GUARD`] to it, and if woken earlier than that it sleeps again (never a long
+/// spin, never a yield). It learns any OS's timer without configuration.
 ///
-/// | sleeper | CPU | achieved | lateness p50 | p99 |
-/// |---|---:|---:|---:|---:|
-/// | fixed 100 µs spin (the old default) | 134-135 % | 99.9-100 % | 81-146 ns | 39 µs-2.0 ms |
-/// | adaptive (the default) | see BENCHMARKS.md | | | |
-/// | no spin, `with_spin(ZERO)` | 25 % | 100 % | 51 µs | 125 µs |
+/// **Fixed ([`with_spin`](Precise::with_spin)).** Sleep until the margin before the
+/// deadline, then spin to it, yielding to the OS while more than [`Precise::YIELD_ABOVE`]
+/// remains. `with_spin(Precise::DEFAULT_SPIN)` (100 µs) was the default before: the most
+/// precise on an idle machine, but it spins up to 100 µs per wait, and on a loaded machine
+/// a spinning or yielding thread loses its core for whole time slices to the sleepers the
+/// scheduler favours. `with_spin(Duration::ZERO)` never spins.
 ///
-/// [`with_spin`](Precise::with_spin) fixes the margin instead (zero: never spin, late by the
-/// OS's wake-up error).
+/// Measured with `examples/load_generator.rs`, 50,000/s on 8 threads sharing one
+/// [`Pacer`](crate::Pacer), 3 s per run, `/usr/bin/time` for CPU (% of one core), on this
+/// project's 2-core VM shared with other builds, runs interleaved; ranges over 3 runs:
+///
+/// | sleeper | load avg | CPU | achieved | lateness p50 | p99 |
+/// |---|---:|---:|---:|---:|---:|
+/// | adaptive (the default) | 14-16 | 17-32 % | 99.1-99.9 % | 23-41 µs | 5.1-8.0 ms |
+/// | fixed 100 µs (the old default) | 14-16 | 78-94 % | 97.4-99.3 % | 79-114 ns | 7.6-8.8 ms |
+/// | fixed 0 (never spin) | 14-16 | 14-27 % | 99.9-100 % | 53-54 µs | 0.1-6.8 ms |
+/// | fixed 100 µs (the old default) | 5 | 134-135 % | 99.9-100 % | 81-146 ns | 0.04-2.0 ms |
+/// | fixed 0 (never spin) | 5 | 25 % | 100 % | 51 µs | 125 µs |
+///
+/// So the default keeps the rate (the old one lost up to 2.6 % of it under load) at a fifth
+/// to a third of a core instead of most of one, and halves never-spinning's lateness; the
+/// sub-µs lateness of the old default costs a core and is kept as an option.
 ///
 /// No jitter is added: every waiter wakes as close to its deadline as the machine allows. If a
 /// load generator wants randomised arrivals, it should randomise the schedule itself.
@@ -153,11 +162,12 @@ pub(crate) fn wait_until<C: Clock + ?Sized, S: Sleep + ?Sized>(
 #[derive(Clone, Debug)]
 pub struct Precise<C = crate::DefaultClock> {
     clock: C,
-    /// `None`: adaptive (the learned oversleep + [`Precise::GUARD`]); `Some(m)`: fixed.
+    /// `None`: adaptive (wake the learned oversleep early, spin at most
+    /// [`Precise::GUARD`]); `Some(m)`: fixed.
     spin_ns: Option<u64>,
 }
 
-/// The process-wide estimate of how late `thread::sleep` wakes, in ns (its upper quartile): a
+/// The process-wide estimate of how late `thread::sleep` wakes, in ns (a running average): a
 /// hint shared by every adaptive [`Precise`], outside any limiter's state. Starts at 60 µs
 /// (Linux's default timer slack of 50 µs plus a wake-up).
 #[cfg(feature = "std")]
@@ -172,14 +182,13 @@ impl Precise {
     /// While more than this remains in the spin phase, the thread yields instead of spinning.
     pub const YIELD_ABOVE: Duration = Duration::from_micros(20);
 
-    /// What the adaptive margin adds to the learned oversleep: the spin that absorbs the
-    /// wake-up error's spread around the estimate.
-    pub const GUARD: Duration = Duration::from_micros(5);
+    /// The most the adaptive waiter spins: woken closer than this to its deadline it spins
+    /// the rest; woken earlier it sleeps again.
+    pub const GUARD: Duration = Duration::from_micros(10);
 
-    /// The largest oversleep sample the adaptive margin learns from (the old fixed margin):
-    /// a longer one is a descheduling on a loaded machine (the thread did not run), not the
-    /// timer's error, and spinning or yielding for it would burn a core without making later
-    /// wake-ups any more precise. So the adaptive margin never exceeds the old fixed one.
+    /// The largest oversleep sample the adaptive margin learns from (the old fixed margin): a
+    /// longer one is a descheduling on a loaded machine (the thread did not run), not the
+    /// timer's error.
     pub const MAX_LEARNED: Duration = Duration::from_micros(100);
 
     /// A precise sleeper on a new [`DefaultClock`](crate::DefaultClock) with the adaptive
@@ -190,7 +199,7 @@ impl Precise {
     /// ```
     /// let sleeper = hotlimit::Precise::new();
     /// assert!(sleeper.is_adaptive());
-    /// assert!(sleeper.spin() >= hotlimit::Precise::GUARD);
+    /// assert!(sleeper.spin() <= hotlimit::Precise::MAX_LEARNED);
     /// ```
     pub fn new() -> Precise {
         Precise::with_clock(crate::DefaultClock::default())
@@ -242,13 +251,14 @@ impl<C: Clock> Precise<C> {
         self
     }
 
-    /// The spin margin now: the fixed one, or the learned oversleep plus
-    /// [`GUARD`](Precise::GUARD).
+    /// The margin now: the fixed one, or (adaptive) the learned oversleep, how long before a
+    /// deadline the waiter asks to be woken.
     ///
     /// # Examples
     ///
     /// ```
-    /// assert!(hotlimit::Precise::new().spin() > std::time::Duration::ZERO);
+    /// use std::time::Duration;
+    /// assert_eq!(hotlimit::Precise::new().with_spin(Duration::ZERO).spin(), Duration::ZERO);
     /// ```
     pub fn spin(&self) -> Duration {
         Duration::from_nanos(self.margin())
@@ -269,15 +279,13 @@ impl<C: Clock> Precise<C> {
         match self.spin_ns {
             Some(fixed) => fixed,
             // Relaxed: a hint; any recent value is as good as the latest.
-            None => OVERSLEEP_NS
-                .load(crate::sync::Ordering::Relaxed)
-                .saturating_add(nanos(Precise::GUARD)),
+            None => OVERSLEEP_NS.load(crate::sync::Ordering::Relaxed),
         }
     }
 }
 
-/// Moves the learned oversleep towards `sample`: up by 1/8 of the gap, down by 1/32, so that
-/// it sits near the upper quartile of the wake-up error and one descheduling does not stick.
+/// Moves the learned oversleep towards `sample` by 1/16 of the gap: a running average, so
+/// that one unusual wake-up moves it little.
 #[cfg(feature = "std")]
 fn learn_oversleep(sample: u64) {
     let sample = sample.min(nanos(Precise::MAX_LEARNED));
@@ -285,9 +293,9 @@ fn learn_oversleep(sample: u64) {
     // here lose one sample, which only slows the learning.
     let est = OVERSLEEP_NS.load(crate::sync::Ordering::Relaxed);
     let next = if sample > est {
-        est + (sample - est) / 8
+        est + (sample - est) / 16
     } else {
-        est - (est - sample) / 32
+        est - (est - sample) / 16
     };
     OVERSLEEP_NS.store(next, crate::sync::Ordering::Relaxed);
 }
@@ -303,6 +311,9 @@ impl<C: Clock> Clock for Precise<C> {
 #[cfg(feature = "std")]
 impl<C: Clock> Sleep for Precise<C> {
     fn sleep_until(&self, deadline: u64) {
+        if self.is_adaptive() {
+            return self.sleep_until_adaptive(deadline);
+        }
         let yield_above = nanos(Precise::YIELD_ABOVE);
         loop {
             let now = self.clock.now();
@@ -312,17 +323,40 @@ impl<C: Clock> Sleep for Precise<C> {
             let left = deadline - now;
             let margin = self.margin();
             if left > margin {
-                let asked = left - margin;
-                std::thread::sleep(Duration::from_nanos(asked));
-                if self.is_adaptive() {
-                    let slept = self.clock.now().saturating_sub(now);
-                    learn_oversleep(slept.saturating_sub(asked));
-                }
+                std::thread::sleep(Duration::from_nanos(left - margin));
             } else if left > yield_above {
                 std::thread::yield_now();
             } else {
                 core::hint::spin_loop();
             }
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl<C: Clock> Precise<C> {
+    /// The adaptive wait: sleep until the learned oversleep before the deadline; spin only
+    /// the last [`GUARD`](Precise::GUARD) at most; when woken earlier than that (the estimate
+    /// ran ahead of this wake-up), sleep again rather than spin or yield for long. A long spin
+    /// or a yield on a loaded machine loses the core for a time slice (milliseconds) to the
+    /// sleepers the scheduler favours: measured, up to a quarter of a pacer's rate.
+    fn sleep_until_adaptive(&self, deadline: u64) {
+        let guard = nanos(Precise::GUARD);
+        loop {
+            let now = self.clock.now();
+            if now >= deadline {
+                return;
+            }
+            let left = deadline - now;
+            if left <= guard {
+                core::hint::spin_loop();
+                continue;
+            }
+            let est = self.margin();
+            let asked = if left > est + guard { left - est } else { left };
+            std::thread::sleep(Duration::from_nanos(asked));
+            let slept = self.clock.now().saturating_sub(now);
+            learn_oversleep(slept.saturating_sub(asked));
         }
     }
 }
