@@ -298,6 +298,11 @@
 //! | [`KeyPool`] | `get_next_key_async(sleep)` | `get_next_key_blocking`, `get_next_key_blocking_with` | retrying |
 //! | every [`Limiter`] ([`LimiterExt`]) | `acquire_async(n, sleep)` | `acquire_blocking`, `acquire_blocking_timeout`, `_with` forms | retrying |
 //!
+//! `ShardedGcra`, `SlidingWindow` and `SlidingLog` wait by retrying: they have no
+//! reservations (a sharded GCRA's line would have to span its shards, and a window or log
+//! has no single word whose future value can stand for a queue), and neither do the keyed
+//! tables, whose per-key states may be evicted and re-created while a waiter sleeps.
+//!
 //! *First come first served.* [`Gcra::acquire_async`] takes its place in line at its first
 //! poll: one reservation (one CAS), then it awaits the runtime's timer until the
 //! reservation's time. Later arrivals queue behind it in the TAT, so a waiter whose timer
