@@ -30,6 +30,13 @@ use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 /// the target on a loaded 2-core machine). `catch_up(0)` gives strict spacing instead: no two
 /// slots are ever closer than I.
 ///
+/// **Threads or tasks.** [`pace_blocking`](Pacer::pace_blocking) blocks the calling thread
+/// (never call it from async code); [`pace_async`](Pacer::pace_async) is the same line for
+/// async tasks on any runtime. The blocking wait sleeps with an adaptive
+/// [`Precise`](crate::Precise) sleeper: at 50,000/s on 8 threads it keeps the rate at
+/// 17-32 % of one core (the old fixed 100 µs spin: 78-135 %), late by tens of µs (p50)
+/// instead of ~0.1 µs; measurements on [`Precise`](crate::Precise).
+///
 /// [`Tick::lateness`] says how late each call returned against its slot (the slot's
 /// scheduled time, not the call's start), the figure a load generator reports to avoid
 /// coordinated omission.
@@ -321,8 +328,10 @@ impl<C> Pacer<C> {
 }
 
 impl<C: Clock> Pacer<C> {
-    /// Block until the caller may send its next request: reserve the next slot, sleep until
-    /// shortly before it, spin to it. Safe to call from many threads at once. The wait is real
+    /// Block the calling thread until the caller may send its next request: reserve the next
+    /// slot, sleep until shortly before it, spin to it. Safe to call from many threads at
+    /// once. **Blocks: never call it from async code**; use [`pace_async`](Pacer::pace_async)
+    /// there. The wait is real
     /// time; on a [`ManualClock`](crate::ManualClock) use [`pace_blocking_with`](Pacer::pace_blocking_with)
     /// with the clock.
     ///
