@@ -93,3 +93,23 @@ fn borrowed_lookups_decide_as_owned_ones() {
     assert!(bytes.try_acquire(&b"token".to_vec()).is_err());
     assert!(bytes.try_acquire(&b"other"[..]).is_ok());
 }
+
+/// The per-key waits take the borrowed form too.
+#[test]
+fn waits_take_a_borrowed_key() {
+    let clock = ManualClock::new();
+    let per_user: Keyed<String, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(2).unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        // The ManualClock as the sleeper: simulated time.
+        per_user.acquire_blocking_with("alice", 1, &clock).unwrap();
+    }
+    // The burst of 2, then one 500 ms later.
+    assert_eq!(clock.now(), 500_000_000);
+    assert!(per_user
+        .acquire_blocking_with("alice", 3, &clock)
+        .unwrap_err()
+        .is_never());
+}
