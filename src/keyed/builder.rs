@@ -315,7 +315,7 @@ impl<K> Keyed<K, SlidingWindow> {
     /// window's hard cap (at most `limit` in every window of `period`, a false denial only if
     /// `limit` were granted within `period` + one bucket width), in memory independent of
     /// `limit`: the window's ring of `buckets + 1` 8-byte counters plus its header (about
-    /// 900 bytes per key with 10 buckets, measured: see `examples/keyed_compare.rs`).
+    /// 900 bytes per key with 10 buckets, measured: see `benches/keyed_compare.rs`).
     /// Admissions pass a per-key gate word (two RMWs), as with
     /// [`sliding_log`](Keyed::sliding_log). 10 buckets (see
     /// [`buckets`](KeyedBuilder::buckets)), capacity 100,000 keys,

@@ -5,8 +5,8 @@
 //! so that background noise falls on all rows alike.
 //!
 //! ```text
-//! cargo run --release --example scaling -- [--ms 200] [--reps 5] [--threads 1,2,4,8,16]
-//!                                          [--path allowed|busy|denied] [--only NAME,NAME]
+//! cargo bench --bench scaling -- [--ms 200] [--reps 5] [--threads 1,2,4,8,16]
+//!                                      [--path allowed|busy|denied] [--only NAME,NAME]
 //! ```
 //!
 //! Each cell is the median over `--reps` runs of `--ms` each, with the range, and the ratio of
@@ -14,9 +14,11 @@
 //! threads the runs are oversubscribed: threads are preempted while they hold a lock or sit in
 //! the middle of a CAS loop, which is where lock-freedom shows.
 
-#[path = "../benches/limiters/rows.rs"]
+#[path = "cli.rs"]
+mod cli;
+#[path = "limiters/rows.rs"]
 mod rows;
-#[path = "../benches/limiters/threads.rs"]
+#[path = "limiters/threads.rs"]
 mod threads;
 
 use std::time::Duration;
@@ -45,7 +47,7 @@ fn parse() -> Args {
         paths: Path::ALL.to_vec(),
         only: Vec::new(),
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = cli::args().into_iter();
     while let Some(flag) = it.next() {
         let val = it
             .next()
