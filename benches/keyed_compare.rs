@@ -9,6 +9,7 @@
 //! cargo bench --bench keyed_compare -- maps       # papaya / scc / dashmap lookups
 //! cargo bench --bench keyed_compare -- mem-hotlimit   # one fresh process per peer:
 //! cargo bench --bench keyed_compare -- mem-governor   # RSS growth over 1M keys
+//! cargo bench --bench keyed_compare -- mem-ratenet
 //! cargo bench --bench keyed_compare -- mem-log        # (Linux: reads /proc)
 //! cargo bench --bench keyed_compare -- mem-window     # SlidingWindow, 10 buckets
 //! cargo bench --bench keyed_compare -- algos   # Keyed over Gcra / SlidingLog / SlidingWindow
@@ -354,17 +355,16 @@ fn mem_per_key<L: hotlimit::KeyedState>(
     n: u64,
     build: impl FnOnce() -> Keyed<u64, L>,
 ) {
-    let before = rss();
-    let k = build();
-    for i in 0..n {
-        k.try_acquire(&i).unwrap();
-    }
-    let after = rss();
-    println!(
-        "hotlimit {label}: {} keys, {:.1} bytes/key (RSS growth)",
-        k.len(),
-        (after - before) as f64 / n as f64
-    );
+    let mut k = None;
+    let per_key = rss_growth_per_key(n, || {
+        let keyed = build();
+        for i in 0..n {
+            keyed.try_acquire(&i).unwrap();
+        }
+        k = Some(keyed);
+    });
+    let len = k.map_or(0, |k| k.len());
+    println!("hotlimit {label}: {len} keys, {per_key:.1} bytes/key (RSS growth)");
 }
 
 /// Runs per cell: `REPS` (default 5).
@@ -812,16 +812,39 @@ fn main() {
         );
     }
     if mode == "mem-governor" {
-        let before = rss();
         let gl = governor::RateLimiter::keyed(quota);
-        for i in 0..n {
-            let _ = gl.check_key(&i);
-        }
-        let after = rss();
+        let per_key = rss_growth_per_key(n, || {
+            for i in 0..n {
+                let _ = gl.check_key(&i);
+            }
+        });
         println!(
-            "governor keyed (dashmap): {} keys, {:.1} bytes/key (RSS growth)",
-            gl.len(),
-            (after - before) as f64 / n as f64
+            "governor keyed (dashmap): {} keys, {per_key:.1} bytes/key (RSS growth)",
+            gl.len()
         );
     }
+    if mode == "mem-ratenet" {
+        // rate-net's keyed limiter, default token bucket, capacity = the keys (as mem-hotlimit).
+        let rn = rate_net::RateLimiter::builder()
+            .quota(1_000_000_000, std::time::Duration::from_secs(1))
+            .eviction(rate_net::Eviction::capacity(n as usize))
+            .try_build()
+            .unwrap();
+        let per_key = rss_growth_per_key(n, || {
+            for i in 0..n {
+                let _ = rn.check(i);
+            }
+        });
+        println!(
+            "rate-net keyed (sharded store): {} keys, {per_key:.1} bytes/key (RSS growth)",
+            rn.tracked_keys()
+        );
+    }
+}
+
+/// The RSS growth of running `fill` (which creates `n` keys), in bytes per key.
+fn rss_growth_per_key(n: u64, fill: impl FnOnce()) -> f64 {
+    let before = rss();
+    fill();
+    (rss() - before) as f64 / n as f64
 }

@@ -16,7 +16,7 @@ const PANEL_H: f64 = 260.0;
 const LEFT: f64 = 50.0;
 const TOP: f64 = 56.0;
 const GAP: f64 = 40.0;
-const LEGEND_W: f64 = 230.0;
+const LEGEND_W: f64 = 290.0;
 const COLORS: [&str; 16] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
     "#7f7f7f", "#bcbd22", "#000000", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
