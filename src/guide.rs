@@ -44,7 +44,7 @@
 //!
 //! # What a call costs, and why Gcra keeps its CAS
 //!
-//! Measured side by side with `governor`, the `ratelimit` crate and `Mutex` peers in
+//! Measured side by side with `governor`, `rate-net`, the `ratelimit` crate and `Mutex` peers in
 //! BENCHMARKS.md (`benches/`, `benches/scaling.rs`, `benches/callgrind.sh`). Single-threaded,
 //! a [`Gcra`] call on the default clock is 44 instructions when granted and 38 when denied
 //! (governor: 50 and 44), of which 24 are the TSC clock read; with `CoarseClock` the read is
