@@ -13,10 +13,11 @@
 //! slow falls further behind with every send); negative values mean ahead of schedule.
 //! **Achieved rate** = (sends − 1) / (last send − origin).
 //!
-//! `SPIN_US=n` sets the `Precise` sleeper's spin margin for the `Pacer` rows (default 100 µs).
+//! `SPIN_US=n` fixes the `Precise` sleeper's spin margin for the `Pacer` rows (default: the
+//! adaptive margin; `SPIN_US=100` is the old default).
 //!
-//! - `Pacer`: `pacer.pace()` with the default catch-up: up to 10 ms of missed slots are made
-//!   up, sent at once.
+//! - `Pacer`: `pacer.pace_blocking()` with the default catch-up: up to 10 ms of missed slots
+//!   are made up, sent at once.
 //! - `PacerStrict`: `catch_up(0)`: a late slot restarts the schedule, so every stall is rate
 //!   lost for good, but no two sends are ever closer than 1/rate.
 //! - naive: each thread sleeps `threads / rate` between its sends (`std::thread::sleep`).
@@ -91,7 +92,7 @@ fn run(method: Method, rate: u64, threads: usize, total: usize, origin: Instant)
                     match method {
                         Method::Pacer | Method::PacerStrict => {
                             for _ in 0..each {
-                                pacer.pace_with(sleeper).unwrap();
+                                pacer.pace_blocking_with(sleeper).unwrap();
                                 sends.push(stamp());
                             }
                         }

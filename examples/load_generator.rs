@@ -9,6 +9,10 @@
 //! Defaults: 50,000/s for 3 s on 8 threads. Lateness is `Tick::lateness`: the time the call
 //! returned minus its slot's scheduled time, so a stalled sender shows up as lateness (and the
 //! default catch-up of 10 ms makes up the missed slots) instead of silently lowering the rate.
+//!
+//! `SPIN_US=n` paces with a [`Precise`](hotlimit::Precise) sleeper of spin margin n µs instead
+//! of the pacer's default sleeper (to compare CPU use and lateness, e.g. under
+//! `/usr/bin/time -v`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -50,6 +54,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds = arg(2, 3).max(1);
     let threads = arg(3, 8).clamp(1, 1024) as usize;
     let pacer = Pacer::new(Rate::per_second(rate)?)?;
+    let spin = std::env::var("SPIN_US")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    let sleeper = spin.map(|us| hotlimit::Precise::new().with_spin(Duration::from_micros(us)));
     println!(
         "{threads} threads share one Pacer: target {rate}/s for {seconds} s \
          (interval {:?}, catch-up {} slots; this machine has {} cores)",
@@ -67,10 +75,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut all: Vec<u64> = Vec::new();
     thread::scope(|s| {
         for buf in &buffers {
-            let (pacer, stop) = (&pacer, &stop);
+            let (pacer, stop, sleeper) = (&pacer, &stop, &sleeper);
             s.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let tick = pacer.pace().expect("the clock's range is 584 years");
+                    let tick = match sleeper {
+                        Some(sleeper) => pacer.pace_blocking_with(sleeper),
+                        None => pacer.pace_blocking(),
+                    }
+                    .expect("the clock's range is 584 years");
                     // A real generator would send its request here.
                     let late = tick.lateness().as_nanos() as u64;
                     buf.lock().unwrap().push(late);

@@ -10,7 +10,7 @@
 //! | [`KeyPool`] | a [`SlidingLog`] of K·`max_uses` slots, slot i → key i mod K; or, with [`buckets(n)`](KeyPoolBuilder::buckets), one strict [`SlidingWindow`] per key and a cursor | hands out API keys: no key more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key has used its budget (with `buckets(n)`: within `period` + one bucket width) | 8 bytes × K × `max_uses`; with `buckets(n)`: about 104 + 8·M bytes × K, M the power of two ≥ n + 1 (245 MB for a million keys, n = 10) |
 //! | [`Keyed`] (`std`) | a lock-free map from key to one limiter state (for [`Gcra`]: one `AtomicU64`; for [`SlidingLog`] and [`SlidingWindow`]: its ring, behind a gate word) | the inner limiter's guarantee per key, also while keys are evicted; at most `capacity` keys, idle keys evicted by sweeps on insert, [`WhenFull`] when too few are idle; per-key rate overrides (at most `capacity`) and default-rate changes at runtime | per key: the key + 16 bytes + map overhead; `SlidingLog` + 8 bytes × `limit`; `SlidingWindow` + 8 bytes × M (M the power of two ≥ buckets + 1) + a ~100-byte header |
 //! | [`IntKeyed`] (`std`) | a table of 16-byte atomic slots `{key, GCRA state}` for integer keys, two 4-slot buckets (one cache line each) per key | per key exactly [`Gcra`] (one rate for all keys), also while keys are evicted (a grant is one 128-bit CAS of key and state); at most `capacity` keys, idle keys replaced by new ones, a new key with no room denied with the wait until a slot goes idle | 16 bytes × the power of two ≥ 2·`capacity`, allocated at build |
-//! | [`Pacer`] | a `Gcra` | paces many threads to one target rate: each [`Pacer::pace`] returns at the caller's slot (one CAS to reserve it, then sleep and spin to it), slots one interval apart in reservation order, up to 10 ms of missed slots made up | 8 bytes of state |
+//! | [`Pacer`] | a `Gcra` | paces many threads to one target rate: each [`Pacer::pace_blocking`] (or `pace_async`) returns at the caller's slot (one CAS to reserve it, then sleep and spin to it), slots one interval apart in reservation order, up to 10 ms of missed slots made up | 8 bytes of state |
 //!
 //! Every limiter implements [`Limiter`] (`try_acquire`, `try_acquire_n`), reports bad
 //! configuration as a [`ConfigError`] that names the field and the value, and refuses a
@@ -19,8 +19,12 @@
 //! load per read, ~1 ms resolution, error documented on the type), or a [`ManualClock`] for
 //! tests and simulations. See the [`guide`] for choosing a limiter and the proofs of the
 //! bounds, and BENCHMARKS.md for measurements against `governor` and others.
-//! To wait instead of being refused: [`LimiterExt`] (blocking and async `acquire` for every
-//! limiter) and [`Gcra::reserve`] (a first-come-first-served place in line, one CAS).
+//! To wait instead of being refused: [`Gcra::acquire_async`] (first come first served, any
+//! runtime, a dropped waiter gives its place back when it is last in line) and
+//! [`Gcra::acquire_blocking`]; [`LimiterExt`] (retrying blocking and async waits for every
+//! limiter); per-key waits on [`Keyed`], [`IntKeyed`] and [`KeyPool`]; and [`Gcra::reserve`]
+//! (a place in line, one CAS). Methods that block the thread say `blocking` in their name:
+//! never call them from async code.
 //!
 //! # Examples
 //!
@@ -59,6 +63,7 @@ pub mod guide;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod int_keyed;
 mod key_pool;
+mod key_wait;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod keyed;
 mod limiter;
@@ -78,19 +83,19 @@ pub use clock::CoarseClock;
 pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use decide::{Decide, Decision, Quota};
-pub use error::{ConfigError, Denied};
+pub use error::{ConfigError, DenialReason, Denied};
 pub use gcra::{Gcra, GcraBuilder};
 #[cfg(any(feature = "std", hotlimit_loom))]
 pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
-#[cfg(all(hotlimit_loom, not(feature = "std")))]
-pub use keyed::KeyedState;
 #[cfg(feature = "std")]
-pub use keyed::{Keyed, KeyedBuilder, KeyedState, WhenFull};
+pub use keyed::{Keyed, KeyedBuilder, KeyedRead, KeyedState, WhenFull};
+#[cfg(all(hotlimit_loom, not(feature = "std")))]
+pub use keyed::{KeyedRead, KeyedState};
 pub use limiter::Limiter;
 pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
-pub use reservation::Reservation;
+pub use reservation::{FairAcquire, Reservation};
 pub use sharded::{ShardedGcra, ShardedGcraBuilder};
 pub use sliding_log::{SlidingLog, SlidingLogBuilder};
 pub use sliding_window::{SlidingWindow, SlidingWindowBuilder};

@@ -14,7 +14,7 @@ use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 /// Paces one or many threads to a shared target rate: for load generators and benchmark
 /// drivers that must send at a precise rate.
 ///
-/// Each [`pace`](Pacer::pace) reserves the next slot (one CAS) and blocks until it; then the
+/// Each [`pace_blocking`](Pacer::pace_blocking) reserves the next slot (one CAS) and blocks until it; then the
 /// caller sends. Slots are one emission interval I = `period / limit` apart (rounded up to
 /// whole ns) in the order the calls reserved them, whichever threads made them.
 ///
@@ -30,6 +30,13 @@ use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 /// the target on a loaded 2-core machine). `catch_up(0)` gives strict spacing instead: no two
 /// slots are ever closer than I.
 ///
+/// **Threads or tasks.** [`pace_blocking`](Pacer::pace_blocking) blocks the calling thread
+/// (never call it from async code); [`pace_async`](Pacer::pace_async) is the same line for
+/// async tasks on any runtime. The blocking wait sleeps with an adaptive
+/// [`Precise`](crate::Precise) sleeper: at 50,000/s on 8 threads it keeps the rate at
+/// 17-32 % of one core (the old fixed 100 µs spin: 78-135 %), late by tens of µs (p50)
+/// instead of ~0.1 µs; measurements on [`Precise`](crate::Precise).
+///
 /// [`Tick::lateness`] says how late each call returned against its slot (the slot's
 /// scheduled time, not the call's start), the figure a load generator reports to avoid
 /// coordinated omission.
@@ -43,7 +50,7 @@ use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 /// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
 /// assert_eq!(pacer.catch_up(), 10); // 10 ms worth of slots
 /// // The ManualClock as the sleeper: simulated time, no real waiting.
-/// let slots: Vec<u64> = (0..3).map(|_| pacer.pace_with(&clock).unwrap().slot).collect();
+/// let slots: Vec<u64> = (0..3).map(|_| pacer.pace_blocking_with(&clock).unwrap().slot).collect();
 /// assert_eq!(slots, [0, 1_000_000, 2_000_000]); // one every 1 ms
 /// # Ok::<(), hotlimit::ConfigError>(())
 /// ```
@@ -87,7 +94,7 @@ pub struct PacerBuilder<C> {
 ///
 /// let clock = ManualClock::new();
 /// let pacer = Pacer::builder(Rate::per_second(10)?).clock(clock.clone()).build()?;
-/// let tick = pacer.pace_with(&clock).unwrap();
+/// let tick = pacer.pace_blocking_with(&clock).unwrap();
 /// assert_eq!((tick.slot, tick.now), (0, 0));
 /// assert_eq!(tick.lateness(), Duration::ZERO);
 /// # Ok::<(), hotlimit::ConfigError>(())
@@ -149,7 +156,7 @@ impl Pacer {
     /// ```
     /// use hotlimit::{Pacer, Rate};
     /// let pacer = Pacer::new(Rate::per_second(10_000)?)?;
-    /// let first = pacer.pace()?;
+    /// let first = pacer.pace_blocking()?;
     /// assert!(first.now >= first.slot);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -251,7 +258,7 @@ impl<C: Clock> PacerBuilder<C> {
 impl<C> Pacer<C> {
     /// Take the next slot at time `now` without waiting: returns its scheduled time (which is
     /// `now` or earlier if the schedule is behind and catch-up allows, later if ahead). This is
-    /// the algorithm; [`pace`](Pacer::pace) reads the clock and waits.
+    /// the algorithm; [`pace_blocking`](Pacer::pace_blocking) reads the clock and waits.
     ///
     /// # Errors
     ///
@@ -321,9 +328,11 @@ impl<C> Pacer<C> {
 }
 
 impl<C: Clock> Pacer<C> {
-    /// Block until the caller may send its next request: reserve the next slot, sleep until
-    /// shortly before it, spin to it. Safe to call from many threads at once. The wait is real
-    /// time; on a [`ManualClock`](crate::ManualClock) use [`pace_with`](Pacer::pace_with)
+    /// Block the calling thread until the caller may send its next request: reserve the next
+    /// slot, sleep until shortly before it, spin to it. Safe to call from many threads at
+    /// once. **Blocks: never call it from async code**; use [`pace_async`](Pacer::pace_async)
+    /// there. The wait is real
+    /// time; on a [`ManualClock`](crate::ManualClock) use [`pace_blocking_with`](Pacer::pace_blocking_with)
     /// with the clock.
     ///
     /// # Errors
@@ -340,7 +349,7 @@ impl<C: Clock> Pacer<C> {
     ///     for _ in 0..2 {
     ///         s.spawn(|| {
     ///             for _ in 0..10 {
-    ///                 let tick = pacer.pace().unwrap();
+    ///                 let tick = pacer.pace_blocking().unwrap();
     ///                 assert!(tick.now >= tick.slot);
     ///                 // send a request here
     ///             }
@@ -350,11 +359,11 @@ impl<C: Clock> Pacer<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "std")]
-    pub fn pace(&self) -> Result<Tick, Denied> {
-        self.pace_with(&self.sleeper)
+    pub fn pace_blocking(&self) -> Result<Tick, Denied> {
+        self.pace_blocking_with(&self.sleeper)
     }
 
-    /// [`pace`](Pacer::pace), letting time pass with `sleeper` (a
+    /// [`pace_blocking`](Pacer::pace_blocking), letting time pass with `sleeper` (a
     /// [`ManualClock`](crate::ManualClock) for simulated time).
     ///
     /// # Errors
@@ -367,18 +376,77 @@ impl<C: Clock> Pacer<C> {
     /// use hotlimit::{Clock, ManualClock, Pacer, Rate};
     /// let clock = ManualClock::new();
     /// let pacer = Pacer::builder(Rate::per_second(4)?).clock(clock.clone()).build()?;
-    /// pacer.pace_with(&clock)?;
-    /// let tick = pacer.pace_with(&clock)?;
+    /// pacer.pace_blocking_with(&clock)?;
+    /// let tick = pacer.pace_blocking_with(&clock)?;
     /// assert_eq!((tick.slot, clock.now()), (250_000_000, 250_000_000));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn pace_with<S: Sleep + ?Sized>(&self, sleeper: &S) -> Result<Tick, Denied> {
+    pub fn pace_blocking_with<S: Sleep + ?Sized>(&self, sleeper: &S) -> Result<Tick, Denied> {
         let slot = self.next_slot_at(self.gcra.clock().now())?;
         crate::wait::wait_until(self.gcra.clock(), slot, sleeper);
         Ok(Tick {
             slot,
             now: self.gcra.clock().now(),
         })
+    }
+}
+
+impl<C: Clock> Pacer<C> {
+    /// A future that resolves at the caller's next slot, for async load generators on any
+    /// runtime: `sleep` makes the runtime's timer future (`tokio::time::sleep`). At its first
+    /// poll it reserves the next slot (one CAS, the same line as
+    /// [`pace_blocking`](Pacer::pace_blocking): slots are handed out in the order of first
+    /// polls and blocking calls), then awaits the timer until the slot. Precision is the
+    /// runtime timer's (tokio's: 1 ms, so at rates above ~1k/s per task, expect slots to
+    /// come in batches; the rate holds through catch-up).
+    ///
+    /// Dropping it before its slot cancels the reservation: the slot is given back exactly if
+    /// no later slot has been taken since (it is the last in line); otherwise it stays unused
+    /// (one interval of sending lost, never a burst).
+    ///
+    /// # Errors
+    ///
+    /// The future resolves to an error only when the clock's range is exhausted, as
+    /// [`next_slot_at`](Pacer::next_slot_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, ManualClock, Pacer, Rate};
+    /// use std::future::{ready, Future};
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pacer = Pacer::builder(Rate::per_second(4)?).clock(clock.clone()).build()?;
+    /// let sleep = |d| { clock.advance(d); ready(()) }; // a simulated timer
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// let mut slots = Vec::new();
+    /// for _ in 0..3 {
+    ///     let mut fut = std::pin::pin!(pacer.pace_async(sleep));
+    ///     let Poll::Ready(Ok(tick)) = fut.as_mut().poll(&mut cx) else { unreachable!() };
+    ///     slots.push(tick.slot);
+    /// }
+    /// assert_eq!(slots, [0, 250_000_000, 500_000_000]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn pace_async<F, Fut>(&self, mut sleep: F) -> Result<Tick, Denied>
+    where
+        F: FnMut(Duration) -> Fut,
+        Fut: core::future::Future<Output = ()>,
+    {
+        let clock = self.gcra.clock();
+        let reservation = self.gcra.reserve_n_at(1, clock.now(), u64::MAX)?;
+        // The slot is S' − τ, not clamped to `now`, so lateness stays visible.
+        let slot = reservation.scheduled();
+        loop {
+            let now = clock.now();
+            if now >= slot {
+                reservation.keep();
+                return Ok(Tick { slot, now });
+            }
+            // Dropped during this await: `reservation` is dropped, which cancels it.
+            sleep(Duration::from_nanos(slot - now)).await;
+        }
     }
 }
 

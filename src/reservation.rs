@@ -1,5 +1,6 @@
 //! [`Reservation`]: a place in line on a [`Gcra`], taken with one CAS on its TAT, and the
-//! first-come-first-served blocking `acquire` built on it.
+//! first-come-first-served waits built on it: blocking `acquire_blocking*` and the async
+//! [`FairAcquire`] future of `acquire_async`.
 //!
 //! A reservation for n permits at `now` with maximum wait W is the GCRA decision with the
 //! tolerance widened by W: with base = max(S, now) it is allowed iff base + n·I ≤ now + τ + W;
@@ -15,7 +16,12 @@
 //! come after, the permits are **not** given back: the later waiters' slots were computed from
 //! S', and moving S back under them would let new requests take the same time twice.
 
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use core::{fmt, time::Duration};
+
+use alloc::boxed::Box;
 
 use crate::sync::Ordering;
 use crate::wait::{nanos, wait_until, Sleep};
@@ -25,7 +31,7 @@ use crate::{Clock, Denied, Gcra};
 /// line. Made by [`Gcra::reserve`] / [`Gcra::reserve_n_at`].
 ///
 /// The permits belong to the caller from [`ready_at`](Reservation::ready_at). Either
-/// [`wait`](Reservation::wait) for that time (or [`keep`](Reservation::keep) the reservation
+/// [`wait_blocking`](Reservation::wait_blocking) for that time (or [`keep`](Reservation::keep) the reservation
 /// and wait by other means, e.g. an async timer), or [`cancel`](Reservation::cancel) it.
 /// **Dropping a reservation cancels it.**
 ///
@@ -49,7 +55,7 @@ use crate::{Clock, Denied, Gcra};
 /// assert_eq!(limiter.reserve_n_at(1, 0, wait)?.ready_at(), 100_000_000);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[must_use = "dropping a reservation cancels it; call `wait` or `keep`"]
+#[must_use = "dropping a reservation cancels it; call `wait_blocking` or `keep`"]
 pub struct Reservation<'a, C> {
     gcra: &'a Gcra<C>,
     /// S' = the TAT this reservation's CAS installed.
@@ -179,14 +185,17 @@ impl<C: Clock> Gcra<C> {
         self.reserve_n(1, max_wait)
     }
 
-    /// Block until `permits` permits are granted, first come first served: one reservation,
-    /// then a [`Precise`](crate::Precise) wait to its time. Never cancels, so it never wastes
-    /// capacity. The wait is real time: on a [`ManualClock`](crate::ManualClock) it returns
+    /// Block the calling thread until `permits` permits are granted, first come first served:
+    /// one reservation, then a [`Precise`](crate::Precise) wait to its time. Never cancels, so
+    /// it never wastes capacity. **Blocks: never call it from async code** (it stalls the
+    /// runtime's worker thread and every task on it); use
+    /// [`acquire_async`](Gcra::acquire_async) there. The wait is real time: on a [`ManualClock`](crate::ManualClock) it returns
     /// only once something advances the clock, so tests use
-    /// [`acquire_with`](Gcra::acquire_with)`(n, &clock)` instead.
+    /// [`acquire_blocking_with`](Gcra::acquire_blocking_with)`(n, &clock)` instead.
     ///
     /// (This inherent method takes precedence over
-    /// [`LimiterExt::acquire`](crate::LimiterExt::acquire), which retries instead.)
+    /// [`LimiterExt::acquire_blocking`](crate::LimiterExt::acquire_blocking), which retries
+    /// instead.)
     ///
     /// # Errors
     ///
@@ -198,19 +207,20 @@ impl<C: Clock> Gcra<C> {
     /// use hotlimit::{Gcra, Rate};
     ///
     /// let limiter = Gcra::new(Rate::per_second(1_000)?)?;
-    /// limiter.acquire(1)?;
-    /// assert!(limiter.acquire(1_001).unwrap_err().is_never());
+    /// limiter.acquire_blocking(1)?;
+    /// assert!(limiter.acquire_blocking(1_001).unwrap_err().is_never());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "std")]
-    pub fn acquire(&self, permits: u32) -> Result<(), Denied> {
-        self.reserve_n(permits, Duration::MAX)?.wait();
+    pub fn acquire_blocking(&self, permits: u32) -> Result<(), Denied> {
+        self.reserve_n(permits, Duration::MAX)?.wait_blocking();
         Ok(())
     }
 
-    /// Block until `permits` permits are granted, or fail at once if they cannot be had within
-    /// `timeout`: one reservation with `max_wait = timeout`, then a precise wait. A failure
-    /// takes nothing and waits not at all.
+    /// Block the calling thread until `permits` permits are granted, or fail at once if they
+    /// cannot be had within `timeout`: one reservation with `max_wait = timeout`, then a
+    /// precise wait. A failure takes nothing and waits not at all. **Blocks: never call it
+    /// from async code.**
     ///
     /// # Errors
     ///
@@ -223,19 +233,19 @@ impl<C: Clock> Gcra<C> {
     /// use std::time::Duration;
     ///
     /// let limiter = Gcra::builder(Rate::per_second(1)?).burst(1).build()?;
-    /// limiter.acquire_timeout(1, Duration::from_millis(10))?;
+    /// limiter.acquire_blocking_timeout(1, Duration::from_millis(10))?;
     /// // The next permit is 1 s away.
-    /// assert!(limiter.acquire_timeout(1, Duration::from_millis(10)).is_err());
+    /// assert!(limiter.acquire_blocking_timeout(1, Duration::from_millis(10)).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "std")]
-    pub fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
-        self.reserve_n(permits, timeout)?.wait();
+    pub fn acquire_blocking_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
+        self.reserve_n(permits, timeout)?.wait_blocking();
         Ok(())
     }
 
-    /// [`acquire`](Gcra::acquire), letting time pass with `sleeper` (a [`ManualClock`]
-    /// for simulated time).
+    /// [`acquire_blocking`](Gcra::acquire_blocking), letting time pass with `sleeper` (a
+    /// [`ManualClock`] for simulated time). Blocks with a real sleeper.
     ///
     /// [`ManualClock`]: crate::ManualClock
     ///
@@ -251,16 +261,21 @@ impl<C: Clock> Gcra<C> {
     /// let clock = ManualClock::new();
     /// let limiter = Gcra::builder(Rate::per_second(10)?).burst(1).clock(clock.clone()).build()?;
     /// for _ in 0..3 {
-    ///     limiter.acquire_with(1, &clock)?;
+    ///     limiter.acquire_blocking_with(1, &clock)?;
     /// }
     /// assert_eq!(clock.now(), 200_000_000);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn acquire_with<S: Sleep + ?Sized>(&self, permits: u32, sleeper: &S) -> Result<(), Denied> {
-        self.acquire_timeout_with(permits, Duration::MAX, sleeper)
+    pub fn acquire_blocking_with<S: Sleep + ?Sized>(
+        &self,
+        permits: u32,
+        sleeper: &S,
+    ) -> Result<(), Denied> {
+        self.acquire_blocking_timeout_with(permits, Duration::MAX, sleeper)
     }
 
-    /// [`acquire_timeout`](Gcra::acquire_timeout), letting time pass with `sleeper`.
+    /// [`acquire_blocking_timeout`](Gcra::acquire_blocking_timeout), letting time pass with
+    /// `sleeper`. Blocks with a real sleeper.
     ///
     /// # Errors
     ///
@@ -275,22 +290,247 @@ impl<C: Clock> Gcra<C> {
     /// let clock = ManualClock::new();
     /// let limiter = Gcra::builder(Rate::per_second(10)?).burst(1).clock(clock.clone()).build()?;
     /// let t = Duration::from_millis(150);
-    /// limiter.acquire_timeout_with(1, t, &clock)?; // at 0
-    /// limiter.acquire_timeout_with(1, t, &clock)?; // at 100 ms
+    /// limiter.acquire_blocking_timeout_with(1, t, &clock)?; // at 0
+    /// limiter.acquire_blocking_timeout_with(1, t, &clock)?; // at 100 ms
     /// let late = limiter.reserve(Duration::from_secs(1))?; // someone takes 200 ms
-    /// assert!(limiter.acquire_timeout_with(1, Duration::from_millis(50), &clock).is_err());
+    /// assert!(limiter.acquire_blocking_timeout_with(1, Duration::from_millis(50), &clock).is_err());
     /// assert_eq!(clock.now(), 100_000_000); // failed without waiting
     /// # late.keep();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn acquire_timeout_with<S: Sleep + ?Sized>(
+    pub fn acquire_blocking_timeout_with<S: Sleep + ?Sized>(
         &self,
         permits: u32,
         timeout: Duration,
         sleeper: &S,
     ) -> Result<(), Denied> {
-        self.reserve_n(permits, timeout)?.wait_with(sleeper);
+        self.reserve_n(permits, timeout)?
+            .wait_blocking_with(sleeper);
         Ok(())
+    }
+
+    /// A future that resolves when `permits` permits are granted, **first come first served**,
+    /// for any async runtime: `sleep` makes the runtime's timer future for a duration, e.g.
+    /// `tokio::time::sleep` or `|d| async_io::Timer::after(d)` (the crate depends on no
+    /// runtime).
+    ///
+    /// At its first poll the future takes its place in line: one [reservation](Gcra::reserve_n)
+    /// (one CAS on the TAT). It then awaits `sleep(delay)` until the reservation's time and
+    /// resolves. Waiters are served in the order of their first polls, whatever their timers
+    /// do: a waiter that wakes late still has its slot, and a newcomer cannot take it. (The
+    /// retrying [`LimiterExt::acquire_async`](crate::LimiterExt::acquire_async), which generic
+    /// code gets, lets waiters overtake each other.) Each wait boxes one timer future; the
+    /// precision is the runtime timer's (tokio's: 1 ms).
+    ///
+    /// **Dropping it** (a runtime timeout, a `select!` that picks another branch) before it
+    /// resolves cancels the reservation ([`Reservation::cancel`]): the permits are given back
+    /// exactly, leaving the limiter as if this waiter had never come, **if and only if no
+    /// reservation or grant has landed on this limiter since its first poll** (it is last in
+    /// line, or every later one was itself given back). Otherwise they are not given back: its
+    /// slot stays unused, `permits` × the emission interval of capacity lost, so the limiter
+    /// admits less than its rate for that moment, never more. Giving back a slot in the middle
+    /// of the line would need a hole in the queue, which one word cannot hold (see the
+    /// [guide](crate::guide)). A future never polled holds nothing. To bound the wait without
+    /// that loss, use [`acquire_async_timeout`](Gcra::acquire_async_timeout), which refuses
+    /// up front instead.
+    ///
+    /// # Errors
+    ///
+    /// The future resolves to a [`Denied`] with `retry_after() == None` only: more permits
+    /// than the burst.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, Gcra, ManualClock, Rate};
+    /// use std::future::{ready, Future};
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = Gcra::builder(Rate::per_second(4)?).burst(1).clock(clock.clone()).build()?;
+    /// // A simulated timer: advancing the manual clock "is" the sleep. With tokio:
+    /// // `limiter.acquire_async(1, tokio::time::sleep).await?`.
+    /// let sleep = |d| { clock.advance(d); ready(()) };
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// for _ in 0..2 {
+    ///     let mut fut = std::pin::pin!(limiter.acquire_async(1, sleep));
+    ///     assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
+    /// }
+    /// assert_eq!(clock.now(), 250_000_000);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn acquire_async<F, Fut>(&self, permits: u32, sleep: F) -> FairAcquire<'_, C, F, Fut>
+    where
+        F: FnMut(Duration) -> Fut + Unpin,
+        Fut: Future<Output = ()>,
+    {
+        FairAcquire {
+            gcra: self,
+            permits,
+            max_wait: u64::MAX,
+            sleep,
+            state: State::Start,
+        }
+    }
+
+    /// [`acquire_async`](Gcra::acquire_async) that waits at most `timeout`: its reservation
+    /// (at the first poll) has `max_wait = timeout`, so when the permits would come later it
+    /// resolves at once to the denial, having taken nothing and wasted no capacity (unlike a
+    /// runtime timeout around `acquire_async`, whose drop may not be able to give back).
+    ///
+    /// # Errors
+    ///
+    /// The future resolves to the reservation's [`Denied`]: its `retry_after` says when the
+    /// same call would succeed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, Gcra, ManualClock, Rate};
+    /// use std::future::{pending, Future};
+    /// use std::task::{Context, Poll, Waker};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Gcra::builder(Rate::per_second(1)?).burst(1).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire_at(0).unwrap();
+    /// let t = Duration::from_millis(10);
+    /// let mut fut = std::pin::pin!(limiter.acquire_async_timeout(1, t, |_| pending::<()>()));
+    /// let polled = fut.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+    /// assert!(matches!(polled, Poll::Ready(Err(d)) if d.retry_after() == Some(Duration::from_millis(990))));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn acquire_async_timeout<F, Fut>(
+        &self,
+        permits: u32,
+        timeout: Duration,
+        sleep: F,
+    ) -> FairAcquire<'_, C, F, Fut>
+    where
+        F: FnMut(Duration) -> Fut + Unpin,
+        Fut: Future<Output = ()>,
+    {
+        FairAcquire {
+            gcra: self,
+            permits,
+            max_wait: nanos(timeout),
+            sleep,
+            state: State::Start,
+        }
+    }
+}
+
+/// The future of [`Gcra::acquire_async`]: a first-come-first-served wait for permits. Its
+/// place in line is taken at the first poll; dropping it before it resolves cancels that
+/// reservation, which gives the permits back exactly when nothing has reserved or acquired
+/// on the limiter since (see [`Gcra::acquire_async`]).
+///
+/// Once it has resolved, polling it again returns `Poll::Pending` and takes nothing.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, ManualClock, Rate};
+/// use std::future::{pending, Future};
+/// use std::task::{Context, Waker};
+///
+/// let limiter = Gcra::builder(Rate::per_second(1)?).burst(1).clock(ManualClock::new()).build()?;
+/// limiter.try_acquire_at(0).unwrap();
+/// // A timer that never fires: the future holds its place (1 s away), then is dropped.
+/// let mut fut = Box::pin(limiter.acquire_async(1, |_| pending::<()>()));
+/// assert!(fut.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+/// assert_eq!(limiter.remaining_at(1_000_000_000), 0); // the place is held
+/// drop(fut); // last in line: given back exactly
+/// assert_eq!(limiter.remaining_at(1_000_000_000), 1);
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct FairAcquire<'a, C, F, Fut> {
+    gcra: &'a Gcra<C>,
+    permits: u32,
+    max_wait: u64,
+    sleep: F,
+    state: State<'a, C, Fut>,
+}
+
+enum State<'a, C, Fut> {
+    /// Not polled yet: holds nothing.
+    Start,
+    /// In line: the reservation (cancelled if dropped) and the timer being awaited, if any.
+    Waiting {
+        reservation: Reservation<'a, C>,
+        timer: Option<Pin<Box<Fut>>>,
+    },
+    /// Resolved.
+    Done,
+}
+
+impl<C, F, Fut> Future for FairAcquire<'_, C, F, Fut>
+where
+    C: Clock,
+    F: FnMut(Duration) -> Fut + Unpin,
+    Fut: Future<Output = ()>,
+{
+    type Output = Result<(), Denied>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        loop {
+            match &mut this.state {
+                State::Start => {
+                    let now = this.gcra.clock().now();
+                    match this.gcra.reserve_n_at(this.permits, now, this.max_wait) {
+                        Ok(reservation) => {
+                            this.state = State::Waiting {
+                                reservation,
+                                timer: None,
+                            }
+                        }
+                        Err(denied) => {
+                            this.state = State::Done;
+                            return Poll::Ready(Err(denied));
+                        }
+                    }
+                }
+                State::Waiting { reservation, timer } => {
+                    if let Some(t) = timer.as_mut() {
+                        if t.as_mut().poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
+                        *timer = None;
+                    }
+                    // The timer may be on another clock than the limiter's (tokio's vs quanta)
+                    // and wake a little early by this one: sleep again for what is left.
+                    let now = this.gcra.clock().now();
+                    if now < reservation.ready_at() {
+                        *timer = Some(Box::pin((this.sleep)(reservation.delay_at(now))));
+                        continue;
+                    }
+                    if let State::Waiting { reservation, .. } =
+                        core::mem::replace(&mut this.state, State::Done)
+                    {
+                        reservation.keep();
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                State::Done => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl<C, F, Fut> fmt::Debug for FairAcquire<'_, C, F, Fut> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Start => "not polled",
+            State::Waiting { .. } => "in line",
+            State::Done => "done",
+        };
+        let mut d = f.debug_struct("FairAcquire");
+        d.field("permits", &self.permits).field("state", &state);
+        if let State::Waiting { reservation, .. } = &self.state {
+            d.field("ready_at", &reservation.ready_at());
+        }
+        d.finish_non_exhaustive()
     }
 }
 
@@ -411,8 +651,11 @@ impl<C: Clock> Reservation<'_, C> {
         self.delay_at(self.gcra.clock().now())
     }
 
-    /// Block until the permits are the caller's, sleeping with a [`Precise`](crate::Precise)
-    /// sleeper (sleep until shortly before, then spin). Returns `ready_at`.
+    /// Block the calling thread until the permits are the caller's, sleeping with a
+    /// [`Precise`](crate::Precise) sleeper (sleep until shortly before, then spin). Returns
+    /// `ready_at`. **Blocks: never call it from async code**; there, [`keep`](Reservation::keep)
+    /// the reservation and await the runtime's timer for [`delay`](Reservation::delay), or
+    /// use [`Gcra::acquire_async`], which does that and cancels on drop.
     ///
     /// # Examples
     ///
@@ -421,23 +664,24 @@ impl<C: Clock> Reservation<'_, C> {
     /// use std::time::Duration;
     ///
     /// let limiter = Gcra::builder(Rate::per_second(1_000)?).burst(1).build()?;
-    /// limiter.reserve(Duration::ZERO)?.wait();
+    /// limiter.reserve(Duration::ZERO)?.wait_blocking();
     /// let r = limiter.reserve(Duration::from_secs(1))?;
-    /// let at = r.wait(); // about 1 ms later
+    /// let at = r.wait_blocking(); // about 1 ms later
     /// assert!(at > 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "std")]
-    pub fn wait(self) -> u64 {
+    pub fn wait_blocking(self) -> u64 {
         if self.gcra.clock().now() >= self.ready_at {
             // Ready already (the common case under light load): no sleeper needed.
             return self.keep();
         }
-        self.wait_with(&crate::Precise::new())
+        self.wait_blocking_with(&crate::Precise::new())
     }
 
-    /// Block until the permits are the caller's, letting time pass with `sleeper`. Returns
-    /// `ready_at`.
+    /// Block until the permits are the caller's, letting time pass with `sleeper` (a
+    /// [`ManualClock`](crate::ManualClock) for simulated time). Returns `ready_at`. Blocks
+    /// with a real sleeper.
     ///
     /// # Examples
     ///
@@ -448,11 +692,11 @@ impl<C: Clock> Reservation<'_, C> {
     /// let clock = ManualClock::new();
     /// let limiter = Gcra::builder(Rate::per_second(4)?).burst(1).clock(clock.clone()).build()?;
     /// limiter.reserve(Duration::ZERO)?.keep();
-    /// let at = limiter.reserve(Duration::from_secs(1))?.wait_with(&clock);
+    /// let at = limiter.reserve(Duration::from_secs(1))?.wait_blocking_with(&clock);
     /// assert_eq!((at, clock.now()), (250_000_000, 250_000_000));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait_with<S: Sleep + ?Sized>(mut self, sleeper: &S) -> u64 {
+    pub fn wait_blocking_with<S: Sleep + ?Sized>(mut self, sleeper: &S) -> u64 {
         // Settled first: if the sleeper panics, unwinding must not give back permits whose
         // later neighbours may already be booked from them (the CAS would refuse anyway).
         self.settled = true;

@@ -30,6 +30,12 @@ pub(crate) use portable_atomic::{AtomicU64, Ordering};
 #[cfg(all(not(hotlimit_loom), feature = "std"))]
 pub(crate) use portable_atomic::AtomicU128;
 
+/// An atomic that loom never models: only for hints outside every limiter's state (the
+/// adaptive sleeper's learned oversleep, a `static`), which must work outside a loom model
+/// and whose races cannot affect a guarantee.
+#[cfg(feature = "std")]
+pub(crate) use portable_atomic::AtomicU64 as HintU64;
+
 /// Loom has no 128-bit atomic, so under `--cfg hotlimit_loom` a slot is a loom `Mutex<u128>`.
 /// This exists only in the model checker's build (the cfg is never set for a real build), so
 /// no admission path of the crate takes a lock; it stands in for one indivisible atomic.

@@ -1,14 +1,25 @@
 //! Waiting for permits: [`Sleep`] (how a waiting thread lets time pass), [`Precise`] (sleep
 //! until shortly before the deadline, then spin to it), and [`LimiterExt`]: blocking
-//! `acquire` / `acquire_timeout` and an async `acquire_async` for every [`Limiter`].
+//! `acquire_blocking` / `acquire_blocking_timeout` and an async `acquire_async` for every
+//! [`Limiter`].
+//!
+//! **Blocking and async are different names.** Every method that blocks the calling thread
+//! says so in its name (`acquire_blocking`, `Reservation::wait_blocking`,
+//! `Pacer::pace_blocking`, `Keyed::acquire_blocking`, `KeyPool::get_next_key_blocking`):
+//! never call one from async code. On an async runtime it stalls the worker thread and every
+//! task on it (on a current-thread runtime, all of them: a 100 ms ticker first fired after
+//! 1000 ms in the issue's test). Use the `*_async` form there, which takes the runtime's sleep
+//! function and never blocks.
 //!
 //! The generic waiters here are built on [`Denied::retry_after`]: try, and on a denial wait
 //! exactly as long as the limiter says, then try again. They hold nothing while they wait, so
 //! a waiter that gives up (a timeout, a dropped future) cannot leak permits. They are not
-//! fair: a waiter that wakes may find its permit taken by a thread that came later.
-//! [`Gcra`](crate::Gcra) also has first-come-first-served waiting built on
-//! [reservations](crate::Reservation); its inherent `acquire*` methods use them (an inherent
-//! method takes precedence over this trait's method of the same name).
+//! fair: a waiter that wakes may find its permit taken by a caller that came later.
+//! [`Gcra`](crate::Gcra) and [`Pacer`](crate::Pacer) wait first-come-first-served instead,
+//! built on [reservations](crate::Reservation): their inherent `acquire_*` / `pace_*` methods
+//! use them (an inherent method takes precedence over this trait's method of the same name,
+//! so `gcra.acquire_async(..)` is the fair one; generic code over `L: LimiterExt` gets the
+//! retrying one).
 
 use core::future::Future;
 use core::pin::Pin;
@@ -97,14 +108,41 @@ pub(crate) fn wait_until<C: Clock + ?Sized, S: Sleep + ?Sized>(
     }
 }
 
-/// The real waiter: sleeps with `std::thread::sleep` until `spin` before the deadline, then
+/// The real waiter: sleeps with `std::thread::sleep` until a margin before the deadline, then
 /// spins on the clock to it.
 ///
-/// `thread::sleep` oversleeps by the OS timer slack and scheduling delay (tens of µs on an
-/// idle Linux machine, milliseconds on a loaded one); the spin phase removes that error at the
-/// price of a busy core for up to `spin` per wait. In the spin phase the thread yields to the
-/// OS while more than [`Precise::YIELD_ABOVE`] remains, so several spinning threads on few
-/// cores let each other run; the last microseconds are a pure spin.
+/// `thread::sleep` oversleeps by the OS timer slack and scheduling delay (about 52 µs on
+/// Linux, whose default timer slack is 50 µs; milliseconds on a loaded machine).
+///
+/// **Adaptive (the default, [`Precise::new`]).** Every sleep measures how late
+/// `thread::sleep` woke, and a process-wide running average of that error (samples capped at
+/// [`Precise::MAX_LEARNED`], so a descheduling does not stick) is subtracted from the next
+/// sleep: the waiter asks to be woken that much before its deadline, then spins at most
+/// [`Precise::GUARD`] to it, and if woken earlier than that it sleeps again (never a long
+/// spin, never a yield). It learns any OS's timer without configuration.
+///
+/// **Fixed ([`with_spin`](Precise::with_spin)).** Sleep until the margin before the
+/// deadline, then spin to it, yielding to the OS while more than [`Precise::YIELD_ABOVE`]
+/// remains. `with_spin(Precise::DEFAULT_SPIN)` (100 µs) was the default before: the most
+/// precise on an idle machine, but it spins up to 100 µs per wait, and on a loaded machine
+/// a spinning or yielding thread loses its core for whole time slices to the sleepers the
+/// scheduler favours. `with_spin(Duration::ZERO)` never spins.
+///
+/// Measured with `examples/load_generator.rs`, 50,000/s on 8 threads sharing one
+/// [`Pacer`](crate::Pacer), 3 s per run, `/usr/bin/time` for CPU (% of one core), on this
+/// project's 2-core VM shared with other builds, runs interleaved; ranges over 3 runs:
+///
+/// | sleeper | load avg | CPU | achieved | lateness p50 | p99 |
+/// |---|---:|---:|---:|---:|---:|
+/// | adaptive (the default) | 14-16 | 17-32 % | 99.1-99.9 % | 23-41 µs | 5.1-8.0 ms |
+/// | fixed 100 µs (the old default) | 14-16 | 78-94 % | 97.4-99.3 % | 79-114 ns | 7.6-8.8 ms |
+/// | fixed 0 (never spin) | 14-16 | 14-27 % | 99.9-100 % | 53-54 µs | 0.1-6.8 ms |
+/// | fixed 100 µs (the old default) | 5 | 134-135 % | 99.9-100 % | 81-146 ns | 0.04-2.0 ms |
+/// | fixed 0 (never spin) | 5 | 25 % | 100 % | 51 µs | 125 µs |
+///
+/// So the default keeps the rate (the old one lost up to 2.6 % of it under load) at a fifth
+/// to a third of a core instead of most of one, and halves never-spinning's lateness; the
+/// sub-µs lateness of the old default costs a core and is kept as an option.
 ///
 /// No jitter is added: every waiter wakes as close to its deadline as the machine allows. If a
 /// load generator wants randomised arrivals, it should randomise the schedule itself.
@@ -124,25 +162,44 @@ pub(crate) fn wait_until<C: Clock + ?Sized, S: Sleep + ?Sized>(
 #[derive(Clone, Debug)]
 pub struct Precise<C = crate::DefaultClock> {
     clock: C,
-    spin_ns: u64,
+    /// `None`: adaptive (wake the learned oversleep early, spin at most
+    /// [`Precise::GUARD`]); `Some(m)`: fixed.
+    spin_ns: Option<u64>,
 }
+
+/// The process-wide estimate of how late `thread::sleep` wakes, in ns (a running average): a
+/// hint shared by every adaptive [`Precise`], outside any limiter's state. Starts at 60 µs
+/// (Linux's default timer slack of 50 µs plus a wake-up).
+#[cfg(feature = "std")]
+static OVERSLEEP_NS: crate::sync::HintU64 = crate::sync::HintU64::new(60_000);
 
 #[cfg(feature = "std")]
 impl Precise {
-    /// The default margin before a deadline where sleeping stops and spinning starts.
+    /// The fixed margin that was the default before the adaptive one: 100 µs. Pass it to
+    /// [`with_spin`](Precise::with_spin) for the old behaviour.
     pub const DEFAULT_SPIN: Duration = Duration::from_micros(100);
 
     /// While more than this remains in the spin phase, the thread yields instead of spinning.
     pub const YIELD_ABOVE: Duration = Duration::from_micros(20);
 
-    /// A precise sleeper on a new [`DefaultClock`](crate::DefaultClock) with the default
-    /// spin margin.
+    /// The most the adaptive waiter spins: woken closer than this to its deadline it spins
+    /// the rest; woken earlier it sleeps again.
+    pub const GUARD: Duration = Duration::from_micros(10);
+
+    /// The largest oversleep sample the adaptive margin learns from (the old fixed margin): a
+    /// longer one is a descheduling on a loaded machine (the thread did not run), not the
+    /// timer's error.
+    pub const MAX_LEARNED: Duration = Duration::from_micros(100);
+
+    /// A precise sleeper on a new [`DefaultClock`](crate::DefaultClock) with the adaptive
+    /// margin.
     ///
     /// # Examples
     ///
     /// ```
     /// let sleeper = hotlimit::Precise::new();
-    /// assert_eq!(sleeper.spin(), hotlimit::Precise::DEFAULT_SPIN);
+    /// assert!(sleeper.is_adaptive());
+    /// assert!(sleeper.spin() <= hotlimit::Precise::MAX_LEARNED);
     /// ```
     pub fn new() -> Precise {
         Precise::with_clock(crate::DefaultClock::default())
@@ -158,7 +215,7 @@ impl Default for Precise {
 
 #[cfg(feature = "std")]
 impl<C: Clock> Precise<C> {
-    /// A precise sleeper on `clock` with the default spin margin.
+    /// A precise sleeper on `clock` with the adaptive margin.
     ///
     /// # Examples
     ///
@@ -170,11 +227,11 @@ impl<C: Clock> Precise<C> {
     pub fn with_clock(clock: C) -> Precise<C> {
         Precise {
             clock,
-            spin_ns: nanos(Precise::DEFAULT_SPIN),
+            spin_ns: None,
         }
     }
 
-    /// Sets the spin margin: sleep until `spin` before each deadline, then spin. Zero means
+    /// Fixes the spin margin: sleep until `spin` before each deadline, then spin. Zero means
     /// never spin (pure `thread::sleep`, late by the OS's wake-up error); larger values trade
     /// CPU for precision on a loaded machine.
     ///
@@ -186,23 +243,61 @@ impl<C: Clock> Precise<C> {
     ///
     /// let sleeper = Precise::new().with_spin(Duration::from_micros(50));
     /// assert_eq!(sleeper.spin(), Duration::from_micros(50));
+    /// assert!(!sleeper.is_adaptive());
     /// ```
     #[must_use]
     pub fn with_spin(mut self, spin: Duration) -> Precise<C> {
-        self.spin_ns = nanos(spin);
+        self.spin_ns = Some(nanos(spin));
         self
     }
 
-    /// The spin margin.
+    /// The margin now: the fixed one, or (adaptive) the learned oversleep, how long before a
+    /// deadline the waiter asks to be woken.
     ///
     /// # Examples
     ///
     /// ```
-    /// assert!(hotlimit::Precise::new().spin() > std::time::Duration::ZERO);
+    /// use std::time::Duration;
+    /// assert_eq!(hotlimit::Precise::new().with_spin(Duration::ZERO).spin(), Duration::ZERO);
     /// ```
     pub fn spin(&self) -> Duration {
-        Duration::from_nanos(self.spin_ns)
+        Duration::from_nanos(self.margin())
     }
+
+    /// Whether the margin is the adaptive one (not fixed by [`with_spin`](Precise::with_spin)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(hotlimit::Precise::new().is_adaptive());
+    /// ```
+    pub fn is_adaptive(&self) -> bool {
+        self.spin_ns.is_none()
+    }
+
+    fn margin(&self) -> u64 {
+        match self.spin_ns {
+            Some(fixed) => fixed,
+            // Relaxed: a hint; any recent value is as good as the latest.
+            None => OVERSLEEP_NS.load(crate::sync::Ordering::Relaxed),
+        }
+    }
+}
+
+/// Moves the learned oversleep towards `sample` by 1/16 of the gap: a running average, so
+/// that one unusual wake-up moves it little.
+#[cfg(feature = "std")]
+fn learn_oversleep(sample: u64) {
+    let sample = sample.min(nanos(Precise::MAX_LEARNED));
+    // Relaxed (load and store): a hint outside every limiter's state; two threads racing
+    // here lose one sample, which only slows the learning.
+    let est = OVERSLEEP_NS.load(crate::sync::Ordering::Relaxed);
+    let next = if sample > est {
+        est + (sample - est) / 16
+    } else {
+        est - (est - sample) / 16
+    };
+    OVERSLEEP_NS.store(next, crate::sync::Ordering::Relaxed);
 }
 
 #[cfg(feature = "std")]
@@ -216,6 +311,9 @@ impl<C: Clock> Clock for Precise<C> {
 #[cfg(feature = "std")]
 impl<C: Clock> Sleep for Precise<C> {
     fn sleep_until(&self, deadline: u64) {
+        if self.is_adaptive() {
+            return self.sleep_until_adaptive(deadline);
+        }
         let yield_above = nanos(Precise::YIELD_ABOVE);
         loop {
             let now = self.clock.now();
@@ -223,8 +321,9 @@ impl<C: Clock> Sleep for Precise<C> {
                 return;
             }
             let left = deadline - now;
-            if left > self.spin_ns {
-                std::thread::sleep(Duration::from_nanos(left - self.spin_ns));
+            let margin = self.margin();
+            if left > margin {
+                std::thread::sleep(Duration::from_nanos(left - margin));
             } else if left > yield_above {
                 std::thread::yield_now();
             } else {
@@ -234,14 +333,46 @@ impl<C: Clock> Sleep for Precise<C> {
     }
 }
 
-/// Waiting for permits, for every [`Limiter`]: blocking [`acquire`](LimiterExt::acquire),
-/// [`acquire_timeout`](LimiterExt::acquire_timeout), their `_with` forms that take a
-/// [`Sleep`], and [`acquire_async`](LimiterExt::acquire_async).
+#[cfg(feature = "std")]
+impl<C: Clock> Precise<C> {
+    /// The adaptive wait: sleep until the learned oversleep before the deadline; spin only
+    /// the last [`GUARD`](Precise::GUARD) at most; when woken earlier than that (the estimate
+    /// ran ahead of this wake-up), sleep again rather than spin or yield for long. A long spin
+    /// or a yield on a loaded machine loses the core for a time slice (milliseconds) to the
+    /// sleepers the scheduler favours: measured, up to a quarter of a pacer's rate.
+    fn sleep_until_adaptive(&self, deadline: u64) {
+        let guard = nanos(Precise::GUARD);
+        loop {
+            let now = self.clock.now();
+            if now >= deadline {
+                return;
+            }
+            let left = deadline - now;
+            if left <= guard {
+                core::hint::spin_loop();
+                continue;
+            }
+            let est = self.margin();
+            let asked = if left > est + guard { left - est } else { left };
+            std::thread::sleep(Duration::from_nanos(asked));
+            let slept = self.clock.now().saturating_sub(now);
+            learn_oversleep(slept.saturating_sub(asked));
+        }
+    }
+}
+
+/// Waiting for permits, for every [`Limiter`]: blocking
+/// [`acquire_blocking`](LimiterExt::acquire_blocking),
+/// [`acquire_blocking_timeout`](LimiterExt::acquire_blocking_timeout), their `_with` forms
+/// that take a [`Sleep`], and [`acquire_async`](LimiterExt::acquire_async).
 ///
 /// All of them loop on [`Limiter::try_acquire_n`]: on a denial they wait the denial's
 /// [`retry_after`](Denied::retry_after) and try again. They hold no permits while waiting, so
-/// giving up never leaks any, but they are not first-come-first-served. `Gcra` has inherent
-/// methods of the same names built on [reservations](crate::Reservation), which are.
+/// giving up never leaks any, but they are not first-come-first-served. `Gcra` and `Pacer`
+/// have inherent methods built on [reservations](crate::Reservation), which are.
+///
+/// The `*_blocking*` methods block the calling thread: never call them from async code (use
+/// [`acquire_async`](LimiterExt::acquire_async) there).
 ///
 /// # Examples
 ///
@@ -253,7 +384,7 @@ impl<C: Clock> Sleep for Precise<C> {
 /// // Generic code: any limiter, and a ManualClock as the sleeper (simulated time).
 /// fn take_three(l: &impl LimiterExt, clock: &ManualClock) {
 ///     for _ in 0..3 {
-///         l.acquire_with(1, clock).unwrap();
+///         l.acquire_blocking_with(1, clock).unwrap();
 ///     }
 /// }
 /// take_three(&limiter, &clock);
@@ -261,7 +392,9 @@ impl<C: Clock> Sleep for Precise<C> {
 /// # Ok::<(), hotlimit::ConfigError>(())
 /// ```
 pub trait LimiterExt: Limiter {
-    /// Block until `permits` permits are granted, sleeping with a [`Precise`] sleeper.
+    /// Block the calling thread until `permits` permits are granted, sleeping with a
+    /// [`Precise`] sleeper. **Blocks: never call it from async code** (it stalls the runtime's
+    /// worker thread); use [`acquire_async`](LimiterExt::acquire_async) there.
     ///
     /// # Errors
     ///
@@ -272,28 +405,29 @@ pub trait LimiterExt: Limiter {
     /// ```
     /// use hotlimit::{Denied, Limiter, LimiterExt};
     ///
-    /// struct Open; // any Limiter gets `acquire`
+    /// struct Open; // any Limiter gets `acquire_blocking`
     /// impl Limiter for Open {
     ///     fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
     ///         Ok(())
     ///     }
     /// }
-    /// Open.acquire(1)?;
+    /// Open.acquire_blocking(1)?;
     /// # Ok::<(), Denied>(())
     /// ```
     #[cfg(feature = "std")]
-    fn acquire(&self, permits: u32) -> Result<(), Denied> {
+    fn acquire_blocking(&self, permits: u32) -> Result<(), Denied> {
         match self.try_acquire_n(permits) {
             // Granted at once (the common case): no sleeper needed.
             Ok(()) => Ok(()),
             Err(denied) if denied.is_never() => Err(denied),
-            Err(_) => self.acquire_with(permits, &Precise::new()),
+            Err(_) => self.acquire_blocking_with(permits, &Precise::new()),
         }
     }
 
-    /// Block until `permits` permits are granted, or fail at once if they cannot be granted
-    /// within `timeout` (when a denial's `retry_after` reaches past the deadline, this returns
-    /// that denial without sleeping). Sleeps with a [`Precise`] sleeper.
+    /// Block the calling thread until `permits` permits are granted, or fail at once if they
+    /// cannot be granted within `timeout` (when a denial's `retry_after` reaches past the
+    /// deadline, this returns that denial without sleeping). Sleeps with a [`Precise`]
+    /// sleeper. **Blocks: never call it from async code.**
     ///
     /// # Errors
     ///
@@ -312,19 +446,19 @@ pub trait LimiterExt: Limiter {
     ///     }
     /// }
     /// // A minute away: fails at once rather than sleeping 10 ms for nothing.
-    /// assert!(Closed.acquire_timeout(1, Duration::from_millis(10)).is_err());
+    /// assert!(Closed.acquire_blocking_timeout(1, Duration::from_millis(10)).is_err());
     /// ```
     #[cfg(feature = "std")]
-    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
+    fn acquire_blocking_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
         match self.try_acquire_n(permits) {
             Ok(()) => Ok(()),
             Err(denied) if denied.is_never() => Err(denied),
-            Err(_) => self.acquire_timeout_with(permits, timeout, &Precise::new()),
+            Err(_) => self.acquire_blocking_timeout_with(permits, timeout, &Precise::new()),
         }
     }
 
-    /// [`acquire`](LimiterExt::acquire), letting time pass with `sleeper` (a [`ManualClock`]
-    /// for simulated time).
+    /// [`acquire_blocking`](LimiterExt::acquire_blocking), letting time pass with `sleeper`
+    /// (a [`ManualClock`] for simulated time). Blocks with a real sleeper.
     ///
     /// # Errors
     ///
@@ -337,26 +471,21 @@ pub trait LimiterExt: Limiter {
     ///
     /// let clock = ManualClock::new();
     /// let limiter = Gcra::builder(Rate::per_second(2)?).burst(1).clock(clock.clone()).build()?;
-    /// LimiterExt::acquire_with(&limiter, 1, &clock).unwrap();
-    /// LimiterExt::acquire_with(&limiter, 1, &clock).unwrap();
+    /// LimiterExt::acquire_blocking_with(&limiter, 1, &clock).unwrap();
+    /// LimiterExt::acquire_blocking_with(&limiter, 1, &clock).unwrap();
     /// assert_eq!(clock.now(), 500_000_000);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    fn acquire_with<S: Sleep + ?Sized>(&self, permits: u32, sleeper: &S) -> Result<(), Denied> {
-        loop {
-            let denied = match self.try_acquire_n(permits) {
-                Ok(()) => return Ok(()),
-                Err(denied) => denied,
-            };
-            let Some(wait) = denied.retry_after() else {
-                return Err(denied);
-            };
-            sleeper.sleep(wait);
-        }
+    fn acquire_blocking_with<S: Sleep + ?Sized>(
+        &self,
+        permits: u32,
+        sleeper: &S,
+    ) -> Result<(), Denied> {
+        retry_blocking(|| self.try_acquire_n(permits), sleeper)
     }
 
-    /// [`acquire_timeout`](LimiterExt::acquire_timeout), measuring the timeout on and letting
-    /// time pass with `sleeper`.
+    /// [`acquire_blocking_timeout`](LimiterExt::acquire_blocking_timeout), measuring the
+    /// timeout on and letting time pass with `sleeper`. Blocks with a real sleeper.
     ///
     /// # Errors
     ///
@@ -371,12 +500,12 @@ pub trait LimiterExt: Limiter {
     /// let clock = ManualClock::new();
     /// let limiter = Gcra::builder(Rate::per_second(1)?).clock(clock.clone()).build()?;
     /// let t = Duration::from_millis(10);
-    /// assert!(LimiterExt::acquire_timeout_with(&limiter, 1, t, &clock).is_ok());
-    /// assert!(LimiterExt::acquire_timeout_with(&limiter, 1, t, &clock).is_err());
+    /// assert!(LimiterExt::acquire_blocking_timeout_with(&limiter, 1, t, &clock).is_ok());
+    /// assert!(LimiterExt::acquire_blocking_timeout_with(&limiter, 1, t, &clock).is_err());
     /// assert_eq!(clock.now(), 0); // the denial came without waiting
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    fn acquire_timeout_with<S: Sleep + ?Sized>(
+    fn acquire_blocking_timeout_with<S: Sleep + ?Sized>(
         &self,
         permits: u32,
         timeout: Duration,
@@ -503,5 +632,45 @@ impl<L: ?Sized, F, Fut> fmt::Debug for Acquire<'_, L, F, Fut> {
             .field("permits", &self.permits)
             .field("waiting", &self.timer.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The retrying wait shared by every waiter that cannot reserve: call `attempt`; on a denial,
+/// sleep its `retry_after` with `sleeper` and call again; stop at a grant or a "never".
+pub(crate) fn retry_blocking<T, S: Sleep + ?Sized>(
+    mut attempt: impl FnMut() -> Result<T, Denied>,
+    sleeper: &S,
+) -> Result<T, Denied> {
+    loop {
+        let denied = match attempt() {
+            Ok(granted) => return Ok(granted),
+            Err(denied) => denied,
+        };
+        let Some(wait) = denied.retry_after() else {
+            return Err(denied);
+        };
+        sleeper.sleep(wait);
+    }
+}
+
+/// [`retry_blocking`] as a future: between attempts it awaits `sleep(retry_after)`, the
+/// runtime's timer. It holds nothing between attempts, so dropping it leaks nothing.
+pub(crate) async fn retry_async<T, F, Fut>(
+    mut attempt: impl FnMut() -> Result<T, Denied>,
+    mut sleep: F,
+) -> Result<T, Denied>
+where
+    F: FnMut(Duration) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    loop {
+        let denied = match attempt() {
+            Ok(granted) => return Ok(granted),
+            Err(denied) => denied,
+        };
+        let Some(wait) = denied.retry_after() else {
+            return Err(denied);
+        };
+        sleep(wait).await;
     }
 }

@@ -21,7 +21,9 @@ fn slots_are_one_interval_apart_from_the_start() {
     let clock = ManualClock::new();
     clock.advance(Duration::from_secs(3)); // the schedule starts at build time, not 0
     let p = pacer(100, 0, &clock);
-    let ticks: Vec<_> = (0..4).map(|_| p.pace_with(&clock).unwrap()).collect();
+    let ticks: Vec<_> = (0..4)
+        .map(|_| p.pace_blocking_with(&clock).unwrap())
+        .collect();
     let start = 3_000 * MS;
     for (k, t) in ticks.iter().enumerate() {
         assert_eq!(t.slot, start + k as u64 * 10 * MS);
@@ -42,21 +44,23 @@ fn catch_up_does_not_open_with_a_burst() {
 fn falling_behind_without_catch_up_drops_missed_slots() {
     let clock = ManualClock::new();
     let p = pacer(100, 0, &clock);
-    p.pace_with(&clock).unwrap(); // slot 0
+    p.pace_blocking_with(&clock).unwrap(); // slot 0
     clock.advance(Duration::from_millis(55)); // slots at 10..50 ms were missed
-    let t = p.pace_with(&clock).unwrap();
+    let t = p.pace_blocking_with(&clock).unwrap();
     assert_eq!(t.slot, 55 * MS, "restarts from now");
-    assert_eq!(p.pace_with(&clock).unwrap().slot, 65 * MS);
+    assert_eq!(p.pace_blocking_with(&clock).unwrap().slot, 65 * MS);
 }
 
 #[test]
 fn falling_behind_with_catch_up_hands_out_missed_slots_at_once() {
     let clock = ManualClock::new();
     let p = pacer(100, 3, &clock);
-    p.pace_with(&clock).unwrap(); // slot 0
+    p.pace_blocking_with(&clock).unwrap(); // slot 0
     clock.advance(Duration::from_millis(55));
     // Up to 3 missed slots are kept: the earliest kept is 55 − 30 = 25 ms, due at once.
-    let late: Vec<_> = (0..4).map(|_| p.pace_with(&clock).unwrap()).collect();
+    let late: Vec<_> = (0..4)
+        .map(|_| p.pace_blocking_with(&clock).unwrap())
+        .collect();
     let slots: Vec<u64> = late.iter().map(|t| t.slot).collect();
     assert_eq!(slots, [25 * MS, 35 * MS, 45 * MS, 55 * MS]);
     assert_eq!(late[0].lateness(), Duration::from_millis(30));
@@ -64,7 +68,7 @@ fn falling_behind_with_catch_up_hands_out_missed_slots_at_once() {
         late.iter().all(|t| t.now == 55 * MS),
         "no waiting while behind"
     );
-    assert_eq!(p.pace_with(&clock).unwrap().slot, 65 * MS);
+    assert_eq!(p.pace_blocking_with(&clock).unwrap().slot, 65 * MS);
 }
 
 #[test]
@@ -102,7 +106,13 @@ fn real_threads_share_one_schedule() {
     let interval = p.interval().as_nanos() as u64;
     let mut ticks: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..THREADS)
-            .map(|_| s.spawn(|| (0..EACH).map(|_| p.pace().unwrap()).collect::<Vec<_>>()))
+            .map(|_| {
+                s.spawn(|| {
+                    (0..EACH)
+                        .map(|_| p.pace_blocking().unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });

@@ -156,24 +156,24 @@ fn blocking_acquire_on_a_manual_clock_waits_in_order() {
     let (g, clock) = manual(10, 2);
     let mut at = Vec::new();
     for n in [2, 1, 1, 2] {
-        g.acquire_with(n, &clock).unwrap();
+        g.acquire_blocking_with(n, &clock).unwrap();
         at.push(clock.now());
     }
     assert_eq!(at, [0, 100 * MS, 200 * MS, 400 * MS]);
-    assert!(g.acquire_with(3, &clock).unwrap_err().is_never());
+    assert!(g.acquire_blocking_with(3, &clock).unwrap_err().is_never());
 }
 
 #[test]
 fn acquire_timeout_succeeds_at_the_deadline_and_fails_without_waiting() {
     let (g, clock) = manual(10, 1);
-    g.acquire_with(1, &clock).unwrap();
+    g.acquire_blocking_with(1, &clock).unwrap();
     // The next permit is exactly 100 ms away: a 100 ms timeout is enough.
-    g.acquire_timeout_with(1, Duration::from_millis(100), &clock)
+    g.acquire_blocking_timeout_with(1, Duration::from_millis(100), &clock)
         .unwrap();
     assert_eq!(clock.now(), 100 * MS);
     // 99 ms is not: refused at once, clock untouched, nothing taken.
     let denied = g
-        .acquire_timeout_with(1, Duration::from_millis(99), &clock)
+        .acquire_blocking_timeout_with(1, Duration::from_millis(99), &clock)
         .unwrap_err();
     assert_eq!(denied.retry_after(), Some(Duration::from_millis(1)));
     assert_eq!(clock.now(), 100 * MS);
@@ -216,21 +216,24 @@ fn gate(open_at: u64) -> Gate {
 #[test]
 fn generic_acquire_waits_retry_after_then_retries() {
     let g = gate(70 * MS);
-    g.acquire_with(3, &g.clock).unwrap();
+    g.acquire_blocking_with(3, &g.clock).unwrap();
     assert_eq!(g.clock.now(), 70 * MS);
     assert_eq!(g.granted.load(Ordering::Relaxed), 3);
-    assert!(g.acquire_with(101, &g.clock).unwrap_err().is_never());
+    assert!(g
+        .acquire_blocking_with(101, &g.clock)
+        .unwrap_err()
+        .is_never());
 }
 
 #[test]
 fn generic_acquire_timeout() {
     let g = gate(70 * MS);
     let denied = g
-        .acquire_timeout_with(1, Duration::from_millis(69), &g.clock)
+        .acquire_blocking_timeout_with(1, Duration::from_millis(69), &g.clock)
         .unwrap_err();
     assert_eq!(denied.retry_after(), Some(Duration::from_millis(70)));
     assert_eq!(g.clock.now(), 0, "failed without waiting");
-    g.acquire_timeout_with(1, Duration::from_millis(70), &g.clock)
+    g.acquire_blocking_timeout_with(1, Duration::from_millis(70), &g.clock)
         .unwrap();
     assert_eq!(g.clock.now(), 70 * MS);
 }
@@ -239,7 +242,7 @@ fn generic_acquire_timeout() {
 fn generic_waiter_works_on_a_gcra_too() {
     let (g, clock) = manual(4, 1);
     for _ in 0..3 {
-        LimiterExt::acquire_with(&g, 1, &clock).unwrap();
+        LimiterExt::acquire_blocking_with(&g, 1, &clock).unwrap();
     }
     assert_eq!(clock.now(), 500 * MS);
 }
@@ -398,7 +401,7 @@ fn real_time_blocking_acquire_neither_loses_nor_duplicates() {
                         .map(|_| {
                             let r = g.reserve(Duration::from_secs(10)).unwrap();
                             let at = r.ready_at();
-                            r.wait();
+                            r.wait_blocking();
                             // Waiting happened: the clock has reached the slot.
                             assert!(g.clock().now() >= at);
                             at
@@ -434,7 +437,7 @@ fn real_time_blocking_acquire_neither_loses_nor_duplicates() {
         for _ in 0..THREADS {
             s.spawn(|| {
                 for _ in 0..EACH {
-                    LimiterExt::acquire(&g, 1).unwrap();
+                    LimiterExt::acquire_blocking(&g, 1).unwrap();
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             });
@@ -513,6 +516,22 @@ fn real_threads_racing_reserve_and_cancel_keep_the_bound() {
     assert!(next >= (total - 2) * 1_000_000, "next {next} total {total}");
 }
 
+/// The adaptive sleeper (the default) never wakes early either, and its margin stays at most
+/// the cap (the old fixed margin), whatever the machine's wake-up error.
+#[test]
+fn adaptive_precise_never_wakes_early_and_keeps_its_margin_bounded() {
+    use hotlimit::Precise;
+    let sleeper = Precise::new();
+    assert!(sleeper.is_adaptive());
+    for wait in [0u64, 1_000, 50_000, 300_000, 2_000_000, 300_000, 300_000] {
+        let t0 = sleeper.now();
+        sleeper.sleep(Duration::from_nanos(wait));
+        assert!(sleeper.now() - t0 >= wait, "wait {wait} ns");
+        let margin = sleeper.spin();
+        assert!(margin <= Precise::MAX_LEARNED, "{margin:?}");
+    }
+}
+
 /// The real sleeper never wakes early, with or without a spin phase (how late it wakes is a
 /// matter of machine load and is not asserted).
 #[test]
@@ -544,16 +563,17 @@ fn real_time_gcra_acquire_and_timeout() {
     // The limiter's clock (quanta) and Instant may disagree by a few ppm: allow 50 µs.
     let at_least = |ms: u64| Duration::from_millis(ms) - Duration::from_micros(50);
     let t0 = Instant::now();
-    g.acquire(1).unwrap();
-    g.acquire(1).unwrap();
+    g.acquire_blocking(1).unwrap();
+    g.acquire_blocking(1).unwrap();
     assert!(t0.elapsed() >= at_least(2), "the second waited an interval");
-    let denied = g.acquire_timeout(1, Duration::from_micros(100));
+    let denied = g.acquire_blocking_timeout(1, Duration::from_micros(100));
     // Denied unless this thread was descheduled for most of an interval just now.
     if let Err(denied) = denied {
         assert!(denied.retry_after().unwrap() > Duration::ZERO);
     }
-    assert!(g.acquire(2).unwrap_err().is_never());
-    g.acquire_timeout(1, Duration::from_secs(10)).unwrap();
+    assert!(g.acquire_blocking(2).unwrap_err().is_never());
+    g.acquire_blocking_timeout(1, Duration::from_secs(10))
+        .unwrap();
     let slots = if denied.is_ok() { 4 } else { 3 };
     assert!(
         t0.elapsed() >= at_least(2 * (slots - 1)),

@@ -2,10 +2,11 @@
 //! tombstone (see the parent module's eviction protocol).
 
 use super::{Admit, KeyedState, Retire};
+use crate::clock::ManualClock;
 use crate::error::{ConfigError, Denied};
 use crate::gcra::Gcra;
+use crate::rate::Rate;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{ManualClock, Rate};
 
 /// GCRA's per-key state word: `{ tat: S }` for a live state (S ≤ [`GCRA_MAX_TAT`]), or one of
 /// the two terminal tombstones.

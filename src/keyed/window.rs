@@ -9,9 +9,9 @@ use super::gate::{
 };
 use super::{Admit, KeyedState, Retire};
 use crate::error::{ConfigError, Denied};
+use crate::rate::Rate;
 use crate::sliding_window::SlidingWindow;
 use crate::sync::{AtomicU64, Ordering};
-use crate::Rate;
 
 pub(super) use window_state::{WindowConfig, WindowState};
 
