@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per call of the single-thread paths, under callgrind: the noise-free figure on
-# a shared machine. Each row runs ITERS calls inside `measured` (examples/callgrind.rs);
+# a shared machine. Each row runs ITERS calls inside `measured` (benches/callgrind.rs);
 # callgrind counts only inside it; the `empty` row (the bare loop) is subtracted.
 #
 #   bash benches/callgrind.sh [ITERS]        # default 200000
@@ -10,8 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ITERS=${1:-200000}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)"; exit 1; }
-cargo build --release --example callgrind >/dev/null 2>&1
-BIN=target/release/examples/callgrind
+# The bench target's binary: `cargo bench --no-run` prints its path.
+BIN=$(cargo bench --bench callgrind --no-run 2>&1 | grep -o 'target/[^)]*callgrind-[0-9a-f]*' | tail -1)
+[ -x "$BIN" ] || { echo "could not build the callgrind bench target"; exit 1; }
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
@@ -28,7 +29,8 @@ echo "ITERS=$ITERS; empty loop: $(echo "scale=2; $base_a / $ITERS" | bc) instr/i
 echo
 echo "| row | allowed instr/call | busy instr/call | denied instr/call |"
 echo "|---|---|---|---|"
-for row in Gcra Gcra+CoarseClock ShardedGcra SlidingWindow SlidingLog governor governor-keyed ratelimit mutex-log mutex-bucket \
+for row in Gcra Gcra+CoarseClock ShardedGcra SlidingWindow SlidingLog governor governor-keyed ratelimit rate-net rate-net+CoarseClock rate-net-keyed mutex-log mutex-bucket \
+           Keyed-u64 Keyed-String Keyed-str IntKeyed-u64 IntKeyed-Ipv4Addr IntKeyed-IpAddr-v6 \
            quanta-now coarse-now instant-now fetch-add cas-loop; do
     a=$(count "$row" allowed)
     d=$(count "$row" denied)

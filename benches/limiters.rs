@@ -3,7 +3,7 @@
 //! ```text
 //! cargo bench --bench limiters                       # everything (~3 min)
 //! cargo bench --bench limiters -- single_threaded    # one module
-//! cargo run --release --example scaling              # 1..16 threads on one limiter
+//! cargo bench --bench scaling                        # 1..16 threads on one limiter
 //! bash benches/callgrind.sh                          # instructions per call
 //! ```
 //!

@@ -128,8 +128,8 @@
 //!
 //! # What a call costs, and why Gcra keeps its CAS
 //!
-//! Measured side by side with `governor`, the `ratelimit` crate and `Mutex` peers in
-//! BENCHMARKS.md (`benches/`, `examples/scaling.rs`, `benches/callgrind.sh`). Single-threaded,
+//! Measured side by side with `governor`, `rate-net`, the `ratelimit` crate and `Mutex` peers in
+//! BENCHMARKS.md (`benches/`, `benches/scaling.rs`, `benches/callgrind.sh`). Single-threaded,
 //! a [`Gcra`] call on the default clock is 44 instructions when granted and 38 when denied
 //! (governor: 50 and 44), of which 24 are the TSC clock read; with `CoarseClock` the read is
 //! 4 instructions and the whole allowed call is 22 instructions, 6 of them the CAS loop.
@@ -140,14 +140,23 @@
 //! also spins a few hints more, `now mod 16` of them (`sync::lost_cas`, out of line): with the
 //! exponential backoff alone two threads that lose to each other can stay in step and keep
 //! colliding, which on the 2-core test machine held whole runs at a third of the throughput in
-//! some builds (BENCHMARKS.md, "Lockstep collisions"). A `fetch_add` reservation of n·I on
+//! some builds (Gcra at 2 threads: 28–35 Mops/s where other builds ran at 90, with any heap
+//! layout), and the jitter gave 72–94 in every build tried since. A `fetch_add` reservation of n·I on
 //! the busy path was considered and rejected: when the state trails `now` the update is `now +
 //! n·I`, which needs a CAS anyway, and a reservation that fails must be taken back; taking it
-//! back with `fetch_sub` over-admits once another thread has replaced the word in between
-//! (BENCHMARKS.md gives the interleaving; a loom model in `loom-tests/tests/gcra.rs` finds it),
-//! and taking it back only when nobody wrote since loses permits under exactly the contention
-//! it is meant for. The CAS is exact for any `now` a caller passes, which is the guarantee this
-//! crate documents.
+//! back with `fetch_sub` over-admits once another thread has replaced the word in between.
+//! With I = 10, burst 2 (a grant needs max(S, now) ≤ now + 10) and S = 100: A (now 95) passes
+//! the check; D (now 95) adds first, 100 → 110, granted; A adds, 110 → 120, fails and must take
+//! its 10 back; B (now 300) sees 120 ≤ 300 and CASes it to 310, granted; A subtracts: 300; C and
+//! E (now 300) are then both granted: three grants at t = 300 with burst 2. A loom model in
+//! `loom-tests/tests/gcra.rs` finds this interleaving. Taking it back only when nobody wrote
+//! since loses permits under exactly the contention it is meant for, and any repair that
+//! assumes no thread saw a later time fails for `try_acquire_n_at`, whose callers pass any
+//! `now`. The CAS is exact for any `now` a caller passes, which is the guarantee this crate
+//! documents. Measured and not kept either: the state word padded onto its own cache line
+//! (away from the clock and configuration read on every call): no consistent gain in
+//! interleaved runs (×1.06, ×1.06, ×0.60 of governor padded against ×1.33, ×1.18, ×1.18
+//! unpadded), for a `Gcra` several times larger.
 //!
 //! [`Gcra`]: crate::Gcra
 //!
@@ -265,6 +274,19 @@
 //! index, which itself follows another thread's reservation (the slot at the cursor it looked
 //! at was free). Weighted requests whose claims keep colliding back off and retry, so they
 //! are obstruction-free rather than lock-free.
+//!
+//! Under contention the log runs at about its single-thread rate: an exact log puts every
+//! grant in one order, so every grant writes a word every other grant reads (the cursor), one
+//! cross-core line transfer per grant (2 threads: ×3.1–4.4 the `Mutex<VecDeque>` log's
+//! throughput, where `Gcra` writes one word and `SlidingWindow` shares the count). Tried and
+//! not kept, each measured against the claim-by-CAS log in alternated runs: a lap bit in each
+//! slot so that the slot write is a plain store (+20–35 %, but a reservation of index i + limit
+//! must then wait for index i's store, so a thread preempted between its cursor CAS and its
+//! store denied every caller for a period: seen in 4 of ~29 loaded runs; lock-freedom is the
+//! point); a `fetch_add` cursor for single permits (20 against 51–54 Mops/s at 2 threads);
+//! the cursor as a hint with one CAS per grant on the slot (no gain: the cursor's line still
+//! moves); prefetching the next slots, a ring laid out as 8 sequential streams, a 512 KiB ring
+//! instead of 8 MiB (no gain: the cold slot line is not the cost).
 //!
 //! ## Why `limit` timestamps are the minimum
 //!
@@ -1038,6 +1060,21 @@
 //! and table slot: about 40 bytes per key for `u64` keys, measured as RSS growth over a
 //! million keys (BENCHMARKS.md).
 //!
+//! The map was chosen by measurement (`benches/keyed_compare.rs -- maps`, lookup + one CAS,
+//! all with foldhash): papaya and scc's `HashIndex` were level (12–25 ns/call at 1,000 keys),
+//! dashmap's read takes a shard `RwLock` (no lock on an admission path) and was slowest at two
+//! threads. papaya's atomic replace (`insert`) and conditional `remove_if` are exactly what
+//! the tombstone and rate-change protocol needs; scc clones entries into the new array on a
+//! resize (a state stored inline could be CASed in the old copy after the copy was taken: a
+//! lost grant), and behind an `Arc` it took 2.7 L2 misses per call. foldhash instead of
+//! SipHash and papaya's blocking resizes took the call from 42 to 18 ns at 1,000 keys. papaya
+//! boxes every entry behind its pointer array: 1.5 L2 misses per call at 100,000 keys against
+//! governor's 0.58 (dashmap keeps entries inline), so beyond the caches `Keyed` is level with
+//! governor at best. A lock-free map with inline entries cannot be written safely for a
+//! generic key (a reused slot must keep its old key readable until every reader has left, so
+//! the key sits behind an epoch-reclaimed pointer: the second miss again); keys that fit in an
+//! atomic word can, which is [`IntKeyed`](crate::IntKeyed).
+//!
 //! ## SlidingLog per key
 //!
 //! `Keyed::sliding_log(rate)` keeps a ring of `limit` timestamps per key (8 bytes × `limit`
@@ -1184,6 +1221,13 @@
 //! 0.06–0.08 % of new keys while the table fills to capacity.
 //! The hash is two seeded folded multiplies: with one, consecutive keys fell into related
 //! bucket pairs and 16 were refused below half the capacity (in one run).
+//!
+//! The table stays at most half full on purpose. A denser table like governor's (load 0.76,
+//! 2 MiB at 100,000 keys instead of 4) was measured: with 4-way buckets 3.5 % of the keys were
+//! displaced at setup and it ran slower; with 8-way buckets (two lines) 1.2 % were, and two
+//! threads at 100,000 keys fell from 2.05–2.26× governor's throughput to 1.70–1.98×. A table
+//! of exactly 2 × capacity slots instead of the next power of two, and touching the key's slot
+//! before the clock read, made no difference beyond the noise.
 //!
 //! [`IntKeyed`]: crate::IntKeyed
 //! [`Gcra`]: crate::Gcra

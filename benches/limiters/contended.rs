@@ -1,5 +1,5 @@
 //! Two threads on ONE shared limiter (this machine has 2 cores): total calls per second.
-//! `examples/scaling.rs` goes on to 16 threads.
+//! `benches/scaling.rs` goes on to 16 threads.
 
 use criterion::{Criterion, Throughput};
 

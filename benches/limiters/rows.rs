@@ -1,7 +1,7 @@
 //! The rows every benchmark runs side by side: hotlimit's limiters, the peers users would pick
 //! instead, and floors (what a call cannot be cheaper than). Peers and floors are wrapped in
 //! `hotlimit::Limiter`, so every row is an `Arc<dyn Limiter>` and every harness (criterion
-//! groups, `examples/scaling.rs`) treats them alike: same dynamic call, same loop.
+//! groups, `benches/scaling.rs`) treats them alike: same dynamic call, same loop.
 //!
 //! Adding a limiter is ONE line in [`rows`]: `Row::ours("name", limiter)`, built from the
 //! path's [`Setup`] (its `limit`, `period`, `burst`). For the denied path `rows` exhausts every
@@ -172,6 +172,15 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
         Row::peer(BASELINE, GovernorDirect::new(&s)),
         Row::peer("governor keyed (1 key)", GovernorKeyed::new(&s)),
         Row::peer("ratelimit 2", RatelimitCrate::new(&s)),
+        Row::peer(
+            "rate-net 2",
+            RateNetDirect::new(&s, clock_lib::SystemClock::new()),
+        ),
+        Row::peer(
+            "rate-net 2+CoarseClock",
+            RateNetDirect::new(&s, rate_net_coarse()),
+        ),
+        Row::peer("rate-net 2 keyed (1 key)", RateNetKeyed::new(&s)),
         Row::peer("Mutex token bucket", MutexBucket::new(&s)),
         // ---- floors ----
         Row::floor("floor: quanta now()", ClockRead(QuantaClock::new())),
@@ -424,6 +433,72 @@ impl Limiter for MutexBucket {
         }
         *st = (credit - cost, last.max(now));
         Ok(())
+    }
+}
+
+/// `rate-net`'s quota for `s`, on its default algorithm (the token bucket). Units map one to
+/// one: rate-net's `limit` per `period` is our `limit` per `period` (one permit per
+/// `period / limit`), and its `burst` (the bucket's capacity, full at start) is our `burst`
+/// (the GCRA tolerance is `burst` emission intervals, credit full at start); both are u32 in
+/// rate-net, which every path's setup fits (the busy path's burst is 4,000,000,000).
+fn rate_net_builder<C: clock_lib::Clock + Clone>(s: &Setup, clock: C) -> rate_net::Builder<C> {
+    let u32_of = |v: u64| u32::try_from(v).expect("bench setup fits rate-net's u32");
+    rate_net::RateLimiter::builder()
+        .quota(u32_of(s.limit), s.period)
+        .burst(u32_of(s.burst))
+        .clock(clock)
+}
+
+/// rate-net's own coarse clock, ticked every 1 ms by its thread (as `CoarseClock` here), one
+/// per process.
+pub(crate) fn rate_net_coarse() -> rate_net::CoarseClock {
+    static CLOCK: OnceLock<rate_net::CoarseClock> = OnceLock::new();
+    CLOCK
+        .get_or_init(|| rate_net::CoarseClock::spawn(Duration::from_millis(1)).unwrap())
+        .clone()
+}
+
+/// `rate-net`'s `DirectLimiter` (no key, no map: one CAS on the token bucket's word), on the
+/// OS monotonic clock (its default) or its `CoarseClock`.
+pub(crate) struct RateNetDirect<C: clock_lib::Clock + Clone>(rate_net::DirectLimiter<C>);
+
+impl<C: clock_lib::Clock + Clone> RateNetDirect<C> {
+    pub(crate) fn new(s: &Setup, clock: C) -> Self {
+        RateNetDirect(rate_net_builder(s, clock).try_build_direct().unwrap())
+    }
+}
+
+impl<C: clock_lib::Clock + Clone + Send + Sync> Limiter for RateNetDirect<C> {
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        match self.0.check_n(permits) {
+            rate_net::Decision::Allow => Ok(()),
+            _ => Err(Denied::new(None)),
+        }
+    }
+}
+
+/// `rate-net`'s keyed `RateLimiter` (sharded store, its default capacity), all calls on one
+/// `u64` key: the per-key lookup is the cost.
+pub(crate) struct RateNetKeyed(rate_net::RateLimiter);
+
+impl RateNetKeyed {
+    pub(crate) fn new(s: &Setup) -> Self {
+        RateNetKeyed(
+            rate_net_builder(s, clock_lib::SystemClock::new())
+                .try_build()
+                .unwrap(),
+        )
+    }
+}
+
+impl Limiter for RateNetKeyed {
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        match self.0.check_n(7u64, permits) {
+            rate_net::Decision::Allow => Ok(()),
+            _ => Err(Denied::new(None)),
+        }
     }
 }
 

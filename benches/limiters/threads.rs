@@ -1,4 +1,4 @@
-//! Running one shared limiter on many threads: a timed run (for `examples/scaling.rs`) and a
+//! Running one shared limiter on many threads: a timed run (for `benches/scaling.rs`) and a
 //! fixed-count run (for criterion's `iter_custom`).
 
 #![allow(dead_code)]

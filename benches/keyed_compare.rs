@@ -1,22 +1,23 @@
-//! IntKeyed<u64> and Keyed<u64, Gcra> beside governor's keyed limiter, the candidate concurrent maps, and bytes
-//! per key: the figures behind the `## Keyed` section of BENCHMARKS.md and the choice of
-//! papaya.
+//! IntKeyed<u64> and Keyed<u64, Gcra> beside governor's and rate-net's keyed limiters, the
+//! candidate concurrent maps, and bytes per key: the figures behind the `## Keyed` section of
+//! BENCHMARKS.md and the choice of papaya.
 //!
 //! ```text
-//! cargo run --release --example keyed_compare -- governor   # IntKeyed, Keyed vs governor check_key
-//! cargo run --release --example keyed_compare -- paired     # the same, interleaved in chunks
-//! COARSE=1 IK_CAP=2 cargo run --release --example keyed_compare -- paired  # coarse clocks
-//! cargo run --release --example keyed_compare -- maps       # papaya / scc / dashmap lookups
-//! cargo run --release --example keyed_compare -- mem-hotlimit   # one fresh process per peer:
-//! cargo run --release --example keyed_compare -- mem-governor   # RSS growth over 1M keys
-//! cargo run --release --example keyed_compare -- mem-log        # (Linux: reads /proc)
-//! cargo run --release --example keyed_compare -- mem-window     # SlidingWindow, 10 buckets
-//! cargo run --release --example keyed_compare -- algos   # Keyed over Gcra / SlidingLog / SlidingWindow
+//! cargo bench --bench keyed_compare -- governor   # IntKeyed, Keyed vs governor check_key
+//! cargo bench --bench keyed_compare -- paired     # the same, interleaved in chunks
+//! COARSE=1 IK_CAP=2 cargo bench --bench keyed_compare -- paired  # coarse clocks
+//! cargo bench --bench keyed_compare -- maps       # papaya / scc / dashmap lookups
+//! cargo bench --bench keyed_compare -- mem-hotlimit   # one fresh process per peer:
+//! cargo bench --bench keyed_compare -- mem-governor   # RSS growth over 1M keys
+//! cargo bench --bench keyed_compare -- mem-ratenet
+//! cargo bench --bench keyed_compare -- mem-log        # (Linux: reads /proc)
+//! cargo bench --bench keyed_compare -- mem-window     # SlidingWindow, 10 buckets
+//! cargo bench --bench keyed_compare -- algos   # Keyed over Gcra / SlidingLog / SlidingWindow
 //! # one peer or component on one thread, e.g. under callgrind (WHAT: see `prof`):
-//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof hotlimit 100000   # Keyed
-//! PROF_REPS=5 cargo run --release --example keyed_compare -- prof intkeyed 100000   # IntKeyed
+//! PROF_REPS=5 cargo bench --bench keyed_compare -- prof hotlimit 100000   # Keyed
+//! PROF_REPS=5 cargo bench --bench keyed_compare -- prof intkeyed 100000   # IntKeyed
 //! valgrind --tool=callgrind --toggle-collect='*hot_loop*' \
-//!     target/release/examples/keyed_compare prof governor 1000
+//!     "$(cargo bench --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*')" prof governor 1000
 //! ```
 //!
 //! IntKeyed gets capacity = 1.25 × the number of keys (see `int_keyed_capacity`; its table,
@@ -37,6 +38,9 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use hotlimit::{Gcra, IntKeyed, Keyed, Rate};
+
+#[path = "cli.rs"]
+mod cli;
 
 const OPS: u64 = 2_000_000;
 
@@ -219,19 +223,24 @@ impl Slot128Floor {
     }
 }
 
-/// The `paired` mode: IntKeyed, Keyed, governor's keyed limiter and the floor of IntKeyed's
-/// layout on clock `ours` (governor on `theirs`), interleaved by [`paired`]: ROUNDS rounds
-/// of 2 × CHUNK calls per thread and limiter; ratio = governor / ours within a round
-/// (throughput ratio), printed as median [25th–75th percentile].
-fn paired_mode<C, G>(rate: Rate, quota: governor::Quota, ours: C, theirs: G)
+/// The `paired` mode: IntKeyed, Keyed, governor's keyed limiter, rate-net's keyed limiter and
+/// the floor of IntKeyed's layout on clock `ours` (governor on `theirs`, rate-net on
+/// `rate_net_clock`), interleaved by [`paired`]: ROUNDS rounds of 2 × CHUNK calls per thread
+/// and limiter; ratio = peer / ours within a round (throughput ratio), printed as median
+/// [25th–75th percentile].
+///
+/// rate-net gets the same rate (its `limit` per `period` is ours; its default token bucket,
+/// burst = limit as ours) and Keyed's capacity (`Eviction::capacity`, 2 × keys).
+fn paired_mode<C, G, R>(rate: Rate, quota: governor::Quota, ours: C, theirs: G, rate_net_clock: R)
 where
     C: hotlimit::Clock + Clone + Send + Sync,
     G: governor::clock::Clock<Instant = governor::clock::QuantaInstant> + Clone + Send + Sync,
+    R: clock_lib::Clock + Clone + Send + Sync,
 {
     let rounds: usize = std::env::var("ROUNDS").map_or(30, |s| s.parse().unwrap());
     let chunk: usize = std::env::var("CHUNK").map_or(200_000, |s| s.parse().unwrap());
-    println!("| keys | threads | chunk | IntKeyed ns/call | Keyed ns/call | governor ns/call | IntKeyed vs governor | Keyed vs governor | floor ns/call (slot128) |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| keys | threads | chunk | IntKeyed ns/call | Keyed ns/call | governor ns/call | rate-net ns/call | IntKeyed vs governor | Keyed vs governor | IntKeyed vs rate-net | Keyed vs rate-net | floor ns/call (slot128) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &n in &[1_000u64, 100_000] {
         let il: IntKeyed<u64, C> = IntKeyed::builder(rate)
             .capacity(int_keyed_capacity(n))
@@ -256,6 +265,15 @@ where
         for i in 0..n {
             let _ = gl.check_key(&i);
         }
+        let rn = rate_net::RateLimiter::builder()
+            .quota(u32::try_from(rate.limit()).unwrap(), rate.period())
+            .eviction(rate_net::Eviction::capacity(n as usize * 2))
+            .clock(rate_net_clock.clone())
+            .try_build()
+            .unwrap();
+        for i in 0..n {
+            let _ = rn.check(i);
+        }
         let fi = |key| {
             let _ = std::hint::black_box(il.try_acquire(key));
         };
@@ -265,17 +283,24 @@ where
         let fg = |key| {
             let _ = std::hint::black_box(gl.check_key(&key));
         };
+        let fr = |key: u64| {
+            let _ = std::hint::black_box(rn.check(key));
+        };
         let floor = Slot128Floor::new(n);
         let ff = |k: u64| floor.call(k, ours.now());
         for &threads in &[1usize, 2] {
-            let t = paired(threads, n, rounds, chunk, &[&fi, &fk, &fg, &ff]);
+            let t = paired(threads, n, rounds, chunk, &[&fi, &fk, &fg, &fr, &ff]);
             for (c, label) in [(0, "first (after the others)"), (1, "second (warm)")] {
                 let col = |i: usize| quartiles(t.iter().map(|r| r[i][c]).collect()).1;
-                let ratio = |i: usize| quartiles(t.iter().map(|r| r[2][c] / r[i][c]).collect());
-                let (ri, rk) = (ratio(0), ratio(1));
+                // peer / ours: how many times our throughput is the peer's
+                let ratio = |peer: usize, i: usize| {
+                    let (lo, mid, hi) = quartiles(t.iter().map(|r| r[peer][c] / r[i][c]).collect());
+                    format!("{mid:.2}x [{lo:.2}–{hi:.2}]")
+                };
                 println!(
-                    "| {n} | {threads} | {label} | {:.1} | {:.1} | {:.1} | {:.2}x [{:.2}–{:.2}] | {:.2}x [{:.2}–{:.2}] | {:.1} |",
-                    col(0), col(1), col(2), ri.1, ri.0, ri.2, rk.1, rk.0, rk.2, col(3)
+                    "| {n} | {threads} | {label} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} | {:.1} |",
+                    col(0), col(1), col(2), col(3),
+                    ratio(2, 0), ratio(2, 1), ratio(3, 0), ratio(3, 1), col(4)
                 );
             }
         }
@@ -330,17 +355,16 @@ fn mem_per_key<L: hotlimit::KeyedState>(
     n: u64,
     build: impl FnOnce() -> Keyed<u64, L>,
 ) {
-    let before = rss();
-    let k = build();
-    for i in 0..n {
-        k.try_acquire(&i).unwrap();
-    }
-    let after = rss();
-    println!(
-        "hotlimit {label}: {} keys, {:.1} bytes/key (RSS growth)",
-        k.len(),
-        (after - before) as f64 / n as f64
-    );
+    let mut k = None;
+    let per_key = rss_growth_per_key(n, || {
+        let keyed = build();
+        for i in 0..n {
+            keyed.try_acquire(&i).unwrap();
+        }
+        k = Some(keyed);
+    });
+    let len = k.map_or(0, |k| k.len());
+    println!("hotlimit {label}: {len} keys, {per_key:.1} bytes/key (RSS growth)");
 }
 
 /// Runs per cell: `REPS` (default 5).
@@ -586,14 +610,16 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
 }
 
 fn main() {
-    let mode = std::env::args().nth(1).unwrap_or_else(|| "all".into());
+    let args = cli::args();
+    // No mode (as under a bare `cargo bench`): the paired mode, the one BENCHMARKS.md reports.
+    let mode = args.first().map_or("paired", String::as_str);
     // A huge rate so that nothing is denied: the benchmark measures the grant path.
     let rate = Rate::per_second(1_000_000_000).unwrap();
     let quota = governor::Quota::per_second(NonZeroU32::new(1_000_000_000).unwrap());
     if mode == "prof" {
-        let what = std::env::args().nth(2).expect("prof WHAT NKEYS");
-        let n = std::env::args().nth(3).map_or(1000, |s| s.parse().unwrap());
-        prof(&what, n, rate, quota);
+        let what = args.get(1).expect("prof WHAT NKEYS");
+        let n = args.get(2).map_or(1000, |s| s.parse().unwrap());
+        prof(what, n, rate, quota);
         return;
     }
     if mode == "all" || mode == "governor" {
@@ -646,7 +672,7 @@ fn main() {
     }
     if mode == "paired" {
         // COARSE=1: each crate's coarse clock (ours: CoarseClock, governor's:
-        // QuantaUpkeepClock), both updated every 1 ms by an upkeep thread.
+        // QuantaUpkeepClock, rate-net's: CoarseClock), each updated every 1 ms by a thread.
         if std::env::var_os("COARSE").is_some() {
             let ms = std::time::Duration::from_millis(1);
             paired_mode(
@@ -654,6 +680,7 @@ fn main() {
                 quota,
                 hotlimit::CoarseClock::with_resolution(ms).unwrap(),
                 governor::clock::QuantaUpkeepClock::from_interval(ms).unwrap(),
+                rate_net::CoarseClock::spawn(ms).unwrap(),
             );
         } else {
             paired_mode(
@@ -661,6 +688,7 @@ fn main() {
                 quota,
                 hotlimit::DefaultClock::default(),
                 governor::clock::QuantaClock::default(),
+                clock_lib::SystemClock::new(),
             );
         }
     }
@@ -784,16 +812,39 @@ fn main() {
         );
     }
     if mode == "mem-governor" {
-        let before = rss();
         let gl = governor::RateLimiter::keyed(quota);
-        for i in 0..n {
-            let _ = gl.check_key(&i);
-        }
-        let after = rss();
+        let per_key = rss_growth_per_key(n, || {
+            for i in 0..n {
+                let _ = gl.check_key(&i);
+            }
+        });
         println!(
-            "governor keyed (dashmap): {} keys, {:.1} bytes/key (RSS growth)",
-            gl.len(),
-            (after - before) as f64 / n as f64
+            "governor keyed (dashmap): {} keys, {per_key:.1} bytes/key (RSS growth)",
+            gl.len()
         );
     }
+    if mode == "mem-ratenet" {
+        // rate-net's keyed limiter, default token bucket, capacity = the keys (as mem-hotlimit).
+        let rn = rate_net::RateLimiter::builder()
+            .quota(1_000_000_000, std::time::Duration::from_secs(1))
+            .eviction(rate_net::Eviction::capacity(n as usize))
+            .try_build()
+            .unwrap();
+        let per_key = rss_growth_per_key(n, || {
+            for i in 0..n {
+                let _ = rn.check(i);
+            }
+        });
+        println!(
+            "rate-net keyed (sharded store): {} keys, {per_key:.1} bytes/key (RSS growth)",
+            rn.tracked_keys()
+        );
+    }
+}
+
+/// The RSS growth of running `fill` (which creates `n` keys), in bytes per key.
+fn rss_growth_per_key(n: u64, fill: impl FnOnce()) -> f64 {
+    let before = rss();
+    fill();
+    (rss() - before) as f64 / n as f64
 }

@@ -5,18 +5,26 @@
 //! so that background noise falls on all rows alike.
 //!
 //! ```text
-//! cargo run --release --example scaling -- [--ms 200] [--reps 5] [--threads 1,2,4,8,16]
-//!                                          [--path allowed|busy|denied] [--only NAME,NAME]
+//! cargo bench --bench scaling -- [--ms 200] [--reps 5] [--threads 1,2,4,8,16]
+//!                                      [--path allowed|busy|denied] [--only NAME,NAME]
+//!                                      [--svg target/scaling.svg]
 //! ```
+//!
+//! It also draws the medians of hotlimit's rows and the peers' (not the floors) as an SVG,
+//! one panel per path (`--svg docs/scaling.svg` updates the one BENCHMARKS.md shows).
 //!
 //! Each cell is the median over `--reps` runs of `--ms` each, with the range, and the ratio of
 //! the medians to `governor` at the same thread count. On a machine with fewer cores than
 //! threads the runs are oversubscribed: threads are preempted while they hold a lock or sit in
 //! the middle of a CAS loop, which is where lock-freedom shows.
 
-#[path = "../benches/limiters/rows.rs"]
+#[path = "cli.rs"]
+mod cli;
+#[path = "limiters/rows.rs"]
 mod rows;
-#[path = "../benches/limiters/threads.rs"]
+#[path = "scaling/svg.rs"]
+mod svg;
+#[path = "limiters/threads.rs"]
 mod threads;
 
 use std::time::Duration;
@@ -30,10 +38,11 @@ struct Args {
     threads: Vec<usize>,
     paths: Vec<Path>,
     only: Vec<String>,
+    svg: String,
 }
 
 fn usage(msg: &str) -> ! {
-    eprintln!("scaling: {msg}\nusage: scaling [--ms N] [--reps N] [--threads 1,2,4] [--path allowed|busy|denied] [--only NAME,NAME]");
+    eprintln!("scaling: {msg}\nusage: scaling [--ms N] [--reps N] [--threads 1,2,4] [--path allowed|busy|denied] [--only NAME,NAME] [--svg FILE]");
     std::process::exit(2)
 }
 
@@ -44,8 +53,9 @@ fn parse() -> Args {
         threads: vec![1, 2, 4, 8, 16],
         paths: Path::ALL.to_vec(),
         only: Vec::new(),
+        svg: "target/scaling.svg".to_owned(),
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = cli::args().into_iter();
     while let Some(flag) = it.next() {
         let val = it
             .next()
@@ -67,6 +77,7 @@ fn parse() -> Args {
                 }
             }
             "--only" => a.only = val.split(',').map(str::to_owned).collect(),
+            "--svg" => a.svg = val,
             _ => usage(&format!("unknown flag {flag}")),
         }
     }
@@ -96,6 +107,7 @@ fn main() {
     if let Some(&t) = args.threads.iter().find(|&&t| t > cores) {
         println!("# from {t} threads on, this machine is oversubscribed (threads > {cores} cores)");
     }
+    let mut panels = Vec::new();
     for &path in &args.paths {
         let rows: Vec<Row> = rows(path)
             .into_iter()
@@ -154,6 +166,22 @@ fn main() {
             }
             println!();
         }
+        panels.push(svg::Panel {
+            path: path.name(),
+            threads: args.threads.clone(),
+            lines: rows
+                .iter()
+                .zip(&medians)
+                .filter(|(r, _)| r.kind != rows::Kind::Floor)
+                .map(|(r, m)| {
+                    (
+                        r.name,
+                        r.kind == rows::Kind::Ours,
+                        m.iter().map(|c| c.0).collect(),
+                    )
+                })
+                .collect(),
+        });
         if wrong_path.iter().any(|&w| w) {
             println!(
                 "\n(see note): in some run this row denied more than 0.1% of calls on the allowed \
@@ -162,5 +190,13 @@ fn main() {
                  limiter really is at its rate in that clock's time."
             );
         }
+    }
+    let title = format!(
+        "One shared limiter: total Mops/s by threads ({cores} cores; median of {} runs of {} ms)",
+        args.reps, args.ms
+    );
+    match std::fs::write(&args.svg, svg::render(&title, &panels)) {
+        Ok(()) => println!("\n# plot: {}", args.svg),
+        Err(e) => eprintln!("scaling: cannot write {}: {e}", args.svg),
     }
 }

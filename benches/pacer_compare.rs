@@ -2,7 +2,7 @@
 //! governor's `until_ready`, at the same target rate across 1, 2 and 8 threads.
 //!
 //! ```text
-//! cargo run --release --example pacer_compare -- [seconds_per_run] [rates...]
+//! cargo bench --bench pacer_compare -- [seconds_per_run] [rates...]
 //! ```
 //!
 //! Each run sends `rate × seconds` requests in total, split evenly over the threads; every
@@ -34,6 +34,9 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use hotlimit::{Pacer, Rate};
+
+#[path = "cli.rs"]
+mod cli;
 
 /// Runs a future to completion on this thread, parking between polls.
 fn block_on<F: Future>(fut: F) -> F::Output {
@@ -158,7 +161,7 @@ fn fmt_ns(ns: i64) -> String {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = cli::args().into_iter();
     let seconds: f64 = args.next().map_or(0.5, |s| s.parse().expect("seconds"));
     let rates: Vec<u64> = args.map(|s| s.parse().expect("rate")).collect();
     let rates = if rates.is_empty() {
