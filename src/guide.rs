@@ -67,6 +67,89 @@
 //!
 //! [`Gcra`]: crate::Gcra
 //!
+//! # Changing a rate while running
+//!
+//! [`Gcra::set_rate_at`] (and `set_rate`, `set_burst`, `set_rate_and_burst`; the [`Pacer`]'s
+//! and the other limiters' changes build on it) moves a live limiter from interval I and
+//! tolerance τ = b·I to I' and τ' = b'·I' at the change's clock reading s.
+//!
+//! *The rule.* Let S be the TAT the change replaces, D = max(S, s) − s the time owed,
+//! F = τ − min(D, τ) the free time and Q = D − min(D, τ) the time queued beyond the tolerance
+//! (reservations waiting; 0 for plain grants). The free time is carried as the same number of
+//! permits, at most the new burst: F' = min(⌊F·I'/I⌋, τ'). The new TAT is
+//!
+//! ```text
+//! S' = max(s + (τ' − F') + Q,  max(S, h) + 1)
+//! ```
+//!
+//! where h is the highest value a cancel has moved the state word down from (so max(S, h) is
+//! the highest value the word ever held). The second term is the "never forgive time owed"
+//! rule, and what makes the change safe against requests decided under the old parameters
+//! (below); it costs one nanosecond when the word would otherwise keep its value.
+//!
+//! *Nothing is freed.* Right after the change, the permits free at s are
+//! ⌊(s + τ' − max(S', s))/I'⌋ ≤ ⌊F'/I'⌋ ≤ min(⌊F/I⌋, b'): no more than were free just before
+//! it, and no more than the new burst.
+//!
+//! *The bound across the change.* Call the grants linearized before the change old and those
+//! after it new. Take an interval [t, t + d] with t ≤ s. If old grants lie in it, the
+//! GCRA proof above (cancels included, see [Reservations](#reservations-one-cas-for-a-place-in-line))
+//! gives S ≥ t + N_old·I, so N_old·I ≤ max(S, s) − t = D + (s − t). If new grants lie in it,
+//! the same proof from S' gives N_new·I' ≤ (t + d) + τ' − S' ≤ (t + d − s) + F' − Q, and
+//! F' ≤ F·I'/I. With D + F = τ + Q:
+//!
+//! ```text
+//! N_old + N_new ≤ (D + s − t + F)/I + (t + d − s − Q)/I' ≤ b + (s − t)/I + (t + d − s)/I' + Q/I.
+//! ```
+//!
+//! So, for plain grants whose calls read the clock no later than the change did (Q = 0):
+//! **in any interval reaching back to the change, at most b + (s − t)/I + (t + d − s)/I'**:
+//! the old burst once, each rate over its own part. For intervals that start at or after s,
+//! only new grants are counted and the GCRA proof from S' gives the new guarantee,
+//! **b' + d/I'**, with nothing assumed about S'. Neither bound is more permissive than the
+//! rate in force over each part; the old burst, already granted or not, is never granted
+//! twice.
+//!
+//! *Racing requests.* Requests read the TAT (Acquire), then the parameters (plain loads: a
+//! Relaxed atomic load is the `mov` a field would be, so the grant path is unchanged), then
+//! CAS the TAT (Release on success, Acquire on failure, reading the parameters again after a
+//! failure). A change takes a turn on a counter (changes run one at a time), swaps the TAT to
+//! a frozen marker (AcqRel), reads h, stores the parameters (Release), stores S' (Release) and
+//! ends its turn. A request that reads the marker waits for the change (a few stores). Claim:
+//! every successful CAS was decided on the TAT it replaced and on the parameters in force for
+//! that TAT.
+//!
+//! - A request whose CAS precedes the swap in the word's order read the old parameters: its
+//!   reads are sequenced before its Release CAS, which the swap (Acquire) reads or follows
+//!   through a chain of RMWs, so they happen before the change's stores.
+//! - A request that read S' or a later value reads the new parameters (or a later change's):
+//!   the change's Release store of S', continued by the RMWs after it, synchronizes with its
+//!   Acquire load.
+//! - A request that read a value from before the swap and tries its CAS after it fails,
+//!   because **the word never again holds a value it held before the change**. Before the
+//!   change every value above S was held and later left by a cancel (grants and reservations
+//!   only raise the word, and earlier changes install values above all earlier ones), and each
+//!   cancel raised h before its CAS, which the swap acquires; so S' > max(S, h) exceeds every
+//!   earlier value. After it, grants and reservations raise the word, and a cancel succeeds
+//!   only from a value installed after the change and restores the value its reservation read,
+//!   itself at least S'. A reservation made before the change can therefore not be cancelled
+//!   after it: its permits stay counted.
+//!
+//! Without the freeze (the parameters and the TAT stored one after the other) a grant between
+//! the change's read and its store is lost, and one can read new parameters with the old TAT:
+//! `loom-tests/tests/gcra.rs` has that planted twin, which its model catches (3 grants with
+//! burst 2), beside the models of a change racing grants and one racing a cancel.
+//! `tests/rate_change.rs` checks the rule and both bounds against a reference model over random
+//! traces of requests and changes.
+//!
+//! *The pacer.* A [`Pacer`] on schedule owes its whole tolerance plus the queued slots, so F =
+//! 0 and S' = s + τ' + Q = last slot + τ': the next slot is one new interval after the last
+//! one handed out. When the rate rises with the catch-up measured in time (the default, 10 ms),
+//! τ' ≈ τ and the floor max(S, h) + 1 can hold the next slot back by up to one old interval; a
+//! ramp of steps is one `set_rate` per step.
+//!
+//! [`Gcra::set_rate_at`]: crate::Gcra::set_rate_at
+//!
 //! # SlidingLog: the exact sliding window
 //!
 //! [`SlidingLog`] keeps the last `limit` grant times in a ring of `limit` atomic slots and a

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hotlimit::__planted_gcra::RacyGcra;
+use hotlimit::__planted_gcra::{RacyGcra, TornChange};
 use hotlimit::{Gcra, Limiter, ManualClock, Rate};
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
@@ -242,5 +242,112 @@ fn gcra_passes_the_fetch_add_counterexample() {
         assert_eq!(late, 2, "exactly b = 2 grants at t = 300");
         // Both t = 95 requests fit only one permit, and none if the t = 300 ones came first.
         assert!(early <= 1, "{early} grants at t = 95 with one permit free");
+    });
+}
+
+/// I = 10 ns, burst 2 (τ = 20), changed to I' = 5 ns, burst 2 (τ' = 10): faster, same burst.
+fn old_and_new() -> (Rate, Rate) {
+    (
+        Rate::new(1, Duration::from_nanos(10)).unwrap(),
+        Rate::new(1, Duration::from_nanos(5)).unwrap(),
+    )
+}
+
+/// A rate change racing grants on a frozen clock (every call at 0): whatever the
+/// interleaving, at most b = 2 permits are granted in all (the bound b + (s − t)/I +
+/// (t + d − s)/I' with every time 0), and the grants after the change never exceed what was
+/// free before it (the change frees nothing).
+#[test]
+fn rate_change_racing_grants_frees_nothing() {
+    loom::model(|| {
+        let (old, new) = old_and_new();
+        let g = Arc::new(
+            Gcra::builder(old)
+                .burst(2)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        let workers: Vec<_> = [2, 1]
+            .into_iter()
+            .map(|tries| {
+                let g = g.clone();
+                thread::spawn(move || (0..tries).filter(|_| g.try_acquire_at(0).is_ok()).count())
+            })
+            .collect();
+        g.set_rate_at(new, Some(2), 0).unwrap();
+        let granted: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        assert!(granted <= 2, "over-admitted: {granted} grants with burst 2");
+        // After the change, the state is a valid state of the new parameters: nothing more fits
+        // at 0 once 2 were granted, and the getters read the new parameters.
+        if granted == 2 {
+            assert!(g.try_acquire_at(0).is_err(), "over-admitted after the change");
+        }
+        assert_eq!((g.burst(), g.emission_interval()), (2, Duration::from_nanos(5)));
+    });
+}
+
+/// The planted twin: the change reads the TAT, then stores the parameters and the carried TAT
+/// separately. Two grants between its read and its store are overwritten, and one more is
+/// granted on the state it stores: 3 with burst 2. Loom must find it.
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn torn_rate_change_is_caught() {
+    loom::model(|| {
+        let (old, new) = old_and_new();
+        let g = Arc::new(TornChange(
+            Gcra::builder(old)
+                .burst(2)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        ));
+        let workers: Vec<_> = [2, 1]
+            .into_iter()
+            .map(|tries| {
+                let g = g.clone();
+                thread::spawn(move || {
+                    (0..tries)
+                        .filter(|_| g.0.try_acquire_at(0).is_ok())
+                        .count()
+                })
+            })
+            .collect();
+        g.set_rate_at(new, Some(2), 0);
+        let granted: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        assert!(granted <= 2, "over-admitted: {granted} grants with burst 2");
+    });
+}
+
+/// A rate change racing a reservation's cancel and a grant, burst 1, every call at 0: the
+/// permits in use (granted, or reserved for 0 and not given back) never exceed 1. A cancel
+/// that lands after the change fails (its permit stays counted); one that lands before it
+/// gives the permit back to the grant.
+#[test]
+fn rate_change_racing_cancel_and_grant() {
+    loom::model(|| {
+        let (old, new) = old_and_new();
+        let g = Arc::new(
+            Gcra::builder(old)
+                .burst(1)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        let g2 = g.clone();
+        let reserver = thread::spawn(move || match g2.reserve_n_at(1, 0, 100) {
+            // A permit ready at 0, then cancelled: still in use if the cancel failed.
+            Ok(r) => r.ready_at() == 0 && !r.cancel(),
+            Err(_) => false,
+        });
+        let g3 = g.clone();
+        let granter = thread::spawn(move || g3.try_acquire_at(0).is_ok());
+        g.set_rate_at(new, Some(1), 0).unwrap();
+        let reserved = reserver.join().unwrap();
+        let granted = granter.join().unwrap();
+        assert!(
+            usize::from(reserved) + usize::from(granted) <= 1,
+            "over-admitted: reserved={reserved} granted={granted} with burst 1"
+        );
     });
 }
