@@ -398,12 +398,10 @@ impl<C> Gcra<C> {
             // read. Acquire on failure: the winner may be a rate change's install, whose
             // parameters `price` reads next. Otherwise the CAS on the one state word linearizes
             // grants, reservations and cancels by itself.
-            match self.tat.compare_exchange_weak(
-                tat,
-                next,
-                Ordering::Release,
-                Ordering::Acquire,
-            ) {
+            match self
+                .tat
+                .compare_exchange_weak(tat, next, Ordering::Release, Ordering::Acquire)
+            {
                 Ok(_) => return Ok((next, extra)),
                 Err(current) => {
                     tat = current;
@@ -421,17 +419,20 @@ impl<C> Gcra<C> {
     fn thawed(&self) -> Option<u64> {
         let backoff = Backoff::new();
         loop {
-            // Acquire: as in `advance`.
-            let tat = self.tat.load(Ordering::Acquire);
+            // Acquire: as in `advance`. An RMW (adding 0) rather than a load: it reads the
+            // latest value, so the wait ends as soon as the change does (a load may keep
+            // returning the frozen value it read before, and the model checker explores that).
+            let tat = self.tat.fetch_add(0, Ordering::Acquire);
             if tat != FROZEN {
                 return Some(tat);
             }
             // Relaxed: a change marks itself (odd) before it freezes the word, and the Acquire
-            // load above that read the freeze makes the mark visible; even means none is under
+            // RMW above that read the freeze makes the mark visible; even means none is under
             // way, or it has finished (then the word is no longer frozen: read it once more).
-            if self.changes.load(Ordering::Relaxed) & 1 == 0 {
+            // An RMW for the same reason as above.
+            if self.changes.fetch_add(0, Ordering::Relaxed) & 1 == 0 {
                 // Acquire: as in `advance`.
-                let tat = self.tat.load(Ordering::Acquire);
+                let tat = self.tat.fetch_add(0, Ordering::Acquire);
                 return (tat != FROZEN).then_some(tat);
             }
             backoff.spin();

@@ -281,9 +281,15 @@ fn rate_change_racing_grants_frees_nothing() {
         // After the change, the state is a valid state of the new parameters: nothing more fits
         // at 0 once 2 were granted, and the getters read the new parameters.
         if granted == 2 {
-            assert!(g.try_acquire_at(0).is_err(), "over-admitted after the change");
+            assert!(
+                g.try_acquire_at(0).is_err(),
+                "over-admitted after the change"
+            );
         }
-        assert_eq!((g.burst(), g.emission_interval()), (2, Duration::from_nanos(5)));
+        assert_eq!(
+            (g.burst(), g.emission_interval()),
+            (2, Duration::from_nanos(5))
+        );
     });
 }
 
@@ -306,11 +312,7 @@ fn torn_rate_change_is_caught() {
             .into_iter()
             .map(|tries| {
                 let g = g.clone();
-                thread::spawn(move || {
-                    (0..tries)
-                        .filter(|_| g.0.try_acquire_at(0).is_ok())
-                        .count()
-                })
+                thread::spawn(move || (0..tries).filter(|_| g.0.try_acquire_at(0).is_ok()).count())
             })
             .collect();
         g.set_rate_at(new, Some(2), 0);

@@ -1,0 +1,311 @@
+//! Live rate changes: `Gcra::set_rate_at` (and the Pacer's) against the reference model's rule,
+//! the bound across a change (`b + (s − t)/I + (t + d − s)/I'`), "a change frees nothing", and
+//! racing threads.
+
+mod model;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hotlimit::{Gcra, ManualClock, Pacer, Rate};
+use model::gcra::GcraModel;
+use proptest::prelude::*;
+
+fn rate(limit: u64, period_ns: u64) -> Rate {
+    Rate::new(limit, Duration::from_nanos(period_ns)).unwrap()
+}
+
+fn gcra(limit: u64, period_ns: u64, burst: u64) -> Gcra<ManualClock> {
+    Gcra::builder(rate(limit, period_ns))
+        .burst(burst)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_faster_rate_frees_nothing_at_once() {
+    // 10/s, 4 taken at 0: 6 free. At 100/s (burst 100) still 6 free, then one per 10 ms.
+    let g = gcra(10, 1_000_000_000, 10);
+    g.try_acquire_n_at(4, 0).unwrap();
+    g.set_rate_at(rate(100, 1_000_000_000), None, 0).unwrap();
+    assert_eq!(g.remaining_at(0), 6);
+    assert!(g.try_acquire_n_at(7, 0).is_err());
+    assert_eq!(g.remaining_at(10_000_000), 7);
+    assert_eq!(
+        g.remaining_at(1_000_000_000),
+        100,
+        "full after one period of the new rate"
+    );
+}
+
+#[test]
+fn a_smaller_burst_caps_what_is_free() {
+    let g = gcra(100, 1_000_000_000, 100);
+    g.try_acquire_n_at(10, 0).unwrap(); // 90 free
+    g.set_rate_at(rate(100, 1_000_000_000), Some(5), 0).unwrap();
+    // Free is capped at 5, and the 10 owed (100 ms) stay owed: with τ' = 50 ms nothing is
+    // free until 50 ms, then one per 10 ms. (The change adds 1 ns: the state's value must be
+    // new, see `Gcra::set_rate_at`.)
+    assert_eq!(g.remaining_at(0), 0);
+    assert_eq!(g.remaining_at(60_000_000), 0);
+    assert_eq!(g.remaining_at(60_000_001), 1);
+    assert_eq!(g.remaining_at(100_000_001), 5);
+}
+
+#[test]
+fn a_slower_rate_keeps_the_time_owed() {
+    // 100/s, 50 taken: 500 ms owed, 50 free. At 10/s (burst 10): free = min(50, 10) = 10,
+    // a whole new burst, so the carried state would owe nothing; but the TAT never moves
+    // earlier: the 500 ms stay owed (plus the 1 ns that makes the state new), so 4 are free at
+    // once and the 5th 1 ns later.
+    let g = gcra(100, 1_000_000_000, 100);
+    g.try_acquire_n_at(50, 0).unwrap();
+    g.set_rate_at(rate(10, 1_000_000_000), None, 0).unwrap();
+    assert_eq!(g.remaining_at(0), 4);
+    assert_eq!(g.remaining_at(1), 5);
+    let d = g.try_acquire_n_at(6, 1).unwrap_err();
+    assert_eq!(d.retry_after_nanos(), Some(100_000_000));
+}
+
+#[test]
+fn an_idle_limiter_keeps_its_burst_up_to_the_new_one() {
+    let clock = ManualClock::new();
+    let g = Gcra::builder(rate(10, 1_000_000_000))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    g.set_rate(rate(1_000, 1_000_000_000)).unwrap();
+    // 10 free before, so 10 free after (not 1,000); the rest fills at 1,000/s.
+    assert_eq!(g.remaining(), 10);
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(g.remaining(), 1_000);
+    g.set_rate(rate(3, 1_000_000_000)).unwrap();
+    assert_eq!(g.remaining(), 3);
+}
+
+#[test]
+fn getters_and_debug_show_the_new_parameters() {
+    let g = gcra(10, 1_000_000_000, 10);
+    g.set_rate_at(rate(4, 1_000_000_000), Some(2), 0).unwrap();
+    assert_eq!(g.rate(), rate(4, 1_000_000_000));
+    assert_eq!(g.burst(), 2);
+    assert_eq!(g.emission_interval(), Duration::from_millis(250));
+    let shown = format!("{g:?}");
+    assert!(
+        shown.contains("limit: 4") && shown.contains("burst: 2"),
+        "{shown}"
+    );
+    g.set_burst(7).unwrap();
+    assert_eq!((g.rate().limit(), g.burst()), (4, 7));
+}
+
+#[test]
+fn bad_changes_are_errors_that_change_nothing() {
+    let g = gcra(10, 1_000_000_000, 10);
+    g.try_acquire_n_at(3, 0).unwrap();
+    let err = g.set_rate_at(rate(10, 5), None, 0).unwrap_err();
+    assert_eq!(err.field(), "rate");
+    let err = g
+        .set_rate_at(rate(1, 1_000), Some(u64::MAX), 0)
+        .unwrap_err();
+    assert_eq!(err.field(), "burst");
+    assert_eq!(g.set_burst(0).unwrap_err().field(), "burst");
+    assert_eq!((g.rate(), g.burst()), (rate(10, 1_000_000_000), 10));
+    assert_eq!(g.remaining_at(0), 7);
+}
+
+#[test]
+fn a_reservation_from_before_a_change_is_not_given_back_after_it() {
+    let g = gcra(1, 1_000, 1);
+    let r = g.reserve_n_at(1, 0, 10_000).unwrap();
+    g.set_rate_at(rate(1, 2_000), None, 0).unwrap();
+    assert!(
+        !r.cancel(),
+        "the word moved on: the cancel fails and the permit stays counted"
+    );
+    assert_eq!(g.remaining_at(0), 0);
+    // One made after the change is given back as usual.
+    let g = gcra(1, 1_000, 2);
+    g.set_rate_at(rate(1, 2_000), Some(2), 0).unwrap();
+    let r = g.reserve_n_at(1, 0, 0).unwrap();
+    assert!(r.cancel());
+}
+
+#[test]
+fn a_change_after_a_cancel_stays_above_the_cancelled_place() {
+    // A reservation 50 µs out is cancelled; the next change keeps the word above where it
+    // reached (a request that read it before the cancel must never see it again).
+    let g = gcra(1, 1_000, 1);
+    let r = g.reserve_n_at(1, 0, 50_000).unwrap();
+    let far = g.reserve_n_at(1, 0, 50_000).unwrap();
+    assert_eq!(far.ready_at(), 1_000);
+    assert!(far.cancel());
+    r.keep();
+    g.set_rate_at(rate(1, 500), None, 0).unwrap();
+    // The highest value the word held was 2,000 (the cancelled one): the new TAT is 2,001,
+    // and with I' = τ' = 500 the next permit is due when it is reached.
+    assert_eq!(
+        g.try_acquire_at(0).unwrap_err().retry_after_nanos(),
+        Some(2_001)
+    );
+}
+
+#[test]
+fn racing_threads_on_a_frozen_clock_never_pass_the_first_burst() {
+    // Every call at t = 0: the bound across any number of changes is the burst in force at
+    // the start, b = 50, however the changes and grants interleave.
+    let g = Arc::new(gcra(50, 1_000_000, 50));
+    g.try_acquire_at(0).unwrap();
+    let granted = Arc::new(AtomicU64::new(1));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (g, granted) = (g.clone(), granted.clone());
+            std::thread::spawn(move || {
+                for _ in 0..2_000 {
+                    if g.try_acquire_at(0).is_ok() {
+                        granted.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for k in 0..200u64 {
+        let limit = 10 + (k * 37) % 200;
+        g.set_rate_at(rate(limit, 1_000_000), Some(1 + (k * 13) % 100), 0)
+            .unwrap();
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let granted = granted.load(Ordering::Relaxed);
+    assert!(
+        granted <= 50,
+        "{granted} grants with burst 50 at one instant"
+    );
+}
+
+#[test]
+fn a_pacer_ramp_is_one_call_per_step() {
+    // 1,000/s, then 10k, 20k, ... 100k per second: eleven steps of one second, one
+    // `set_rate` at the start of each. One thread, the ManualClock as the sleeper; each slot
+    // is counted in the second its time falls in.
+    let clock = ManualClock::new();
+    let pacer = Pacer::builder(Rate::per_second(1_000).unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let targets: Vec<u64> = std::iter::once(1_000)
+        .chain((1..=10).map(|k| k * 10_000))
+        .collect();
+    let mut per_step = vec![0u64; targets.len()];
+    let mut step = 0;
+    loop {
+        let slot = pacer.pace_with(&clock).unwrap().slot;
+        let second = (slot / 1_000_000_000) as usize;
+        if second >= targets.len() {
+            break;
+        }
+        per_step[second] += 1;
+        if second > step {
+            step = second;
+            pacer
+                .set_rate(Rate::per_second(targets[step]).unwrap())
+                .unwrap();
+            let interval = 1_000_000_000u64.div_ceil(targets[step]);
+            assert_eq!(pacer.interval(), Duration::from_nanos(interval));
+        }
+    }
+    for (k, (&target, &slots)) in targets.iter().zip(&per_step).enumerate() {
+        // Each second sends its rate, less at most the slots of one old interval (the first
+        // slot after a faster change waits out the old one) and the few slots the rounding of
+        // the interval up to whole nanoseconds costs over a second.
+        let old = if k == 0 { target } else { targets[k - 1] };
+        let low = target - target.div_ceil(old) - target / 10_000 - 1;
+        assert!(
+            (low..=target).contains(&slots),
+            "second {k}: {slots} slots at {target}/s: {per_step:?}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3_000))]
+
+    /// Requests and changes at random: every decision and retry equals the model's (which
+    /// writes the rule out plainly), a change never frees a permit nor exceeds the new burst,
+    /// and every interval that contains one change holds at most b + (s − t)/I + (t + d − s)/I'.
+    #[test]
+    fn changes_match_the_model_and_the_bound(
+        first in (1u64..=50, 1u64..=1_000_000, 1u64..=60),
+        steps in prop::collection::vec(
+            prop_oneof![
+                6 => (0u64..=200_000, 1u32..=8).prop_map(|(gap, n)| (gap, n, None)),
+                1 => (0u64..=200_000, (1u64..=50, 1u64..=1_000_000, 1u64..=60))
+                    .prop_map(|(gap, c)| (gap, 0, Some(c))),
+            ],
+            1..80,
+        ),
+    ) {
+        let valid = |(l, p, b): (u64, u64, u64)| (l, p.max(l), b);
+        let (l, p, b) = valid(first);
+        let g = gcra(l, p, b);
+        let mut model = GcraModel::new(l, p, b);
+        let mut now = 0u64;
+        // (time, permits) of every grant; (time, I, b) of every change, the first at 0.
+        let mut grants: Vec<(u64, u64)> = Vec::new();
+        let mut epochs: Vec<(u64, u128, u64)> = vec![(0, model.params().0, b)];
+        for (i, &(gap, n, change)) in steps.iter().enumerate() {
+            now += gap;
+            match change {
+                None => {
+                    let real = g.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos());
+                    let want = model.acquire(n, now);
+                    prop_assert_eq!(real, want, "step {} at {}", i, now);
+                    if real.is_ok() {
+                        grants.push((now, u64::from(n)));
+                    }
+                }
+                Some(c) => {
+                    let (l, p, b) = valid(c);
+                    let before = g.remaining_at(now);
+                    g.set_rate_at(rate(l, p), Some(b), now).unwrap();
+                    model.rerate(l, p, b, now);
+                    let after = g.remaining_at(now);
+                    prop_assert!(after <= before.min(b), "freed: {} -> {} (b' {})", before, after, b);
+                    prop_assert_eq!(u128::from(after), model.remaining(now));
+                    epochs.push((now, model.params().0, b));
+                }
+            }
+        }
+        // The bound over every interval [t, e] between grant times that contains at most one
+        // change s (t ≤ s ≤ e): N·I·I' ≤ b·I·I' + (s − t)·I' + (e − s)·I, exactly in u128.
+        for k in 0..epochs.len() {
+            let (s, i2, _) = epochs[k];
+            let (i1, b1) = if k == 0 { (i2, epochs[0].2) } else { (epochs[k - 1].1, epochs[k - 1].2) };
+            let start = if k == 0 { 0 } else { epochs[k - 1].0 };
+            let end = epochs.get(k + 1).map_or(u64::MAX, |e| e.0);
+            for (a, &(t, _)) in grants.iter().enumerate() {
+                if t < start || t > s {
+                    continue;
+                }
+                let mut n = 0u128;
+                for &(e, m) in &grants[a..] {
+                    if e >= end {
+                        break;
+                    }
+                    n += u128::from(m);
+                    if e < s {
+                        continue;
+                    }
+                    let bound = u128::from(b1) * i1 * i2
+                        + u128::from(s - t) * i2
+                        + u128::from(e - s) * i1;
+                    prop_assert!(n * i1 * i2 <= bound, "{} grants in [{}, {}] across the change at {}", n, t, e, s);
+                }
+            }
+        }
+    }
+}
