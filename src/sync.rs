@@ -10,12 +10,15 @@
 
 #[cfg(hotlimit_loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicU64, Ordering},
+    atomic::{fence, AtomicU64, Ordering},
     Arc,
 };
 
 #[cfg(not(hotlimit_loom))]
 pub(crate) use alloc::sync::Arc;
+/// Fences, for `Keyed`'s creation protocol (the only user, which needs `std`).
+#[cfg(all(not(hotlimit_loom), feature = "std"))]
+pub(crate) use portable_atomic::fence;
 #[cfg(not(hotlimit_loom))]
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
