@@ -619,16 +619,15 @@ pub(crate) struct Snapshot {
 }
 
 /// The TAT that carries a GCRA state across a rate change at `now`, from interval I and
-/// tolerance τ (`old`) to I' and τ' (`new`): the rule [`Gcra::set_rate_at`] documents and the
-/// [`guide`](crate::guide#changing-a-rate-while-running) proves.
+/// tolerance τ (`old`) to I' and τ' (`new`), before any floor: the rule
+/// [`Gcra::set_rate_at`] documents and the [`guide`](crate::guide#changing-a-rate-while-running)
+/// proves, shared with `Keyed`'s per-key changes.
 ///
 /// With D = max(S, now) − now the time owed, the free time F = τ − min(D, τ) is carried as the
 /// same number of permits (F·I'/I, rounded down) but at most τ'; time queued beyond τ
-/// (reservations waiting) is kept as time. The result is then raised, if needed, to
-/// `floor` + 1, where `floor` is the highest value the state word has held (the current TAT
-/// or a value a cancel moved it down from): the change never forgives time owed, and the word
-/// never again holds a value a request decided under the old parameters may expect.
-pub(crate) fn rerate(tat: u64, now: u64, old: (u64, u64), new: (u64, u64), floor: u64) -> u64 {
+/// (reservations waiting) is kept as time. Callers then raise the result to at least the old
+/// TAT (time owed is never forgiven), and `Gcra` to one past the highest value its word held.
+pub(crate) fn carry_tat(tat: u64, now: u64, old: (u64, u64), new: (u64, u64)) -> u64 {
     let ((interval, tolerance), (interval2, tolerance2)) = (old, new);
     let owed = tat.max(now) - now;
     let free = tolerance.saturating_sub(owed);
@@ -638,7 +637,14 @@ pub(crate) fn rerate(tat: u64, now: u64, old: (u64, u64), new: (u64, u64), floor
     let free2 = carried.min(u128::from(tolerance2)) as u64;
     let owed2 = (tolerance2 - free2).saturating_add(queued);
     now.saturating_add(owed2)
-        .max(tat.max(floor).saturating_add(1))
+}
+
+/// [`carry_tat`] raised to `floor` + 1, where `floor` is the highest value the state word has
+/// held (the current TAT or a value a cancel moved it down from): the change never forgives
+/// time owed, and the word never again holds a value a request decided under the old
+/// parameters may expect.
+pub(crate) fn rerate(tat: u64, now: u64, old: (u64, u64), new: (u64, u64), floor: u64) -> u64 {
+    carry_tat(tat, now, old, new).max(tat.max(floor).saturating_add(1))
 }
 
 impl<C> Gcra<C> {

@@ -881,8 +881,11 @@
 //!
 //! `set_rate(key, rate)` stores the override (it outlives evictions) and moves the key's live
 //! state: a CAS to a second tombstone `MOVING` freezes it (a grant racing it fails its CAS,
-//! exactly as with eviction), then one map store replaces the entry with a state whose TAT is
-//! the frozen one: grants made under the old rate are neither refunded nor charged again.
+//! exactly as with eviction), then one map store replaces the entry with a state carried from
+//! the frozen TAT by the rule of a live `Gcra` change (see
+//! [Changing a rate while running](#changing-a-rate-while-running)): the permits free before
+//! stay free, at most the new burst, and time owed is never forgiven. The replacement is a new
+//! state word, so the +1 ns that `Gcra` needs against stale requests is not needed here.
 //! Admitters that read `MOVING` retry the lookup until that store lands (only on that key).
 //!
 //! `set_default_rate(rate)` stores the new default, then moves every live key that has no
@@ -905,9 +908,11 @@
 //! **No over-admission at a switch.** Per algorithm, for a key whose rate changes from
 //! (`limit`, `period`) to (`limit'`, `period'`) at time s (the clock read by the change):
 //!
-//! - GCRA keeps the TAT; from s on, a request is judged by the new interval and tolerance
-//!   from that TAT: the GCRA bound with the new parameters holds for every interval starting at
-//!   or after s, with the grants before s counted through the TAT.
+//! - GCRA carries its TAT by the live-change rule; from s on, a request is judged by the new
+//!   interval and tolerance from the carried TAT: the GCRA bound with the new parameters holds
+//!   for every interval starting at or after s, and an interval reaching back before s holds
+//!   at most b + (s − t)/I + (t + d − s)/I' (the proof for `Gcra` applies as is: it uses only
+//!   that the carried TAT is at least the rule's value).
 //! - SlidingLog carries its newest `limit'` stamps; SlidingWindow carries, for each bucket
 //!   still counted, its permits at t = min(the bucket's last instant, the newest `now` any call
 //!   on the key brought), the newest `limit'` permits, re-recorded oldest first into a fresh

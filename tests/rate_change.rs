@@ -309,3 +309,39 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn keyed_changes_carry_like_a_live_gcra_and_take_a_burst() {
+    use hotlimit::Keyed;
+    let k: Keyed<&str, Gcra, ManualClock> = Keyed::gcra(rate(10, 1_000_000_000))
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    k.try_acquire_n_at(&"alice", 4, 0).unwrap(); // 6 of 10 free
+    k.set_rate("alice", rate(100, 1_000_000_000)).unwrap();
+    // Still 6 free, not 96: the change frees nothing (as `Gcra::set_rate_at`).
+    assert!(k.try_acquire_n_at(&"alice", 7, 0).is_err());
+    assert!(k.try_acquire_n_at(&"alice", 6, 0).is_ok());
+    // A per-key burst: 100/s with bursts of 300 for bob, 10 for everyone else.
+    k.set_rate_and_burst("bob", rate(100, 1_000_000_000), 300)
+        .unwrap();
+    assert!(k.try_acquire_n_at(&"bob", 300, 0).is_ok());
+    assert!(k.try_acquire_n_at(&"carol", 11, 0).unwrap_err().is_never());
+    assert_eq!(
+        k.set_rate_and_burst("bob", rate(100, 1_000_000_000), 0)
+            .unwrap_err()
+            .field(),
+        "burst"
+    );
+    // A default change carries live keys the same way.
+    k.try_acquire_n_at(&"dave", 10, 0).unwrap();
+    k.set_default_rate(rate(1_000, 1_000_000_000)).unwrap();
+    assert!(
+        k.try_acquire_at(&"dave", 0).is_err(),
+        "dave had nothing free"
+    );
+    assert!(
+        k.try_acquire_at(&"dave", 1_000_000).is_ok(),
+        "one per ms at the new rate"
+    );
+}
