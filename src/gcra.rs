@@ -729,8 +729,11 @@ impl<C> Gcra<C> {
     /// // Still 6 free (not 100): the change frees nothing; the rest fills at 100/s.
     /// assert_eq!(limiter.remaining_at(0), 6);
     /// assert_eq!(limiter.remaining_at(10_000_000), 7);
+    /// // Slower: 2/s (burst 2). The 930 ms still owed stay owed (not rescaled to 2/s), so
+    /// // nothing is free until they drain below the new tolerance of 1 s.
     /// limiter.set_rate_at(Rate::per_second(2)?, None, 10_000_000)?;
-    /// assert_eq!(limiter.remaining_at(10_000_000), 2); // capped at the new burst
+    /// assert_eq!(limiter.remaining_at(10_000_000), 0);
+    /// assert_eq!(limiter.remaining_at(500_000_000), 1);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) -> Result<(), ConfigError> {
@@ -905,9 +908,12 @@ impl<C: Clock> Gcra<C> {
     /// # Examples
     ///
     /// ```
-    /// use hotlimit::{Gcra, Limiter, ManualClock, Rate};
+    /// use hotlimit::{Gcra, ManualClock, Rate};
+    /// use std::time::Duration;
     ///
-    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// let clock = ManualClock::new();
+    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(clock.clone()).build()?;
+    /// clock.advance(Duration::from_secs(1));
     /// limiter.set_burst(2)?;
     /// assert_eq!(limiter.remaining(), 2);
     /// assert_eq!(limiter.set_burst(0).unwrap_err().field(), "burst");
