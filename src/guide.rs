@@ -367,6 +367,15 @@
 //! bucket); a denial writes the cursor twice (claim and give-back), unlike the limiters'
 //! write-free denials.
 //!
+//! *Refused keys.* [`report_refused`](crate::KeyPool::report_refused) (an upstream 429) sets
+//! the key's cooldown word to now + the cooldown; [`retire`](crate::KeyPool::retire) sets it to
+//! `u64::MAX`. A call whose turn falls on a cooling key passes the turn on (up to K turns,
+//! then a denial until the first cooldown ends). No budget argument above changes: every
+//! hand-out is still one grant of that key's slots or window; a passed turn of the log store
+//! spends the cooling key's slot (a use it never made, counted against it), and the windows
+//! store leaves the key's window alone. The cyclic-order arguments (exact denial, exact
+//! `retry_after`) hold while no key is cooling.
+//!
 //! [`SlidingLog`]: crate::SlidingLog
 //! [`KeyPool`]: crate::KeyPool
 //! # Waiting: blocking, async, reservations and the pacer
