@@ -345,3 +345,146 @@ fn keyed_changes_carry_like_a_live_gcra_and_take_a_burst() {
         "one per ms at the new rate"
     );
 }
+
+mod sharded {
+    use super::*;
+    use hotlimit::ShardedGcra;
+
+    fn sharded(limit: u64, period_ns: u64, burst: u64, shards: usize) -> ShardedGcra<ManualClock> {
+        ShardedGcra::builder(rate(limit, period_ns))
+            .burst(burst)
+            .shards(shards)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_change_frees_nothing_and_splits_the_new_rate() {
+        let g = sharded(12, 1_200_000, 12, 3);
+        g.try_acquire_n_on(0, 5, 0).unwrap(); // shard 0 (4) and 1 from shard 1
+        let before = g.remaining_at(0);
+        g.set_rate_at(rate(120, 1_200_000), None, 0).unwrap();
+        assert_eq!(g.remaining_at(0), before);
+        assert_eq!(g.burst(), 120);
+        assert_eq!(
+            g.shard_emission_interval(2),
+            Some(Duration::from_nanos(30_000))
+        );
+        assert_eq!(g.emission_interval(), Duration::from_nanos(10_000));
+        // Slower and a smaller burst: capped, owed time kept.
+        g.set_rate_at(rate(3, 1_200_000), Some(3), 0).unwrap();
+        assert!(g.remaining_at(0) <= 3.min(before));
+        assert_eq!(
+            g.set_rate_at(rate(2, 1_200_000), None, 0)
+                .unwrap_err()
+                .field(),
+            "shards"
+        );
+        assert_eq!(g.rate(), rate(3, 1_200_000));
+    }
+
+    #[test]
+    fn racing_threads_on_a_frozen_clock_never_pass_the_first_burst() {
+        let g = Arc::new(sharded(64, 1_000_000, 64, 4));
+        let granted = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (g, granted) = (g.clone(), granted.clone());
+                std::thread::spawn(move || {
+                    for i in 0..2_000u32 {
+                        let n = 1 + (i + t) % 3;
+                        if g.try_acquire_n_on(t as usize, n, 0).is_ok() {
+                            granted.fetch_add(u64::from(n), Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for k in 0..200u64 {
+            let limit = 8 + (k * 37) % 200;
+            g.set_rate_at(rate(limit, 1_000_000), Some(4 + (k * 13) % 100), 0)
+                .unwrap();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        let granted = granted.load(Ordering::Relaxed);
+        assert!(
+            granted <= 64,
+            "{granted} permits with burst 64 at one instant"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+        /// Sequential requests from random homes and random changes: a change never frees a
+        /// permit nor exceeds the new burst, and every interval containing one change holds at
+        /// most b + (s − t)/I + (t + d − s)/I' (global I, b), exactly in u128.
+        #[test]
+        fn changes_keep_the_bound(
+            shards in 1usize..=4,
+            first in (4u64..=40, 1u64..=1_000_000, 4u64..=60),
+            steps in prop::collection::vec(
+                prop_oneof![
+                    6 => (0u64..=200_000, 1u32..=8, 0usize..4).prop_map(|(gap, n, h)| (gap, n, h, None)),
+                    1 => (0u64..=200_000, (4u64..=40, 1u64..=1_000_000, 4u64..=60))
+                        .prop_map(|(gap, c)| (gap, 0, 0, Some(c))),
+                ],
+                1..60,
+            ),
+        ) {
+            let valid = |(l, p, b): (u64, u64, u64)| (l, p.max(l), b);
+            let (l, p, b) = valid(first);
+            let g = sharded(l, p, b, shards);
+            let interval = |l: u64, p: u64| u128::from(p.div_ceil(l));
+            let mut now = 0u64;
+            let mut grants: Vec<(u64, u64)> = Vec::new();
+            let mut epochs: Vec<(u64, u128, u64)> = vec![(0, interval(l, p), b)];
+            for &(gap, n, home, change) in &steps {
+                now += gap;
+                match change {
+                    None => {
+                        if g.try_acquire_n_on(home, n, now).is_ok() {
+                            grants.push((now, u64::from(n)));
+                        }
+                    }
+                    Some(c) => {
+                        let (l, p, b) = valid(c);
+                        let before = g.remaining_at(now);
+                        g.set_rate_at(rate(l, p), Some(b), now).unwrap();
+                        let after = g.remaining_at(now);
+                        prop_assert!(after <= before.min(b), "freed: {} -> {} (b' {})", before, after, b);
+                        epochs.push((now, interval(l, p), b));
+                    }
+                }
+            }
+            for k in 0..epochs.len() {
+                let (s, i2, _) = epochs[k];
+                let (i1, b1) = if k == 0 { (i2, epochs[0].2) } else { (epochs[k - 1].1, epochs[k - 1].2) };
+                let start = if k == 0 { 0 } else { epochs[k - 1].0 };
+                let end = epochs.get(k + 1).map_or(u64::MAX, |e| e.0);
+                for (a, &(t, _)) in grants.iter().enumerate() {
+                    if t < start || t > s {
+                        continue;
+                    }
+                    let mut n = 0u128;
+                    for &(e, m) in &grants[a..] {
+                        if e >= end {
+                            break;
+                        }
+                        n += u128::from(m);
+                        if e < s {
+                            continue;
+                        }
+                        let bound = u128::from(b1) * i1 * i2
+                            + u128::from(s - t) * i2
+                            + u128::from(e - s) * i1;
+                        prop_assert!(n * i1 * i2 <= bound, "{} permits in [{}, {}] across the change at {}", n, t, e, s);
+                    }
+                }
+            }
+        }
+    }
+}
