@@ -432,6 +432,18 @@ impl Shard {
         self.params_with(Ordering::Relaxed)
     }
 
+    /// The interval and tolerance only (the burst left unread): what the snapshots of the
+    /// denial path need.
+    #[inline(always)]
+    fn rest_params(&self) -> ShardParams {
+        // Relaxed (both): as in `params`.
+        ShardParams {
+            interval: self.interval.load(Ordering::Relaxed),
+            tolerance: self.tolerance.load(Ordering::Relaxed),
+            burst: 0,
+        }
+    }
+
     /// The parameters read with `order`: Acquire for the getters' sequence lock.
     #[inline(always)]
     fn params_with(&self, order: Ordering) -> ShardParams {
@@ -453,7 +465,7 @@ impl Shard {
     /// (0 if negative), and no more than keep max(S, now) + m·I within u64.
     #[inline]
     fn available(&self, tat: u64, now: u64) -> u64 {
-        let p = self.params();
+        let p = self.rest_params();
         let base = if tat > now { tat } else { now };
         let ahead = base - now;
         if ahead > p.tolerance {
@@ -468,7 +480,7 @@ impl Shard {
     /// released by time `now`, nondecreasing in `now`, which the retry search needs.
     #[inline]
     fn released(&self, tat: u64, now: u64) -> u64 {
-        let p = self.params();
+        let p = self.rest_params();
         let ahead = tat.saturating_sub(now);
         p.tolerance.saturating_sub(ahead) / p.interval
     }
@@ -716,16 +728,22 @@ impl<C> ShardedGcra<C> {
         }
     }
 
-    /// The rate-change counter (odd while one is under way). Acquire, and an RMW (adding 0) so
-    /// that it reads the latest value (a retry loop must see the change end).
+    /// The rate-change counter (odd while one is under way), read without a write: a denial
+    /// stays read-only.
     fn change_turn(&self) -> u64 {
-        // Acquire: a finished change's stores are visible after this; see above for the RMW.
-        self.changes.fetch_add(0, Ordering::Acquire)
+        // Acquire: a finished change's stores are visible after this. A shard state read
+        // (Acquire) from a change's freeze or install makes that change's odd mark visible
+        // here, so a borrow that met a change reads a different value after it.
+        self.changes.load(Ordering::Acquire)
     }
 
     /// Waits while a rate change is under way.
+    #[cold]
     fn wait_change(&self, backoff: &Backoff) {
-        while self.change_turn() & 1 == 1 {
+        // Acquire, and an RMW (adding 0) so that it reads the latest value: the loop must see
+        // the change end (a load may keep returning the odd value it read before, and the
+        // model checker explores that). Only while a change is under way.
+        while self.changes.fetch_add(0, Ordering::Acquire) & 1 == 1 {
             backoff.spin();
         }
     }
@@ -786,7 +804,7 @@ impl<C> ShardedGcra<C> {
             let mut first = i128::MAX;
             for shard in self.shards.iter() {
                 let tat = shard.load();
-                let p = shard.params();
+                let p = shard.rest_params();
                 let t = i128::from(tat) - i128::from(p.tolerance) + i128::from(p.interval);
                 first = first.min(t);
             }

@@ -488,3 +488,116 @@ mod sharded {
         }
     }
 }
+
+mod sliding_window {
+    use super::*;
+    use hotlimit::SlidingWindow;
+
+    #[test]
+    fn count_closed_windows_refuse_live_changes() {
+        let w = SlidingWindow::builder(rate(10, 1_000_000))
+            .count_closed(2)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        assert_eq!(w.set_limit_at(5, 0).unwrap_err().field(), "count_closed");
+        assert_eq!(w.rate().limit(), 10);
+    }
+
+    #[test]
+    fn racing_threads_on_a_frozen_clock_never_pass_the_first_limit() {
+        let w = Arc::new(
+            SlidingWindow::builder(rate(40, 1_000_000))
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        let granted = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (w, granted) = (w.clone(), granted.clone());
+                std::thread::spawn(move || {
+                    for i in 0..2_000u32 {
+                        let n = 1 + (i + t) % 3;
+                        if w.try_acquire_n_at(n, 0).is_ok() {
+                            granted.fetch_add(u64::from(n), Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for k in 0..200u64 {
+            w.set_limit_at(1 + (k * 37) % 100, 0).unwrap();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        let granted = granted.load(Ordering::Relaxed);
+        assert!(
+            granted <= 40,
+            "{granted} permits with limit 40 at one instant"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+        /// Sequential requests and limit changes on a clock that moves forward: every window
+        /// (e − p, e] ending at a grant holds at most the limit in force at e in the model
+        /// (a lower limit at once, a higher one `period` after its change): so a window that
+        /// contains a change holds at most the smaller limit, and a later one the new limit.
+        #[test]
+        fn every_window_holds_the_limit_in_force(
+            buckets in 1usize..=12,
+            first in 1u64..=30,
+            steps in prop::collection::vec(
+                prop_oneof![
+                    6 => (0u64..=300, 1u32..=5).prop_map(|(gap, n)| (gap, n, None)),
+                    1 => (0u64..=300, 1u64..=30).prop_map(|(gap, l)| (gap, 0, Some(l))),
+                ],
+                1..120,
+            ),
+        ) {
+            let period = 1_000u64;
+            let w = SlidingWindow::builder(rate(first, period))
+                .buckets(buckets)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap();
+            let (mut in_force, mut pending) = (first, None::<(u64, u64)>);
+            let mut grants: Vec<(u64, u64)> = Vec::new();
+            let mut now = 0u64;
+            for &(gap, n, change) in &steps {
+                now += gap;
+                if let Some((to, at)) = pending {
+                    if now >= at {
+                        in_force = to;
+                        pending = None;
+                    }
+                }
+                match change {
+                    Some(l) => {
+                        w.set_limit_at(l, now).unwrap();
+                        if l <= in_force {
+                            in_force = l;
+                            pending = None;
+                        } else {
+                            pending = Some((l, now + period));
+                        }
+                    }
+                    None => {
+                        if w.try_acquire_n_at(n, now).is_ok() {
+                            grants.push((now, u64::from(n)));
+                            let held: u64 = grants
+                                .iter()
+                                .filter(|&&(t, _)| t + period > now)
+                                .map(|&(_, m)| m)
+                                .sum();
+                            prop_assert!(held <= in_force, "{} in the window ending at {} with {} in force", held, now, in_force);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

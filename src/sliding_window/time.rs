@@ -195,7 +195,9 @@ pub(super) struct TimeRing<H = Padded> {
     lag_buckets: u64,
     /// r = lag mod w.
     lag_rest: u64,
-    limit: u64,
+    /// The limit in force. A live change stores it; requests read it after the state word
+    /// (Acquire), with the plain load a Relaxed atomic load compiles to.
+    limit: AtomicU64,
 }
 
 /// The fast path's verdict.
@@ -244,7 +246,7 @@ impl<H: HeadCell> TimeRing<H> {
             lag,
             lag_buckets: lag / width,
             lag_rest: lag % width,
-            limit,
+            limit: AtomicU64::new(limit),
         }
     }
 }
@@ -326,10 +328,26 @@ impl<H: HeadCell> TimeRing<H> {
         if slot_epoch(v) != below as u32 {
             return Fast::Slow;
         }
-        if u64::from(granted(s).wrapping_sub(slot_prefix(v))) + n > self.limit {
+        if u64::from(granted(s).wrapping_sub(slot_prefix(v))) + n > self.limit() {
             return Fast::Deny { x, below };
         }
         Fast::Grant(s.wrapping_add(n << HIGH))
+    }
+
+    /// The limit in force.
+    #[inline(always)]
+    pub(super) fn limit(&self) -> u64 {
+        // Relaxed: read after the Acquire load of the state word. A grant decided with it is
+        // validated by its CAS on that word, so it is linearized at this load (the word was
+        // unchanged from its load to its CAS), and a grant that read a later grant's word
+        // (Acquire, from that grant's Release CAS) reads that grant's limit or a newer one.
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Sets the limit in force (a live change; the caller holds the change turn).
+    pub(super) fn set_limit(&self, limit: u64) {
+        // Release: see `limit`; nothing else is published with it.
+        self.limit.store(limit, Ordering::Release);
     }
 
     /// The floor f from `decide`'s `below` = f − 1 (wrapped when the floor saturates at 0).
@@ -346,7 +364,7 @@ impl<H: HeadCell> TimeRing<H> {
     #[cold]
     #[inline(never)]
     fn acquire_slow(&self, n: u64, now: u64, seen: Option<u64>) -> Result<(), Denied> {
-        if n > self.limit {
+        if n > self.limit() {
             // Never, and without moving the window.
             return Err(Denied::never());
         }
@@ -437,7 +455,7 @@ impl<H: HeadCell> TimeRing<H> {
     #[cold]
     #[inline(never)]
     fn denial(&self, s: u64, x: u64, f: u64, n: u64, now: u64) -> Miss {
-        if n > self.limit {
+        if n > self.limit() {
             return Miss::Denied(Denied::never());
         }
         let g = granted(s);
@@ -447,7 +465,7 @@ impl<H: HeadCell> TimeRing<H> {
             // Acquire: as in `attempt`.
             let v = self.slot(y).load(Ordering::Acquire);
             (slot_epoch(v) == y as u32)
-                .then(|| u64::from(g.wrapping_sub(slot_prefix(v))) + n <= self.limit)
+                .then(|| u64::from(g.wrapping_sub(slot_prefix(v))) + n <= self.limit())
         };
         // Invariant: !fits(lo) (lo = f was denied), fits(hi). At x = u64::MAX (1 ns buckets at
         // the end of the clock) hi saturates; T(hi) is then past the clock's range either way.
