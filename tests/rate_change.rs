@@ -601,3 +601,61 @@ mod sliding_window {
         }
     }
 }
+
+mod sliding_log {
+    use super::*;
+    use hotlimit::SlidingLog;
+    use model::log::LogModel;
+
+    #[test]
+    fn bad_limits_leave_the_log_unchanged() {
+        let mut log = SlidingLog::builder(rate(3, 1_000))
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        log.try_acquire_n_at(2, 0).unwrap();
+        assert_eq!(log.set_limit(0).unwrap_err().field(), "limit");
+        assert_eq!(log.set_limit(1 << 29).unwrap_err().field(), "limit");
+        assert_eq!(log.limit(), 3);
+        assert!(log.try_acquire_at(1).is_ok());
+        assert!(log.try_acquire_at(2).is_err());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        /// Requests and limit changes at random, on a clock that moves forward: every decision
+        /// and every retry equals the exact log's with every grant counted across the changes.
+        #[test]
+        fn changes_match_the_exact_log(
+            first in 1u64..=20,
+            steps in prop::collection::vec(
+                prop_oneof![
+                    6 => (0u64..=400, 1u32..=6).prop_map(|(gap, n)| (gap, n, None)),
+                    1 => (0u64..=400, 1u64..=20).prop_map(|(gap, l)| (gap, 0, Some(l))),
+                ],
+                1..120,
+            ),
+        ) {
+            let period = 1_000u64;
+            let mut log = SlidingLog::builder(rate(first, period)).clock(ManualClock::new()).build().unwrap();
+            let mut model = LogModel::new(first, period);
+            let mut now = 0u64;
+            for (i, &(gap, n, change)) in steps.iter().enumerate() {
+                now += gap;
+                match change {
+                    Some(l) => {
+                        log.set_limit(l).unwrap();
+                        model.set_limit(l);
+                        prop_assert_eq!(log.limit(), l);
+                    }
+                    None => {
+                        let real = log.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos());
+                        let want = model.acquire(n, now);
+                        prop_assert_eq!(real, want, "step {} at {}", i, now);
+                    }
+                }
+            }
+        }
+    }
+}
