@@ -148,7 +148,44 @@
 //! τ' ≈ τ and the floor max(S, h) + 1 can hold the next slot back by up to one old interval; a
 //! ramp of steps is one `set_rate` per step.
 //!
+//! *Sharded GCRA.* [`ShardedGcra::set_rate_at`] recomputes the shares for the same shard
+//! count (l_k, b_k as at build; a new `limit` or burst below the shard count is refused) and
+//! moves each shard by the rule above, under its own freeze and its own h. Each shard is a
+//! GCRA with one change at s, so shard k grants at most b_k + (s − t)/I_k + (t + d − s)/I'_k
+//! in an interval reaching back to s, and Σ b_k = b, Σ 1/I_k ≤ 1/I, Σ 1/I'_k ≤ 1/I' give
+//! b + (s − t)/I + (t + d − s)/I' for the whole, as for one `Gcra`. A borrowing request that
+//! meets a frozen shard, or reads the change counter differently before and after its pass,
+//! does not trust its denial: it waits for the change and decides again (grants made during
+//! the pass are each one shard's CAS and stand).
+//!
+//! *Sliding window.* [`SlidingWindow::set_limit_at`] keeps the period and the buckets (the
+//! ring is O(buckets) whatever the limit, so no new ring is needed; a new period would change
+//! the bucket width, and a count-closed window's table is sized for its limit: both refused).
+//! The counts are untouched, so every window still counts every grant in it. A lower limit L'
+//! applies at once; a higher one applies `period` after the change (the first denial after
+//! that raises it). A grant after the change is made only if its window, counted from the
+//! floor bucket, stays within the limit in force, so **a window that contains the change
+//! holds at most min(L, L'), and a window after it at most L'**, counting grants from both
+//! sides. The limit is a separate word from the decision word, but a request reads it after
+//! the decision word (Acquire) and CASes that word (Release): the word is unchanged from its
+//! load to its CAS, so the request is linearized at its read of the limit, and a request that
+//! read another's CAS reads that request's limit or a newer one. `tests/rate_change.rs`
+//! checks every window against the limit in force over random traces.
+//!
+//! *Sliding log.* Exactness needs one slot per permit of the limit, and the ring's slots are
+//! claimed by CAS with no room to resize them under concurrent claims, so
+//! [`SlidingLog::set_limit`] takes `&mut self`: it allocates a ring of L' slots and preloads
+//! the newest L' grant times, oldest first. A request is then judged by the exact log of every
+//! grant: if the window holds at most L' grants, all are kept; if it holds more, the dropped
+//! ones are older than every kept one, so a request for n is granted exactly when the n
+//! oldest kept ones have left, which is when the exact count is at most L' − n.
+//! `tests/rate_change.rs` compares every decision and retry with the exact log over random
+//! traces of requests and changes.
+//!
 //! [`Gcra::set_rate_at`]: crate::Gcra::set_rate_at
+//! [`ShardedGcra::set_rate_at`]: crate::ShardedGcra::set_rate_at
+//! [`SlidingWindow::set_limit_at`]: crate::SlidingWindow::set_limit_at
+//! [`SlidingLog::set_limit`]: crate::SlidingLog::set_limit
 //!
 //! # SlidingLog: the exact sliding window
 //!
