@@ -749,28 +749,7 @@ impl<C> Gcra<C> {
         now: u64,
         params: impl FnOnce(Params, Rate) -> Result<(Params, Rate), ConfigError>,
     ) -> Result<(), ConfigError> {
-        let backoff = Backoff::new();
-        // Relaxed: a first look; the CAS below decides.
-        let mut turn = self.changes.load(Ordering::Relaxed);
-        loop {
-            if turn & 1 == 0 {
-                // Acquire: the previous change's parameter stores (before its Release end of
-                // turn) are ours to read. Changes take turns: nobody else writes them now.
-                match self.changes.compare_exchange_weak(
-                    turn,
-                    turn + 1,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    Err(current) => turn = current,
-                }
-            } else {
-                // Relaxed: waiting for the other change's end of turn.
-                turn = self.changes.load(Ordering::Relaxed);
-            }
-            backoff.spin();
-        }
+        crate::sync::take_turn(&self.changes);
         // Relaxed (all): only changes write the parameters, and we hold the turn.
         let old = Params {
             interval: self.interval.load(Ordering::Relaxed),
@@ -788,8 +767,7 @@ impl<C> Gcra<C> {
         let (new, rate) = match params(old, current) {
             Ok(changed) => changed,
             Err(e) => {
-                // Release: ends the turn (nothing was written).
-                self.changes.fetch_add(1, Ordering::Release);
+                crate::sync::end_turn(&self.changes); // nothing was written
                 return Err(e);
             }
         };
@@ -829,8 +807,7 @@ impl<C> Gcra<C> {
             // nothing a request reads.
             self.burst.store(new.burst, Ordering::Release);
         }
-        // Release: ends the turn; the next change and the getters read our stores after it.
-        self.changes.fetch_add(1, Ordering::Release);
+        crate::sync::end_turn(&self.changes);
         Ok(())
     }
 

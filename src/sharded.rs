@@ -1097,27 +1097,7 @@ impl<C> ShardedGcra<C> {
     /// ```
     pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) -> Result<(), ConfigError> {
         let (interval, burst, split) = split(rate, burst, self.shards.len() as u64)?;
-        let backoff = Backoff::new();
-        // Relaxed: a first look; the CAS below decides.
-        let mut turn = self.changes.load(Ordering::Relaxed);
-        loop {
-            if turn & 1 == 0 {
-                // Acquire: the previous change's stores are ours to read; changes take turns.
-                match self.changes.compare_exchange_weak(
-                    turn,
-                    turn + 1,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    Err(current) => turn = current,
-                }
-            } else {
-                // Relaxed: waiting for the other change's end of turn.
-                turn = self.changes.load(Ordering::Relaxed);
-            }
-            backoff.spin();
-        }
+        crate::sync::take_turn(&self.changes);
         for (shard, new) in self.shards.iter().zip(split) {
             let old = shard.params();
             if (old.interval, old.tolerance) != (new.interval, new.tolerance) {
@@ -1154,8 +1134,7 @@ impl<C> ShardedGcra<C> {
         self.interval.store(interval, Ordering::Release);
         self.limit.store(rate.limit(), Ordering::Release);
         self.period.store(rate.period_nanos(), Ordering::Release);
-        // Release: ends the turn.
-        self.changes.fetch_add(1, Ordering::Release);
+        crate::sync::end_turn(&self.changes);
         Ok(())
     }
 }

@@ -37,7 +37,7 @@ use core::{fmt, time::Duration};
 use alloc::boxed::Box;
 
 use crate::error::{ConfigError, Value};
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 
 mod closed;
@@ -659,7 +659,7 @@ impl<C> SlidingWindow<C> {
                  closed-bucket table is sized for its limit): build a new limiter",
             ));
         };
-        self.take_turn();
+        crate::sync::take_turn(&self.changes);
         let in_force = ring.limit();
         if limit <= in_force {
             ring.set_limit(limit);
@@ -674,34 +674,8 @@ impl<C> SlidingWindow<C> {
         }
         // Relaxed: the getters' snapshot of the limit last set.
         self.limit.store(limit, Ordering::Relaxed);
-        // Release: ends the turn; the next one reads our stores after it.
-        self.changes.fetch_add(1, Ordering::Release);
+        crate::sync::end_turn(&self.changes);
         Ok(())
-    }
-
-    /// Takes the change turn (an even → odd CAS on `changes`).
-    fn take_turn(&self) {
-        let backoff = Backoff::new();
-        // Relaxed: a first look; the CAS decides.
-        let mut turn = self.changes.load(Ordering::Relaxed);
-        loop {
-            if turn & 1 == 0 {
-                // Acquire: the previous turn's stores are ours to read.
-                match self.changes.compare_exchange_weak(
-                    turn,
-                    turn + 1,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return,
-                    Err(current) => turn = current,
-                }
-            } else {
-                // Relaxed: waiting for the other turn to end.
-                turn = self.changes.load(Ordering::Relaxed);
-            }
-            backoff.spin();
-        }
     }
 
     /// After a denial: if a raise is due, makes it the limit in force and decides again.
@@ -728,7 +702,7 @@ impl<C> SlidingWindow<C> {
             }
             return Err(denied);
         }
-        self.take_turn();
+        crate::sync::take_turn(&self.changes);
         // Relaxed (both): under the turn.
         let at = self.raise_at.load(Ordering::Relaxed);
         let due = at != 0 && now >= at;
@@ -736,8 +710,7 @@ impl<C> SlidingWindow<C> {
             ring.set_limit(self.limit.load(Ordering::Relaxed));
             self.raise_at.store(0, Ordering::Relaxed);
         }
-        // Release: ends the turn.
-        self.changes.fetch_add(1, Ordering::Release);
+        crate::sync::end_turn(&self.changes);
         if due {
             ring.acquire(n, now)
         } else {
