@@ -457,10 +457,15 @@ impl<C> SlidingWindow<C> {
         let n = u64::from(permits);
         match &self.core {
             // Checks n > limit off its fast path (such a request is never granted there).
-            Core::Time(ring) => match ring.acquire(n, now) {
-                Ok(()) => Ok(()),
-                Err(denied) => self.raise_if_due(ring, n, now, denied),
-            },
+            Core::Time(ring) => ring.acquire_or(n, now, |denied| {
+                // Relaxed: a hint (0: no raise pending, the usual case); `raise_if_due`
+                // decides under the turn.
+                if self.raise_at.load(Ordering::Relaxed) == 0 {
+                    Err(denied)
+                } else {
+                    self.raise_if_due(ring, n, now, denied)
+                }
+            }),
             // Relaxed: the count-closed core's limit never changes.
             Core::Closed(_) if n > self.limit.load(Ordering::Relaxed) => Err(Denied::never()),
             Core::Closed(closed) => closed.acquire(n, now),

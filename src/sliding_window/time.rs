@@ -266,6 +266,19 @@ impl<H: HeadCell> TimeRing<H> {
     /// Takes `n` ≥ 1 permits at `now`, all or nothing (more than `limit`: denied, never).
     #[inline(always)]
     pub(super) fn acquire(&self, n: u64, now: u64) -> Result<(), Denied> {
+        self.acquire_or(n, now, Err)
+    }
+
+    /// [`acquire`](Self::acquire) that hands a denial to `denied` (only on the out-of-line
+    /// paths: the grant path is the same code), which may decide again (a live raise of the
+    /// limit that is due).
+    #[inline(always)]
+    pub(super) fn acquire_or(
+        &self,
+        n: u64,
+        now: u64,
+        denied: impl FnOnce(Denied) -> Result<(), Denied>,
+    ) -> Result<(), Denied> {
         // The common case inline: `now` in the current bucket, room in the window, no
         // contention. Everything else (rolls, stale views, denials, retries) is out of line.
         // Acquire: pairs with the thaw (or the grant CASes after it): the slots and the
@@ -287,13 +300,16 @@ impl<H: HeadCell> TimeRing<H> {
             }
             Fast::Deny { x, below } => {
                 if let Miss::Denied(d) = self.denial(s, x, Self::floor_of(x, below), n, now) {
-                    return Err(d);
+                    return denied(d);
                 }
                 None
             }
             Fast::Slow => None,
         };
-        self.acquire_slow(n, now, seen)
+        match self.acquire_slow(n, now, seen) {
+            Ok(()) => Ok(()),
+            Err(d) => denied(d),
+        }
     }
 
     /// The decision for a call whose `now` lies in the current bucket of the unfrozen word
@@ -455,7 +471,9 @@ impl<H: HeadCell> TimeRing<H> {
     #[cold]
     #[inline(never)]
     fn denial(&self, s: u64, x: u64, f: u64, n: u64, now: u64) -> Miss {
-        if n > self.limit() {
+        // One reading for the whole search (the search is over one snapshot too).
+        let limit = self.limit();
+        if n > limit {
             return Miss::Denied(Denied::never());
         }
         let g = granted(s);
@@ -465,7 +483,7 @@ impl<H: HeadCell> TimeRing<H> {
             // Acquire: as in `attempt`.
             let v = self.slot(y).load(Ordering::Acquire);
             (slot_epoch(v) == y as u32)
-                .then(|| u64::from(g.wrapping_sub(slot_prefix(v))) + n <= self.limit())
+                .then(|| u64::from(g.wrapping_sub(slot_prefix(v))) + n <= limit)
         };
         // Invariant: !fits(lo) (lo = f was denied), fits(hi). At x = u64::MAX (1 ns buckets at
         // the end of the clock) hi saturates; T(hi) is then past the clock's range either way.
