@@ -199,12 +199,14 @@ mod overrides;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub mod planted;
+mod read;
 mod window;
 
 #[cfg(feature = "std")]
 pub use builder::KeyedBuilder;
 #[cfg(feature = "std")]
 pub use map::{Keyed, WhenFull};
+pub use read::KeyedRead;
 
 /// The creation protocol of a new key's state, shared by [`Keyed`]'s insert and the loom
 /// model (`loom-tests/tests/keyed.rs`), which runs it over a lock-free one-key map.

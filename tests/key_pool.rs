@@ -424,6 +424,15 @@ mod refused_keys {
     }
 
     #[test]
+    fn cooling_keys_count_nothing_in_remaining_with_buckets() {
+        let pool = pools().pop().unwrap();
+        assert_eq!(pool.remaining_at(0), 9);
+        pool.cool_down_until(&pool.keys()[1], 100);
+        assert_eq!(pool.remaining_at(0), 6);
+        assert_eq!(pool.remaining_at(100), 9);
+    }
+
+    #[test]
     fn references_from_elsewhere_are_refused() {
         let pool = &pools()[0];
         let outside = "a";

@@ -235,7 +235,9 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
                     Admit::Moving => backoff.snooze_or_spin(),
                 }
             } else {
-                self.insert_new(key, now, len, &guard)?;
+                // Its only refusals are for want of room.
+                self.insert_new(key, now, len, &guard)
+                    .map_err(Denied::table_full)?;
             }
         }
     }
