@@ -748,7 +748,9 @@ impl<C> ShardedGcra<C> {
         }
     }
 
-    /// One pass of [`borrow`](ShardedGcra::borrow).
+    /// One pass of [`borrow`](ShardedGcra::borrow), inlined there (one call frame for the
+    /// slow path, as before live changes).
+    #[inline(always)]
     fn borrow_once(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
         // Checked here, off the fast path: a request the home shard granted is within b.
         // Relaxed: a snapshot; a change racing it makes `borrow` decide again.
