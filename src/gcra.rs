@@ -58,20 +58,42 @@ use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Gcra<C = DefaultClock> {
-    /// The theoretical arrival time S, in nanoseconds on `clock`. 0 means "never used".
+    /// The theoretical arrival time S, in nanoseconds on `clock`. 0 means "never used";
+    /// [`FROZEN`] while a rate change holds it (see [`Gcra::set_rate_at`]).
     tat: AtomicU64,
     /// The emission interval I in nanoseconds, at least 1.
-    interval: u64,
+    ///
+    /// This and the next three are the parameters. A rate change rewrites them while the TAT
+    /// is frozen; a request reads them after the TAT (Acquire), so the TAT value its CAS
+    /// expects was installed under the parameters it read (the guide proves it). On x86-64 a
+    /// Relaxed load is the plain `mov` a non-atomic field would be: the grant path is
+    /// unchanged.
+    interval: AtomicU64,
     /// The tolerance τ = b·I in nanoseconds; fits in u64 by construction.
-    tolerance: u64,
+    tolerance: AtomicU64,
     /// τ − I: the slack of a one-permit request, precomputed for the hottest call (b ≥ 1, so
     /// it does not underflow).
-    slack_one: u64,
+    slack_one: AtomicU64,
     /// The burst b.
-    burst: u64,
-    rate: Rate,
+    burst: AtomicU64,
+    /// The rate's `limit` and period (ns), for [`Gcra::rate`] only.
+    limit: AtomicU64,
+    period: AtomicU64,
+    /// Twice the number of rate changes made, plus 1 while one is under way: changes take
+    /// turns on it (a CAS from even to odd), and the getters read the parameters between two
+    /// equal even values of it (a sequence lock, off every admission path).
+    changes: AtomicU64,
+    /// The highest TAT value a give-back (a cancelled reservation) ever moved the state down
+    /// from: with the current TAT, the highest value the state word ever held, which a rate
+    /// change must exceed (see [`Gcra::set_rate_at`]).
+    high: AtomicU64,
     clock: C,
 }
+
+/// The TAT value that marks a rate change under way. A state can reach `u64::MAX` by itself
+/// only at the end of the clock's range, where every request is denied anyway; `changes` being
+/// odd tells the two apart.
+pub(crate) const FROZEN: u64 = u64::MAX;
 
 /// Builds a [`Gcra`]: see [`Gcra::builder`].
 ///
@@ -211,11 +233,14 @@ impl<C: Clock> GcraBuilder<C> {
         let rate = self.rate;
         Ok(Gcra {
             tat: AtomicU64::new(0),
-            interval,
-            tolerance,
-            slack_one: tolerance - interval,
-            burst,
-            rate,
+            interval: AtomicU64::new(interval),
+            tolerance: AtomicU64::new(tolerance),
+            slack_one: AtomicU64::new(tolerance - interval),
+            burst: AtomicU64::new(burst),
+            limit: AtomicU64::new(rate.limit()),
+            period: AtomicU64::new(rate.period_nanos()),
+            changes: AtomicU64::new(0),
+            high: AtomicU64::new(0),
             clock: self.clock,
         })
     }
@@ -338,41 +363,93 @@ impl<C> Gcra<C> {
         if permits == 0 {
             return Ok(());
         }
-        let Some((cost, slack)) = price(
-            u64::from(permits),
-            self.burst,
-            self.interval,
-            self.tolerance,
-        ) else {
-            return Err(Denied::never());
-        };
-        self.advance(now, cost, slack).map(drop)
+        let n = u64::from(permits);
+        self.advance(now, |g| {
+            let (interval, tolerance, burst) = g.live_params();
+            match price(n, burst, interval, tolerance) {
+                Some((cost, slack)) => Ok((cost, slack, ())),
+                None => Err(Denied::never()),
+            }
+        })
+        .map(drop)
     }
 
-    /// The CAS loop shared by every acquire and by reservations: one request of `cost` = n·I
-    /// with `slack` = τ − n·I (n ≤ b, so neither overflows), or a wider slack for a
-    /// reservation that may wait. Returns the TAT it installed.
+    /// The CAS loop shared by every acquire and by reservations. `price` reads the parameters
+    /// (after the TAT) and returns the request's `cost` = n·I and `slack` = τ − n·I (n ≤ b, so
+    /// neither overflows), or a wider slack for a reservation that may wait, plus anything the
+    /// caller wants read under the same parameters. Returns the TAT it installed and that.
+    ///
+    /// `price` runs again after every lost CAS: the TAT that won may have been installed by a
+    /// rate change, under new parameters. (Peeling the first attempt off the loop, with the
+    /// loop out of line, was measured: one to five instructions more per call, not fewer.)
     #[inline(always)]
-    pub(crate) fn advance(&self, now: u64, cost: u64, slack: u64) -> Result<u64, Denied> {
-        // Relaxed: the TAT is the limiter's whole state; the decision needs no other memory,
-        // and the CAS below fails if this value is stale.
-        let mut tat = self.tat.load(Ordering::Relaxed);
+    pub(crate) fn advance<X>(
+        &self,
+        now: u64,
+        price: impl Fn(&Self) -> Result<(u64, u64, X), Denied>,
+    ) -> Result<(u64, X), Denied> {
+        // Acquire: a TAT installed by a rate change publishes the parameters that change wrote
+        // before it (its Release store); `price` reads them after this load.
+        let mut tat = self.tat.load(Ordering::Acquire);
         let backoff = Backoff::new();
         loop {
+            let (cost, slack, extra) = price(self)?;
             // A denial returns here, before any write: under overload the line stays shared.
-            let next = decide(tat, now, cost, slack)?;
-            // Relaxed (both): a CAS on the one state word linearizes grants, reservations and
-            // cancels by itself; nothing else is published or consumed with the TAT.
+            let next = match decide(tat, now, cost, slack) {
+                Ok(next) => next,
+                Err(denied) if tat != FROZEN => return Err(denied),
+                // A rate change holds the word: wait for it, then decide on what it installed.
+                Err(denied) => match self.thawed() {
+                    Some(current) => {
+                        tat = current;
+                        continue;
+                    }
+                    None => return Err(denied),
+                },
+            };
+            // Release on success: orders our parameter reads before the grant, so a rate
+            // change that freezes the word after it (Acquire) cannot have written the values we
+            // read. Acquire on failure: the winner may be a rate change's install, whose
+            // parameters `price` reads next. Otherwise the CAS on the one state word linearizes
+            // grants, reservations and cancels by itself.
             match self
                 .tat
-                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange_weak(tat, next, Ordering::Release, Ordering::Acquire)
             {
-                Ok(_) => return Ok(next),
+                Ok(_) => return Ok((next, extra)),
                 Err(current) => {
                     tat = current;
                     crate::sync::lost_cas(&backoff, now);
                 }
             }
+        }
+    }
+
+    /// After reading [`FROZEN`]: waits for the rate change under way and returns the TAT it
+    /// installed, or `None` if no change is under way (the state really is at `u64::MAX`, the
+    /// end of the clock's range).
+    #[cold]
+    #[inline(never)]
+    fn thawed(&self) -> Option<u64> {
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: as in `advance`. An RMW (adding 0) rather than a load: it reads the
+            // latest value, so the wait ends as soon as the change does (a load may keep
+            // returning the frozen value it read before, and the model checker explores that).
+            let tat = self.tat.fetch_add(0, Ordering::Acquire);
+            if tat != FROZEN {
+                return Some(tat);
+            }
+            // Relaxed: a change marks itself (odd) before it freezes the word, and the Acquire
+            // RMW above that read the freeze makes the mark visible; even means none is under
+            // way, or it has finished (then the word is no longer frozen: read it once more).
+            // An RMW for the same reason as above.
+            if self.changes.fetch_add(0, Ordering::Relaxed) & 1 == 0 {
+                // Acquire: as in `advance`.
+                let tat = self.tat.fetch_add(0, Ordering::Acquire);
+                return (tat != FROZEN).then_some(tat);
+            }
+            backoff.spin();
         }
     }
 
@@ -395,7 +472,12 @@ impl<C> Gcra<C> {
     #[inline]
     pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
         // One permit always fits the burst (b ≥ 1): cost I, slack precomputed.
-        self.advance(now, self.interval, self.slack_one).map(drop)
+        self.advance(now, |g| {
+            // Relaxed (both): read after the TAT (Acquire) in `advance`; see the fields' docs.
+            let interval = g.interval.load(Ordering::Relaxed);
+            Ok((interval, g.slack_one.load(Ordering::Relaxed), ()))
+        })
+        .map(drop)
     }
 
     /// How many permits a request at `now` could take (a snapshot: other threads may take them
@@ -414,10 +496,15 @@ impl<C> Gcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn remaining_at(&self, now: u64) -> u64 {
-        // Relaxed: a snapshot of the one state word.
-        let tat = self.tat.load(Ordering::Relaxed);
+        // Acquire: as in `advance` (the parameters are read after it).
+        let mut tat = self.tat.load(Ordering::Acquire);
+        if tat == FROZEN {
+            tat = self.thawed().unwrap_or(FROZEN);
+        }
         let ahead = tat.saturating_sub(now);
-        self.tolerance.saturating_sub(ahead) / self.interval
+        // Relaxed (both): read after the TAT, as in `advance`.
+        let tolerance = self.tolerance.load(Ordering::Relaxed);
+        tolerance.saturating_sub(ahead) / self.interval.load(Ordering::Relaxed)
     }
 
     /// How long until the limiter is full again (its whole burst available) if nothing more
@@ -438,8 +525,12 @@ impl<C> Gcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn reset_at(&self, now: u64) -> Duration {
-        // Relaxed: a snapshot of the one state word.
-        Duration::from_nanos(self.tat.load(Ordering::Relaxed).saturating_sub(now))
+        // Acquire: as in `advance`; a state frozen by a rate change is read once it is done.
+        let mut tat = self.tat.load(Ordering::Acquire);
+        if tat == FROZEN {
+            tat = self.thawed().unwrap_or(FROZEN);
+        }
+        Duration::from_nanos(tat.saturating_sub(now))
     }
 
     /// The burst b: the most permits available at once.
@@ -453,7 +544,7 @@ impl<C> Gcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn burst(&self) -> u64 {
-        self.burst
+        self.snapshot().burst
     }
 
     /// The emission interval I: one permit drains every I.
@@ -468,7 +559,7 @@ impl<C> Gcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn emission_interval(&self) -> Duration {
-        Duration::from_nanos(self.interval)
+        Duration::from_nanos(self.snapshot().interval)
     }
 
     /// The configured rate.
@@ -483,7 +574,7 @@ impl<C> Gcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn rate(&self) -> Rate {
-        self.rate
+        self.snapshot().rate
     }
 
     /// The limiter's clock.
@@ -574,7 +665,7 @@ impl<C: Clock> crate::decide::Decide for Gcra<C> {
     }
 
     fn quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate)
+        crate::decide::quota_of(self.rate())
     }
 }
 
@@ -592,13 +683,309 @@ impl<C: Clock> Limiter for Gcra<C> {
 
 impl<C> fmt::Debug for Gcra<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.snapshot();
         f.debug_struct("Gcra")
-            .field("rate", &self.rate)
-            .field("burst", &self.burst)
-            .field("interval_ns", &self.interval)
+            .field("rate", &p.rate)
+            .field("burst", &p.burst)
+            .field("interval_ns", &p.interval)
             // Relaxed: a snapshot for display.
             .field("tat_ns", &self.tat.load(Ordering::Relaxed))
             .finish_non_exhaustive()
+    }
+}
+
+/// A consistent reading of a [`Gcra`]'s parameters (see [`Gcra::snapshot`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Snapshot {
+    pub(crate) interval: u64,
+    pub(crate) tolerance: u64,
+    pub(crate) burst: u64,
+    pub(crate) rate: Rate,
+}
+
+/// The TAT that carries a GCRA state across a rate change at `now`, from interval I and
+/// tolerance τ (`old`) to I' and τ' (`new`), before any floor: the rule
+/// [`Gcra::set_rate_at`] documents and the [`guide`](crate::guide#changing-a-rate-while-running)
+/// proves, shared with `Keyed`'s per-key changes.
+///
+/// With D = max(S, now) − now the time owed, the free time F = τ − min(D, τ) is carried as the
+/// same number of permits (F·I'/I, rounded down) but at most τ'; time queued beyond τ
+/// (reservations waiting) is kept as time. Callers then raise the result to at least the old
+/// TAT (time owed is never forgiven), and `Gcra` to one past the highest value its word held.
+pub(crate) fn carry_tat(tat: u64, now: u64, old: (u64, u64), new: (u64, u64)) -> u64 {
+    let ((interval, tolerance), (interval2, tolerance2)) = (old, new);
+    let owed = tat.max(now) - now;
+    let free = tolerance.saturating_sub(owed);
+    let queued = owed.saturating_sub(tolerance);
+    let carried = u128::from(free) * u128::from(interval2) / u128::from(interval);
+    // ≤ τ', so it fits u64.
+    let free2 = carried.min(u128::from(tolerance2)) as u64;
+    let owed2 = (tolerance2 - free2).saturating_add(queued);
+    now.saturating_add(owed2)
+}
+
+/// [`carry_tat`] raised to `floor` + 1, where `floor` is the highest value the state word has
+/// held (the current TAT or a value a cancel moved it down from): the change never forgives
+/// time owed, and the word never again holds a value a request decided under the old
+/// parameters may expect.
+pub(crate) fn rerate(tat: u64, now: u64, old: (u64, u64), new: (u64, u64), floor: u64) -> u64 {
+    carry_tat(tat, now, old, new).max(tat.max(floor).saturating_add(1))
+}
+
+impl<C> Gcra<C> {
+    /// The parameters, read consistently: between two equal even readings of `changes` (a
+    /// sequence lock; only getters and rate changes use it).
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: the parameters below are read after it.
+            let before = self.changes.load(Ordering::Acquire);
+            if before & 1 == 0 {
+                // Acquire (all): if one of them reads a value a later change stored (Release),
+                // it sees that change's odd mark, so the second reading below differs.
+                let interval = self.interval.load(Ordering::Acquire);
+                let tolerance = self.tolerance.load(Ordering::Acquire);
+                let burst = self.burst.load(Ordering::Acquire);
+                let limit = self.limit.load(Ordering::Acquire);
+                let period = self.period.load(Ordering::Acquire);
+                // Relaxed: ordered after the Acquire loads above.
+                if self.changes.load(Ordering::Relaxed) == before {
+                    let rate = match Rate::new(limit, Duration::from_nanos(period)) {
+                        Ok(rate) => rate,
+                        // Written only from a validated `Rate`.
+                        Err(e) => unreachable!("a stored rate is valid: {e}"),
+                    };
+                    return Snapshot {
+                        interval,
+                        tolerance,
+                        burst,
+                        rate,
+                    };
+                }
+            }
+            backoff.spin();
+        }
+    }
+
+    /// Changes the rate and burst at time `now` (nanoseconds on this limiter's clock), while
+    /// other threads keep acquiring: the algorithm under [`set_rate`](Gcra::set_rate),
+    /// [`set_burst`](Gcra::set_burst) and [`set_rate_and_burst`](Gcra::set_rate_and_burst).
+    /// `burst: None` means the new rate's `limit`, as in the builder.
+    ///
+    /// # What happens to permits already granted
+    ///
+    /// They stay granted and keep counting; the change never frees a permit:
+    ///
+    /// - **The permits free right after the change are at most those free right before it,
+    ///   and at most the new burst**: free capacity carries over as the same number of permits
+    ///   (a fraction of a permit included), capped at the new burst b'. A larger burst is not
+    ///   granted at once: it fills at the new rate, as after a burst of requests.
+    /// - **Time owed is never forgiven**: the state (the TAT) never moves earlier. When the
+    ///   rule above would move it earlier (a faster rate with the same burst, a smaller burst)
+    ///   the time already owed stays owed; so does time queued by reservations.
+    /// - Consequently, for a change at `now` = s from interval I and burst b to I' and b':
+    ///   in any interval [t, t + d] with t ≤ s, at most **b + (s − t)/I + (t + d − s)/I'**
+    ///   permits are granted (the old burst once, each rate over its own part), and in any
+    ///   interval after s, at most **b' + d/I'** (the new guarantee). The proof is in the
+    ///   [`guide`](crate::guide#changing-a-rate-while-running).
+    ///
+    /// Requests racing the change are judged wholly under the old parameters or wholly under
+    /// the new ones (a request whose reads straddle the change fails its CAS and decides again);
+    /// for the instant of the change (a few atomic operations) they wait for it. Cost: three
+    /// RMWs and seven stores, off the admission path, which it does not slow: the parameters
+    /// are read with the same plain loads as before (callgrind figures in `BENCHMARKS.md`).
+    ///
+    /// A reservation made before a change and cancelled after it is not given back (its
+    /// permits stay counted). The state never moves below a value it has held: after a
+    /// reservation far in the future was cancelled, the next change keeps the state past it.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as [`GcraBuilder::build`] for `rate` and `burst`; nothing is changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, ManualClock, Rate};
+    ///
+    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire_n_at(4, 0).unwrap(); // 6 of 10 left
+    /// limiter.set_rate_at(Rate::per_second(100)?, None, 0)?;
+    /// // Still 6 free (not 100): the change frees nothing; the rest fills at 100/s.
+    /// assert_eq!(limiter.remaining_at(0), 6);
+    /// assert_eq!(limiter.remaining_at(10_000_000), 7);
+    /// // Slower: 2/s (burst 2). The 930 ms still owed stay owed (not rescaled to 2/s), so
+    /// // nothing is free until they drain below the new tolerance of 1 s.
+    /// limiter.set_rate_at(Rate::per_second(2)?, None, 10_000_000)?;
+    /// assert_eq!(limiter.remaining_at(10_000_000), 0);
+    /// assert_eq!(limiter.remaining_at(500_000_000), 1);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) -> Result<(), ConfigError> {
+        let new = Params::new(rate, burst)?;
+        self.change(now, |_, _| Ok((new, rate)))
+    }
+
+    /// A rate change: takes the turn, freezes the TAT, installs the parameters `params` returns
+    /// for the current ones and the carried TAT, and ends the turn (changing nothing if
+    /// `params` fails).
+    fn change(
+        &self,
+        now: u64,
+        params: impl FnOnce(Params, Rate) -> Result<(Params, Rate), ConfigError>,
+    ) -> Result<(), ConfigError> {
+        crate::sync::take_turn(&self.changes);
+        // Relaxed (all): only changes write the parameters, and we hold the turn.
+        let old = Params {
+            interval: self.interval.load(Ordering::Relaxed),
+            burst: self.burst.load(Ordering::Relaxed),
+            tolerance: self.tolerance.load(Ordering::Relaxed),
+        };
+        let current = match Rate::new(
+            self.limit.load(Ordering::Relaxed),
+            Duration::from_nanos(self.period.load(Ordering::Relaxed)),
+        ) {
+            Ok(rate) => rate,
+            // Written only from a validated `Rate`.
+            Err(e) => unreachable!("a stored rate is valid: {e}"),
+        };
+        let (new, rate) = match params(old, current) {
+            Ok(changed) => changed,
+            Err(e) => {
+                crate::sync::end_turn(&self.changes); // nothing was written
+                return Err(e);
+            }
+        };
+        let same = (new.interval, new.tolerance) == (old.interval, old.tolerance);
+        if !same {
+            // AcqRel: Acquire reads every grant's CAS before it (Release), so their parameter
+            // reads precede our stores below, and every cancel's raise of `high` (made before
+            // its Release CAS); Release publishes our odd mark to a request that reads FROZEN.
+            let tat = self.tat.swap(FROZEN, Ordering::AcqRel);
+            // Relaxed: made visible by the swap's Acquire (see above).
+            let high = self.high.load(Ordering::Relaxed);
+            let next = if tat == FROZEN {
+                FROZEN // the end of the clock's range: stays exhausted
+            } else {
+                rerate(
+                    tat,
+                    now,
+                    (old.interval, old.tolerance),
+                    (new.interval, new.tolerance),
+                    high,
+                )
+            };
+            // Release (all): a request that reads the TAT stored below (Acquire) reads these.
+            self.interval.store(new.interval, Ordering::Release);
+            self.tolerance.store(new.tolerance, Ordering::Release);
+            self.slack_one
+                .store(new.tolerance - new.interval, Ordering::Release);
+            self.burst.store(new.burst, Ordering::Release);
+            // Release: publishes the parameters above to every request that reads this TAT.
+            self.tat.store(next, Ordering::Release);
+        }
+        // Release (both): for the getters' sequence lock (see `snapshot`).
+        self.limit.store(rate.limit(), Ordering::Release);
+        self.period.store(rate.period_nanos(), Ordering::Release);
+        if same {
+            // Release: for the getters; b = τ / I is unchanged with I and τ, so this changes
+            // nothing a request reads.
+            self.burst.store(new.burst, Ordering::Release);
+        }
+        crate::sync::end_turn(&self.changes);
+        Ok(())
+    }
+
+    /// Moves the TAT down from `from` to `to` if it still holds `from` (a cancel): the one way
+    /// to lower the state word, because a rate change must know the highest value it held.
+    /// Strong CAS: a spurious failure would lose the permits for no reason.
+    pub(crate) fn lower_tat(&self, from: u64, to: u64) -> bool {
+        // Relaxed: published to a later rate change by the Release CAS below, which that
+        // change's swap (Acquire) reads or follows.
+        self.high.fetch_max(from, Ordering::Relaxed);
+        // Release: see above; Relaxed on failure: nothing is read. The CAS alone decides.
+        self.tat
+            .compare_exchange(from, to, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
+impl<C: Clock> Gcra<C> {
+    /// Changes the rate now; the burst becomes the new rate's `limit` (as the builder's
+    /// default). [`set_rate_at`](Gcra::set_rate_at) with the clock read: what happens to
+    /// permits already granted is described there.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as [`GcraBuilder::build`] (field `rate`); nothing is changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Limiter, Rate};
+    /// use std::sync::Arc;
+    ///
+    /// let limiter = Arc::new(Gcra::new(Rate::per_second(1_000)?)?);
+    /// let worker = Arc::clone(&limiter);
+    /// std::thread::spawn(move || while worker.try_acquire().is_ok() {}).join().unwrap();
+    /// limiter.set_rate(Rate::per_second(5_000)?)?; // while others may be acquiring
+    /// assert_eq!(limiter.rate(), Rate::per_second(5_000)?);
+    /// assert_eq!(limiter.burst(), 5_000);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate(&self, rate: Rate) -> Result<(), ConfigError> {
+        self.set_rate_at(rate, None, self.clock.now())
+    }
+
+    /// Changes the rate and the burst now: [`set_rate_at`](Gcra::set_rate_at) with the clock
+    /// read.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as [`GcraBuilder::build`] (fields `rate`, `burst`); nothing is changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, ManualClock, Rate};
+    ///
+    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// limiter.set_rate_and_burst(Rate::per_second(100)?, 1)?;
+    /// assert_eq!((limiter.rate().limit(), limiter.burst()), (100, 1));
+    /// assert!(limiter.set_rate_and_burst(Rate::per_second(100)?, 0).is_err());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate_and_burst(&self, rate: Rate, burst: u64) -> Result<(), ConfigError> {
+        self.set_rate_at(rate, Some(burst), self.clock.now())
+    }
+
+    /// Changes the burst now, keeping the rate: [`set_rate_at`](Gcra::set_rate_at) with the
+    /// current rate and the clock read.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `burst` when it is 0 or burst × interval overflows u64
+    /// nanoseconds; nothing is changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(clock.clone()).build()?;
+    /// clock.advance(Duration::from_secs(1));
+    /// limiter.set_burst(2)?;
+    /// assert_eq!(limiter.remaining(), 2);
+    /// assert_eq!(limiter.set_burst(0).unwrap_err().field(), "burst");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_burst(&self, burst: u64) -> Result<(), ConfigError> {
+        // The rate is read inside the change's turn, so a concurrent `set_rate` is not undone.
+        self.change(self.clock.now(), |_, rate| {
+            Ok((Params::new(rate, Some(burst))?, rate))
+        })
     }
 }
 
@@ -621,10 +1008,46 @@ pub mod planted {
             let now = g.clock.now();
             // Relaxed: deliberately broken; the ordering is not the bug, the lost update is.
             let tat = g.tat.load(Ordering::Relaxed);
-            let next = decide(tat, now, g.interval, g.tolerance - g.interval)?;
+            let (interval, tolerance) = g.params();
+            let next = decide(tat, now, interval, tolerance - interval)?;
             g.tat.store(next, Ordering::Relaxed);
             Ok(())
         }
+    }
+
+    /// [`Gcra`] whose rate change stores the new parameters and the carried TAT
+    /// non-atomically (no freeze): see `TornChange::set_rate_at`. Its requests are the real
+    /// ones.
+    #[derive(Debug)]
+    pub struct TornChange<C>(pub Gcra<C>);
+}
+
+/// The planted twin of [`Gcra::set_rate_at`] (compiled only under `--cfg hotlimit_loom`).
+#[cfg(hotlimit_loom)]
+impl<C> planted::TornChange<C> {
+    /// The broken change: reads the TAT, computes the carried TAT by the same rule, then
+    /// stores the parameters and the TAT one after the other, with no freeze: a grant between
+    /// the read and the store is overwritten, and a grant can read new parameters with the old
+    /// TAT.
+    pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) {
+        let g = &self.0;
+        let Ok(new) = Params::new(rate, burst) else {
+            return;
+        };
+        // Acquire / Relaxed: deliberately broken; the orderings are not the bug, the
+        // separate load and stores are.
+        let tat = g.tat.load(Ordering::Acquire);
+        let old = (
+            g.interval.load(Ordering::Relaxed),
+            g.tolerance.load(Ordering::Relaxed),
+        );
+        let next = rerate(tat, now, old, (new.interval, new.tolerance), 0);
+        g.interval.store(new.interval, Ordering::Release);
+        g.tolerance.store(new.tolerance, Ordering::Release);
+        g.slack_one
+            .store(new.tolerance - new.interval, Ordering::Release);
+        g.burst.store(new.burst, Ordering::Release);
+        g.tat.store(next, Ordering::Release);
     }
 }
 
@@ -635,7 +1058,21 @@ impl<C> Gcra<C> {
         &self.tat
     }
 
+    /// The interval, tolerance and burst as a request reads them: after the TAT (Acquire), in
+    /// [`advance`](Gcra::advance)'s `price`.
+    #[inline(always)]
+    pub(crate) fn live_params(&self) -> (u64, u64, u64) {
+        // Relaxed (all): read after the TAT, see the fields' docs.
+        (
+            self.interval.load(Ordering::Relaxed),
+            self.tolerance.load(Ordering::Relaxed),
+            self.burst.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The interval and tolerance (a consistent snapshot; off the admission paths).
     pub(crate) fn params(&self) -> (u64, u64) {
-        (self.interval, self.tolerance)
+        let p = self.snapshot();
+        (p.interval, p.tolerance)
     }
 }

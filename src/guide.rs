@@ -160,6 +160,126 @@
 //!
 //! [`Gcra`]: crate::Gcra
 //!
+//! # Changing a rate while running
+//!
+//! [`Gcra::set_rate_at`] (and `set_rate`, `set_burst`, `set_rate_and_burst`; the [`Pacer`]'s
+//! and the other limiters' changes build on it) moves a live limiter from interval I and
+//! tolerance τ = b·I to I' and τ' = b'·I' at the change's clock reading s.
+//!
+//! *The rule.* Let S be the TAT the change replaces, D = max(S, s) − s the time owed,
+//! F = τ − min(D, τ) the free time and Q = D − min(D, τ) the time queued beyond the tolerance
+//! (reservations waiting; 0 for plain grants). The free time is carried as the same number of
+//! permits, at most the new burst: F' = min(⌊F·I'/I⌋, τ'). The new TAT is
+//!
+//! ```text
+//! S' = max(s + (τ' − F') + Q,  max(S, h) + 1)
+//! ```
+//!
+//! where h is the highest value a cancel has moved the state word down from (so max(S, h) is
+//! the highest value the word ever held). The second term is the "never forgive time owed"
+//! rule, and what makes the change safe against requests decided under the old parameters
+//! (below); it costs one nanosecond when the word would otherwise keep its value.
+//!
+//! *Nothing is freed.* Right after the change, the permits free at s are
+//! ⌊(s + τ' − max(S', s))/I'⌋ ≤ ⌊F'/I'⌋ ≤ min(⌊F/I⌋, b'): no more than were free just before
+//! it, and no more than the new burst.
+//!
+//! *The bound across the change.* Call the grants linearized before the change old and those
+//! after it new. Take an interval [t, t + d] with t ≤ s. If old grants lie in it, the
+//! GCRA proof above (cancels included, see [Reservations](#reservations-one-cas-for-a-place-in-line))
+//! gives S ≥ t + N_old·I, so N_old·I ≤ max(S, s) − t = D + (s − t). If new grants lie in it,
+//! the same proof from S' gives N_new·I' ≤ (t + d) + τ' − S' ≤ (t + d − s) + F' − Q, and
+//! F' ≤ F·I'/I. With D + F = τ + Q:
+//!
+//! ```text
+//! N_old + N_new ≤ (D + s − t + F)/I + (t + d − s − Q)/I' ≤ b + (s − t)/I + (t + d − s)/I' + Q/I.
+//! ```
+//!
+//! So, for plain grants whose calls read the clock no later than the change did (Q = 0):
+//! **in any interval reaching back to the change, at most b + (s − t)/I + (t + d − s)/I'**:
+//! the old burst once, each rate over its own part. For intervals that start at or after s,
+//! only new grants are counted and the GCRA proof from S' gives the new guarantee,
+//! **b' + d/I'**, with nothing assumed about S'. Neither bound is more permissive than the
+//! rate in force over each part; the old burst, already granted or not, is never granted
+//! twice.
+//!
+//! *Racing requests.* Requests read the TAT (Acquire), then the parameters (plain loads: a
+//! Relaxed atomic load is the `mov` a field would be, so the grant path is unchanged), then
+//! CAS the TAT (Release on success, Acquire on failure, reading the parameters again after a
+//! failure). A change takes a turn on a counter (changes run one at a time), swaps the TAT to
+//! a frozen marker (AcqRel), reads h, stores the parameters (Release), stores S' (Release) and
+//! ends its turn. A request that reads the marker waits for the change (a few stores). Claim:
+//! every successful CAS was decided on the TAT it replaced and on the parameters in force for
+//! that TAT.
+//!
+//! - A request whose CAS precedes the swap in the word's order read the old parameters: its
+//!   reads are sequenced before its Release CAS, which the swap (Acquire) reads or follows
+//!   through a chain of RMWs, so they happen before the change's stores.
+//! - A request that read S' or a later value reads the new parameters (or a later change's):
+//!   the change's Release store of S', continued by the RMWs after it, synchronizes with its
+//!   Acquire load.
+//! - A request that read a value from before the swap and tries its CAS after it fails,
+//!   because **the word never again holds a value it held before the change**. Before the
+//!   change every value above S was held and later left by a cancel (grants and reservations
+//!   only raise the word, and earlier changes install values above all earlier ones), and each
+//!   cancel raised h before its CAS, which the swap acquires; so S' > max(S, h) exceeds every
+//!   earlier value. After it, grants and reservations raise the word, and a cancel succeeds
+//!   only from a value installed after the change and restores the value its reservation read,
+//!   itself at least S'. A reservation made before the change can therefore not be cancelled
+//!   after it: its permits stay counted.
+//!
+//! Without the freeze (the parameters and the TAT stored one after the other) a grant between
+//! the change's read and its store is lost, and one can read new parameters with the old TAT:
+//! `loom-tests/tests/gcra.rs` has that planted twin, which its model catches (3 grants with
+//! burst 2), beside the models of a change racing grants and one racing a cancel.
+//! `tests/rate_change.rs` checks the rule and both bounds against a reference model over random
+//! traces of requests and changes.
+//!
+//! *The pacer.* A [`Pacer`] on schedule owes its whole tolerance plus the queued slots, so F =
+//! 0 and S' = s + τ' + Q = last slot + τ': the next slot is one new interval after the last
+//! one handed out. When the rate rises with the catch-up measured in time (the default, 10 ms),
+//! τ' ≈ τ and the floor max(S, h) + 1 can hold the next slot back by up to one old interval; a
+//! ramp of steps is one `set_rate` per step.
+//!
+//! *Sharded GCRA.* [`ShardedGcra::set_rate_at`] recomputes the shares for the same shard
+//! count (l_k, b_k as at build; a new `limit` or burst below the shard count is refused) and
+//! moves each shard by the rule above, under its own freeze and its own h. Each shard is a
+//! GCRA with one change at s, so shard k grants at most b_k + (s − t)/I_k + (t + d − s)/I'_k
+//! in an interval reaching back to s, and Σ b_k = b, Σ 1/I_k ≤ 1/I, Σ 1/I'_k ≤ 1/I' give
+//! b + (s − t)/I + (t + d − s)/I' for the whole, as for one `Gcra`. A borrowing request that
+//! meets a frozen shard, or reads the change counter differently before and after its pass,
+//! does not trust its denial: it waits for the change and decides again (grants made during
+//! the pass are each one shard's CAS and stand).
+//!
+//! *Sliding window.* [`SlidingWindow::set_limit_at`] keeps the period and the buckets (the
+//! ring is O(buckets) whatever the limit, so no new ring is needed; a new period would change
+//! the bucket width, and a count-closed window's table is sized for its limit: both refused).
+//! The counts are untouched, so every window still counts every grant in it. A lower limit L'
+//! applies at once; a higher one applies `period` after the change (the first denial after
+//! that raises it). A grant after the change is made only if its window, counted from the
+//! floor bucket, stays within the limit in force, so **a window that contains the change
+//! holds at most min(L, L'), and a window after it at most L'**, counting grants from both
+//! sides. The limit is a separate word from the decision word, but a request reads it after
+//! the decision word (Acquire) and CASes that word (Release): the word is unchanged from its
+//! load to its CAS, so the request is linearized at its read of the limit, and a request that
+//! read another's CAS reads that request's limit or a newer one. `tests/rate_change.rs`
+//! checks every window against the limit in force over random traces.
+//!
+//! *Sliding log.* Exactness needs one slot per permit of the limit, and the ring's slots are
+//! claimed by CAS with no room to resize them under concurrent claims, so
+//! [`SlidingLog::set_limit`] takes `&mut self`: it allocates a ring of L' slots and preloads
+//! the newest L' grant times, oldest first. A request is then judged by the exact log of every
+//! grant: if the window holds at most L' grants, all are kept; if it holds more, the dropped
+//! ones are older than every kept one, so a request for n is granted exactly when the n
+//! oldest kept ones have left, which is when the exact count is at most L' − n.
+//! `tests/rate_change.rs` compares every decision and retry with the exact log over random
+//! traces of requests and changes.
+//!
+//! [`Gcra::set_rate_at`]: crate::Gcra::set_rate_at
+//! [`ShardedGcra::set_rate_at`]: crate::ShardedGcra::set_rate_at
+//! [`SlidingWindow::set_limit_at`]: crate::SlidingWindow::set_limit_at
+//! [`SlidingLog::set_limit`]: crate::SlidingLog::set_limit
+//!
 //! # SlidingLog: the exact sliding window
 //!
 //! [`SlidingLog`] keeps the last `limit` grant times in a ring of `limit` atomic slots and a
@@ -389,6 +509,15 @@
 //! Cost: a grant is three CASes (the shared cursor, then the key window's decision word and
 //! bucket); a denial writes the cursor twice (claim and give-back), unlike the limiters'
 //! write-free denials.
+//!
+//! *Refused keys.* [`report_refused`](crate::KeyPool::report_refused) (an upstream 429) sets
+//! the key's cooldown word to now + the cooldown; [`retire`](crate::KeyPool::retire) sets it to
+//! `u64::MAX`. A call whose turn falls on a cooling key passes the turn on (up to K turns,
+//! then a denial until the first cooldown ends). No budget argument above changes: every
+//! hand-out is still one grant of that key's slots or window; a passed turn of the log store
+//! spends the cooling key's slot (a use it never made, counted against it), and the windows
+//! store leaves the key's window alone. The cyclic-order arguments (exact denial, exact
+//! `retry_after`) hold while no key is cooling.
 //!
 //! [`SlidingLog`]: crate::SlidingLog
 //! [`KeyPool`]: crate::KeyPool
@@ -1004,8 +1133,11 @@
 //!
 //! `set_rate(key, rate)` stores the override (it outlives evictions) and moves the key's live
 //! state: a CAS to a second tombstone `MOVING` freezes it (a grant racing it fails its CAS,
-//! exactly as with eviction), then one map store replaces the entry with a state whose TAT is
-//! the frozen one: grants made under the old rate are neither refunded nor charged again.
+//! exactly as with eviction), then one map store replaces the entry with a state carried from
+//! the frozen TAT by the rule of a live `Gcra` change (see
+//! [Changing a rate while running](#changing-a-rate-while-running)): the permits free before
+//! stay free, at most the new burst, and time owed is never forgiven. The replacement is a new
+//! state word, so the +1 ns that `Gcra` needs against stale requests is not needed here.
 //! Admitters that read `MOVING` retry the lookup until that store lands (only on that key).
 //!
 //! `set_default_rate(rate)` stores the new default, then moves every live key that has no
@@ -1028,9 +1160,11 @@
 //! **No over-admission at a switch.** Per algorithm, for a key whose rate changes from
 //! (`limit`, `period`) to (`limit'`, `period'`) at time s (the clock read by the change):
 //!
-//! - GCRA keeps the TAT; from s on, a request is judged by the new interval and tolerance
-//!   from that TAT: the GCRA bound with the new parameters holds for every interval starting at
-//!   or after s, with the grants before s counted through the TAT.
+//! - GCRA carries its TAT by the live-change rule; from s on, a request is judged by the new
+//!   interval and tolerance from the carried TAT: the GCRA bound with the new parameters holds
+//!   for every interval starting at or after s, and an interval reaching back before s holds
+//!   at most b + (s − t)/I + (t + d − s)/I' (the proof for `Gcra` applies as is: it uses only
+//!   that the carried TAT is at least the rule's value).
 //! - SlidingLog carries its newest `limit'` stamps; SlidingWindow carries, for each bucket
 //!   still counted, its permits at t = min(the bucket's last instant, the newest `now` any call
 //!   on the key brought), the newest `limit'` permits, re-recorded oldest first into a fresh

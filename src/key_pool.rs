@@ -128,6 +128,24 @@ pub struct KeyPool<K, C = DefaultClock> {
     /// K as a u64 (≥ 1).
     count: u64,
     store: Store<C>,
+    /// Per key, the time from which it may be handed out again: 0 for a usable key, a later
+    /// time while it cools down ([`KeyPool::report_refused`]), `u64::MAX` once retired.
+    cool: Box<[AtomicU64]>,
+}
+
+/// The cooldown words for `k` keys, all usable; reserved first, so a failed allocation is an
+/// error rather than an abort.
+fn cool_words(k: usize) -> Result<Box<[AtomicU64]>, ConfigError> {
+    let mut words = Vec::new();
+    words.try_reserve_exact(k).map_err(|_| {
+        ConfigError::new(
+            "keys",
+            Value::Count(k as u128),
+            "cannot allocate a cooldown word per key",
+        )
+    })?;
+    words.extend((0..k).map(|_| AtomicU64::new(0)));
+    Ok(words.into_boxed_slice())
 }
 
 /// Builds a [`KeyPool`]: see [`KeyPool::builder`].
@@ -305,6 +323,7 @@ impl<K, C: Clock> KeyPoolBuilder<K, C> {
         let slots = new_slots(total, "keys", Value::Count(u128::from(k)), too_many)?;
         Ok(KeyPool {
             count: k,
+            cool: cool_words(self.keys.len())?,
             keys: self.keys,
             store: Store::Log(SlidingLog::from_parts(slots, self.rate, self.clock)),
         })
@@ -356,6 +375,7 @@ fn build_windows<K, C>(
     }
     Ok(KeyPool {
         count: k as u64,
+        cool: cool_words(k)?,
         keys,
         store: Store::Windows(Box::new(Windows {
             cursor: CachePadded::new(AtomicU64::new(0)),
@@ -396,11 +416,19 @@ impl<K, C> KeyPool<K, C> {
     pub fn get_next_key_at(&self, now: u64) -> Result<&K, Denied> {
         let w = match &self.store {
             Store::Log(log) => {
-                let index = log.acquire_slots(1, now)?;
-                // Slot index % (K·X) belongs to key (index % (K·X)) % K = index % K, as K
-                // divides K·X. `index % K < K = keys.len()`, so it fits in usize and the
-                // lookup is in bounds.
-                return Ok(&self.keys[(index % self.count) as usize]);
+                // At most K turns: one of each key, then every key was cooling.
+                for _ in 0..self.count {
+                    let index = log.acquire_slots(1, now)?;
+                    // Slot index % (K·X) belongs to key (index % (K·X)) % K = index % K, as K
+                    // divides K·X. `index % K < K = keys.len()`, so it fits in usize and the
+                    // lookup is in bounds.
+                    let k = (index % self.count) as usize;
+                    if self.usable(k, now) {
+                        return Ok(&self.keys[k]);
+                    }
+                    // A cooling key's turn is spent: its slot counts as a use it never made.
+                }
+                return Err(self.all_cooling(now));
             }
             Store::Windows(w) => w,
         };
@@ -413,6 +441,7 @@ impl<K, C> KeyPool<K, C> {
         // A denied call gives the turn back (c + 1 → c) unless the cursor moved on meanwhile.
         let mut c = w.cursor.load(Ordering::Relaxed);
         let backoff = Backoff::new();
+        let mut skipped = 0;
         loop {
             // Relaxed: fairness only (above). A failure means another call took or gave back a
             // turn: retry with the value it left.
@@ -428,6 +457,16 @@ impl<K, C> KeyPool<K, C> {
             }
             // `c % K < K = keys.len() = windows.len()`: fits in usize, in bounds.
             let k = (c % self.count) as usize;
+            if !self.usable(k, now) {
+                // A cooling key passes its turn (it is not given back): the next call tries
+                // the next key. After K passes in a row every key was cooling.
+                skipped += 1;
+                if skipped >= self.count {
+                    return Err(self.all_cooling(now));
+                }
+                c = c.wrapping_add(1);
+                continue;
+            }
             return match w.windows[k].try_acquire_at(now) {
                 Ok(()) => Ok(&self.keys[k]),
                 Err(denied) => {
@@ -448,7 +487,9 @@ impl<K, C> KeyPool<K, C> {
     /// How many keys could be handed out at `now` (counting a key once per use left): for the
     /// default pool the log's [`remaining_at`](SlidingLog::remaining_at) (exactly the uses left
     /// in the window, for a sequential caller), with [`buckets(n)`](KeyPoolBuilder::buckets)
-    /// the sum of every key's window (O(keys)). Reads only.
+    /// the sum of every key's window (O(keys)). Reads only. With buckets, keys cooling down or
+    /// retired ([`report_refused`](KeyPool::report_refused)) count nothing; the log pool's
+    /// shared slots cannot tell whose they are, so there they still count.
     ///
     /// # Examples
     ///
@@ -466,7 +507,10 @@ impl<K, C> KeyPool<K, C> {
     pub fn remaining_at(&self, now: u64) -> u64 {
         match &self.store {
             Store::Log(log) => log.remaining_at(now),
-            Store::Windows(w) => w.windows.iter().map(|k| k.read_at(now).0).sum(),
+            Store::Windows(w) => (w.windows.iter().enumerate())
+                .filter(|&(k, _)| self.usable(k, now))
+                .map(|(_, window)| window.read_at(now).0)
+                .sum(),
         }
     }
 
@@ -652,6 +696,273 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// ```
     pub fn reset(&self) -> core::time::Duration {
         self.reset_at(self.clock().now())
+    }
+}
+
+/// Keys refused upstream, retired and added while the pool is in use.
+impl<K, C> KeyPool<K, C> {
+    /// Whether key `k` may be handed out at `now` (not cooling down, not retired).
+    #[inline]
+    fn usable(&self, k: usize, now: u64) -> bool {
+        // Relaxed: the word is self-contained; a stale read hands a key out (or skips it) as
+        // if the call had come just before (or after) the report.
+        self.cool[k].load(Ordering::Relaxed) <= now
+    }
+
+    /// The denial when K turns in a row found their key cooling: the time until the first
+    /// cooldown ends (a lower bound: that key's budget decides after it), or never when every
+    /// key is retired.
+    #[cold]
+    #[inline(never)]
+    fn all_cooling(&self, now: u64) -> Denied {
+        // Relaxed: a snapshot, advisory as any retry time under concurrency.
+        let first = self.cool.iter().map(|c| c.load(Ordering::Relaxed)).min();
+        match first {
+            Some(u64::MAX) | None => Denied::never(),
+            Some(until) => Denied::after_nanos(until.saturating_sub(now).max(1)),
+        }
+    }
+
+    /// The index of `key` in [`keys`](KeyPool::keys), found by address: `key` must be a
+    /// reference into this pool (as [`get_next_key`](KeyPool::get_next_key) returns), not an
+    /// equal copy. `None` for any other reference. (Zero-sized keys share one address: index 0.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    ///
+    /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// let key = pool.get_next_key_at(0)?;
+    /// assert_eq!(pool.position(key), Some(0));
+    /// assert_eq!(pool.position(&"a"), None); // an equal value elsewhere
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn position(&self, key: &K) -> Option<usize> {
+        let size = core::mem::size_of::<K>();
+        let base = self.keys.as_ptr() as usize;
+        let offset = (key as *const K as usize).checked_sub(base)?;
+        if size == 0 {
+            return (offset == 0 && !self.keys.is_empty()).then_some(0);
+        }
+        let index = offset / size;
+        (offset % size == 0 && index < self.keys.len()).then_some(index)
+    }
+
+    /// Keeps `key` from being handed out before time `until` (nanoseconds on the pool's
+    /// clock): [`report_refused`](KeyPool::report_refused) with the deadline given. A later
+    /// deadline already set is kept. Returns false if `key` is not a reference into this pool
+    /// (see [`position`](KeyPool::position)).
+    ///
+    /// While a key cools down its turns pass to the next key. With the default log store a
+    /// passed turn still spends one of that key's uses (the slot is taken, then skipped), so
+    /// the key comes back with fewer uses in the window; with [`buckets`](KeyPoolBuilder::buckets)
+    /// the key's window is untouched. No key is ever handed out more than `max_uses` times
+    /// per window either way. When every key is cooling, the denial's `retry_after` is the
+    /// time until the first cooldown ends.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    ///
+    /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(10)?)
+    ///     .buckets(10)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// let a = pool.get_next_key_at(0)?;
+    /// assert!(pool.cool_down_until(a, 5_000));
+    /// assert_eq!(pool.get_next_key_at(1)?, &"b");
+    /// assert_eq!(pool.get_next_key_at(2)?, &"b"); // "a" is cooling: its turn passes
+    /// assert_eq!(pool.get_next_key_at(5_000)?, &"a");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cool_down_until(&self, key: &K, until: u64) -> bool {
+        let Some(k) = self.position(key) else {
+            return false;
+        };
+        // Relaxed: the word is self-contained (see `usable`); max keeps the later deadline.
+        self.cool[k].fetch_max(until, Ordering::Relaxed);
+        true
+    }
+
+    /// Retires `key`: it is never handed out again, until [`reinstate`](KeyPool::reinstate).
+    /// Returns false if `key` is not a reference into this pool. When every key is retired,
+    /// requests are denied with `retry_after() == None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    ///
+    /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// assert!(pool.retire(&pool.keys()[0]));
+    /// assert_eq!(pool.get_next_key_at(0)?, &"b");
+    /// assert_eq!(pool.get_next_key_at(1)?, &"b");
+    /// assert!(pool.retire(&pool.keys()[1]));
+    /// assert!(pool.get_next_key_at(2).unwrap_err().is_never());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn retire(&self, key: &K) -> bool {
+        self.cool_down_until(key, u64::MAX)
+    }
+
+    /// Makes `key` usable again at once, ending a cooldown or a retirement. Its budget is its
+    /// own as before (uses in the window still count). Returns false if `key` is not a
+    /// reference into this pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    ///
+    /// let pool = KeyPool::builder(vec!["a"], Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// pool.retire(&pool.keys()[0]);
+    /// assert!(pool.get_next_key_at(0).is_err());
+    /// assert!(pool.reinstate(&pool.keys()[0]));
+    /// assert_eq!(pool.get_next_key_at(0)?, &"a");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reinstate(&self, key: &K) -> bool {
+        let Some(k) = self.position(key) else {
+            return false;
+        };
+        // Relaxed: as in `cool_down_until`.
+        self.cool[k].store(0, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether `key` may be handed out at `now` as far as cooldowns and retirement go (its
+    /// budget aside); `None` if `key` is not a reference into this pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    ///
+    /// let pool = KeyPool::builder(vec!["a"], Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// let a = &pool.keys()[0];
+    /// pool.cool_down_until(a, 100);
+    /// assert_eq!(pool.is_usable_at(a, 99), Some(false));
+    /// assert_eq!(pool.is_usable_at(a, 100), Some(true));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn is_usable_at(&self, key: &K, now: u64) -> Option<bool> {
+        self.position(key).map(|k| self.usable(k, now))
+    }
+
+    /// Adds a key to a pool built with [`buckets`](KeyPoolBuilder::buckets): it gets its own
+    /// fresh window (`max_uses` per `period`) and joins the rotation. Needs `&mut self` (no
+    /// request can run meanwhile), because requests hand out `&K` borrowed from the pool; share
+    /// the pool behind an `RwLock` to add keys while others use it, or build a new pool and
+    /// swap it in. The other keys' windows and cooldowns are kept; the rotation goes on from
+    /// the new key, then in order. The pool's "denies only when every key is spent" rests on
+    /// keys being used in rotation from the start, so right after an addition a request may
+    /// be denied on the next (spent) key while the new one still has uses: that lasts until
+    /// the spent keys' windows move on (at most `period` plus a bucket width).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `buckets` for the default log store (its slots are laid out for
+    /// a fixed number of keys: build a new pool), or `keys` when the windows' memory would pass
+    /// 2 GiB or cannot be allocated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    ///
+    /// let mut pool = KeyPool::builder(vec!["a"], Rate::per_second(1)?)
+    ///     .buckets(10)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(pool.get_next_key_at(0)?, &"a");
+    /// assert!(pool.get_next_key_at(0).is_err());
+    /// pool.add_key("b")?;
+    /// assert_eq!(pool.get_next_key_at(0)?, &"b");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_key(&mut self, key: K) -> Result<(), ConfigError> {
+        let Store::Windows(w) = &mut self.store else {
+            return Err(ConfigError::new(
+                "buckets",
+                Value::Count(0),
+                "adding keys needs a pool built with buckets(n)",
+            ));
+        };
+        let builder = SlidingWindow::builder(w.rate)
+            .buckets(w.windows[0].buckets())
+            .clock(Unclocked);
+        let k = self.keys.len() + 1;
+        let value = Value::Count(k as u128);
+        if KeyWindow::size_for(&builder)? * k as u128 > MAX_WINDOW_BYTES {
+            return Err(ConfigError::new(
+                "keys",
+                value,
+                "keys × window size must be at most 2^31 bytes (2 GiB) with buckets",
+            ));
+        }
+        let mut windows = core::mem::take(&mut w.windows).into_vec();
+        let grown = windows
+            .try_reserve_exact(1)
+            .and(self.keys.try_reserve_exact(1));
+        let mut cool = core::mem::take(&mut self.cool).into_vec();
+        let grown = grown.and(cool.try_reserve_exact(1));
+        if grown.is_err() {
+            w.windows = windows.into_boxed_slice();
+            self.cool = cool.into_boxed_slice();
+            return Err(ConfigError::new(
+                "keys",
+                value,
+                "cannot allocate another key",
+            ));
+        }
+        windows.push(KeyWindow::new(&builder)?);
+        cool.push(AtomicU64::new(0));
+        w.windows = windows.into_boxed_slice();
+        self.cool = cool.into_boxed_slice();
+        self.keys.push(key);
+        self.count += 1;
+        // The rotation goes on from the new key: the next turn is the first one ≥ the cursor
+        // that falls on it (a turn is c mod K, and K just grew). Relaxed: `&mut self`.
+        let c = w.cursor.load(Ordering::Relaxed);
+        let new = self.count - 1;
+        let next = c.wrapping_add((new + self.count - c % self.count) % self.count);
+        w.cursor.store(next, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl<K, C: Clock> KeyPool<K, C> {
+    /// Reports that the upstream API refused `key` (it answered 429, or "quota exceeded"):
+    /// the key is not handed out again for `cooldown` from now. Use the upstream's own
+    /// `Retry-After` when it sends one. Returns false if `key` is not a reference into this
+    /// pool (see [`position`](KeyPool::position)); [`cool_down_until`](KeyPool::cool_down_until)
+    /// says what a cooling key's turns do.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = KeyPool::builder(vec!["k1", "k2"], Rate::per_minute(100)?)
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// let key = pool.get_next_key()?;
+    /// // ... the upstream answered 429 with `Retry-After: 30` ...
+    /// assert!(pool.report_refused(key, Duration::from_secs(30)));
+    /// assert_eq!(pool.get_next_key()?, &"k2");
+    /// assert_eq!(pool.get_next_key()?, &"k2");
+    /// clock.advance(Duration::from_secs(30));
+    /// assert_eq!(pool.get_next_key()?, &"k1");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn report_refused(&self, key: &K, cooldown: core::time::Duration) -> bool {
+        let now = self.clock().now();
+        let until = now.saturating_add(u64::try_from(cooldown.as_nanos()).unwrap_or(u64::MAX));
+        self.cool_down_until(key, until)
     }
 }
 

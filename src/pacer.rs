@@ -56,7 +56,9 @@ use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 /// ```
 pub struct Pacer<C = DefaultClock> {
     gcra: Gcra<C>,
-    catch_up: u64,
+    /// The catch-up slots the builder was given, kept across rate changes; `None`: 10 ms worth
+    /// at the current rate.
+    catch_up: Option<u64>,
     #[cfg(feature = "std")]
     sleeper: crate::Precise,
 }
@@ -224,21 +226,12 @@ impl<C: Clock> PacerBuilder<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<Pacer<C>, ConfigError> {
-        let interval = self.rate.period_nanos().div_ceil(self.rate.limit()).max(1);
-        let catch_up = self
-            .catch_up
-            .unwrap_or(crate::wait::nanos(Pacer::DEFAULT_CATCH_UP) / interval);
-        let overflow = ConfigError::new(
-            "catch_up",
-            Value::Count(u128::from(catch_up)),
-            "(catch_up + 1) × emission interval overflows u64 nanoseconds",
-        );
-        let burst = catch_up.checked_add(1).ok_or(overflow)?;
+        let burst = burst_for(self.rate, self.catch_up)?;
         let gcra = Gcra::builder(self.rate)
             .burst(burst)
             .clock(self.clock)
             .build()
-            .map_err(|e| if e.field() == "burst" { overflow } else { e })?;
+            .map_err(|e| catch_up_error(e, burst))?;
         // Start the schedule now: S = now + τ − I makes the first reservation ready at `now`
         // (not `now − catch_up·I`, which would open with a burst of catch_up + 1). The pacer
         // is not shared yet.
@@ -248,7 +241,7 @@ impl<C: Clock> PacerBuilder<C> {
         gcra.tat_word().store(start, crate::sync::Ordering::Relaxed);
         Ok(Pacer {
             gcra,
-            catch_up,
+            catch_up: self.catch_up,
             #[cfg(feature = "std")]
             sleeper: crate::Precise::new(),
         })
@@ -309,7 +302,7 @@ impl<C> Pacer<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn catch_up(&self) -> u64 {
-        self.catch_up
+        self.gcra.burst() - 1
     }
 
     /// The pacer's clock.
@@ -391,6 +384,96 @@ impl<C: Clock> Pacer<C> {
     }
 }
 
+/// The GCRA burst for `rate`: catch-up slots + 1, the slots `fixed` or 10 ms worth.
+fn burst_for(rate: Rate, fixed: Option<u64>) -> Result<u64, ConfigError> {
+    let interval = rate.period_nanos().div_ceil(rate.limit()).max(1);
+    let catch_up = fixed.unwrap_or(crate::wait::nanos(Pacer::DEFAULT_CATCH_UP) / interval);
+    catch_up.checked_add(1).ok_or_else(|| overflow(catch_up))
+}
+
+/// The error for catch-up slots whose (catch_up + 1) × I does not fit.
+fn overflow(catch_up: u64) -> ConfigError {
+    ConfigError::new(
+        "catch_up",
+        Value::Count(u128::from(catch_up)),
+        "(catch_up + 1) × emission interval overflows u64 nanoseconds",
+    )
+}
+
+/// A GCRA error about the burst, told as the catch-up slots it came from.
+fn catch_up_error(e: ConfigError, burst: u64) -> ConfigError {
+    if e.field() == "burst" {
+        overflow(burst - 1)
+    } else {
+        e
+    }
+}
+
+impl<C> Pacer<C> {
+    /// Changes the target rate at time `now` (nanoseconds on the pacer's clock) while threads
+    /// keep pacing: one call per step of a load ramp. The catch-up stays what the builder set:
+    /// the same number of slots if one was given, else 10 ms worth at the new rate.
+    ///
+    /// Slots already handed out keep their times. The next slot follows the last one handed
+    /// out by one new interval, or, when the new rate is faster and the catch-up time shrinks,
+    /// by up to one old interval (the pacer's [`Gcra`] never moves its state earlier: see
+    /// [`Gcra::set_rate_at`]); missed slots held for catch-up carry over, as many as the new
+    /// catch-up holds. So a ramp from 1k/s to 100k/s in ten steps over 10 s sends, step by
+    /// step, each step's rate (`tests/pacer.rs` checks it on a simulated clock).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as [`PacerBuilder::build`] for `rate` (nothing is changed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
+    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 0);
+    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 1_000_000);
+    /// pacer.set_rate_at(Rate::per_second(500)?, 1_000_000)?;
+    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 3_000_000); // 2 ms after the last
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_rate_at(&self, rate: Rate, now: u64) -> Result<(), ConfigError> {
+        let burst = burst_for(rate, self.catch_up)?;
+        self.gcra
+            .set_rate_at(rate, Some(burst), now)
+            .map_err(|e| catch_up_error(e, burst))
+    }
+}
+
+impl<C: Clock> Pacer<C> {
+    /// Changes the target rate now: [`set_rate_at`](Pacer::set_rate_at) with the clock read.
+    ///
+    /// # Errors
+    ///
+    /// As [`set_rate_at`](Pacer::set_rate_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Pacer, Rate};
+    /// use std::time::Duration;
+    ///
+    /// // A ramp from 1,000/s to 100,000/s over 10 s: one call per step.
+    /// let clock = ManualClock::new();
+    /// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
+    /// for step in 1..=10u64 {
+    ///     pacer.set_rate(Rate::per_second(step * 10_000)?)?;
+    ///     # break;
+    /// }
+    /// assert_eq!(pacer.interval(), Duration::from_micros(100));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate(&self, rate: Rate) -> Result<(), ConfigError> {
+        self.set_rate_at(rate, self.gcra.clock().now())
+    }
+}
+
 impl<C: Clock> Pacer<C> {
     /// A future that resolves at the caller's next slot, for async load generators on any
     /// runtime: `sleep` makes the runtime's timer future (`tokio::time::sleep`). At its first
@@ -454,7 +537,7 @@ impl<C> fmt::Debug for Pacer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pacer")
             .field("gcra", &self.gcra)
-            .field("catch_up", &self.catch_up)
+            .field("catch_up", &self.catch_up())
             .finish_non_exhaustive()
     }
 }

@@ -23,7 +23,6 @@ use core::{fmt, time::Duration};
 
 use alloc::boxed::Box;
 
-use crate::sync::Ordering;
 use crate::wait::{nanos, wait_until, Sleep};
 use crate::{Clock, Denied, Gcra};
 
@@ -63,6 +62,9 @@ pub struct Reservation<'a, C> {
     /// n·I: the amount a cancel takes back off S'.
     cost: u64,
     ready_at: u64,
+    /// S' − τ with the τ it was decided under (the pacer's slot; a rate change may have
+    /// changed τ since).
+    scheduled: u64,
     /// Set once the permits are the caller's (kept or waited for) or already cancelled: no
     /// give-back on drop.
     settled: bool,
@@ -105,29 +107,34 @@ impl<C> Gcra<C> {
         now: u64,
         max_wait: u64,
     ) -> Result<Reservation<'_, C>, Denied> {
-        let (interval, tolerance) = self.params();
         if permits == 0 {
             return Ok(Reservation {
                 gcra: self,
                 tat: 0,
                 cost: 0,
                 ready_at: now,
+                scheduled: now,
                 settled: true,
             });
         }
-        let Some((cost, slack)) =
-            crate::gcra::price(u64::from(permits), self.burst(), interval, tolerance)
-        else {
-            return Err(Denied::never());
-        };
-        let allow = slack.saturating_add(max_wait);
-        // A denial returns before any write; the grant is one CAS on the TAT (Gcra's loop).
-        let next = self.advance(now, cost, allow)?;
+        // A denial returns before any write; the grant is one CAS on the TAT (Gcra's loop),
+        // priced with the parameters read after the TAT it replaces.
+        let (next, (cost, tolerance)) = self.advance(now, |g| {
+            let (interval, tolerance, burst) = g.live_params();
+            match crate::gcra::price(u64::from(permits), burst, interval, tolerance) {
+                Some((cost, slack)) => {
+                    Ok((cost, slack.saturating_add(max_wait), (cost, tolerance)))
+                }
+                None => Err(Denied::never()),
+            }
+        })?;
+        let scheduled = next.saturating_sub(tolerance);
         Ok(Reservation {
             gcra: self,
             tat: next,
             cost,
-            ready_at: next.saturating_sub(tolerance).max(now),
+            ready_at: scheduled.max(now),
+            scheduled,
             settled: false,
         })
     }
@@ -609,7 +616,7 @@ impl<C> Reservation<'_, C> {
     /// S' − τ without the clamp to the reservation's `now`: earlier than `ready_at` when the
     /// limiter had unused burst (for the pacer, a slot that is already late).
     pub(crate) fn scheduled(&self) -> u64 {
-        self.tat.saturating_sub(self.gcra.params().1)
+        self.scheduled
     }
 
     fn give_back(&mut self) -> bool {
@@ -617,19 +624,10 @@ impl<C> Reservation<'_, C> {
             return false;
         }
         self.settled = true;
-        // Relaxed (both): the TAT is self-contained state. Strong CAS: a spurious failure
-        // would lose the permits for no reason. It succeeds only if no reservation, grant or
-        // other cancel has changed S since ours: then S' − cost = max(S_before, now), the
-        // state as if we had never reserved (at this `now`).
-        self.gcra
-            .tat_word()
-            .compare_exchange(
-                self.tat,
-                self.tat - self.cost,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_ok()
+        // It succeeds only if no reservation, grant, other cancel or rate change has changed S
+        // since ours: then S' − cost = max(S_before, now), the state as if we had never
+        // reserved (at this `now`). Through `lower_tat`, which a rate change relies on.
+        self.gcra.lower_tat(self.tat, self.tat - self.cost)
     }
 }
 
@@ -734,6 +732,8 @@ pub mod planted {
     pub fn blind_cancel<C>(mut r: Reservation<'_, C>) {
         r.settled = true;
         // Relaxed: deliberately broken; the ordering is not the bug, the blind subtract is.
-        r.gcra.tat_word().fetch_sub(r.cost, Ordering::Relaxed);
+        r.gcra
+            .tat_word()
+            .fetch_sub(r.cost, crate::sync::Ordering::Relaxed);
     }
 }

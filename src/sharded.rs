@@ -17,7 +17,7 @@ use core::{fmt, time::Duration};
 use crossbeam_utils::CachePadded;
 
 use crate::error::{ConfigError, Value};
-use crate::gcra::Params;
+use crate::gcra::{Params, FROZEN};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 
@@ -101,24 +101,92 @@ pub struct ShardedGcra<C = DefaultClock> {
     /// The shards, each on its own cache line(s). Never empty.
     shards: Box<[CachePadded<Shard>]>,
     /// The global burst b = Σ b_k.
-    burst: u64,
+    burst: AtomicU64,
     /// The global emission interval I = ⌈period / limit⌉.
-    interval: u64,
-    rate: Rate,
+    interval: AtomicU64,
+    /// The rate's `limit` and period (ns), for [`ShardedGcra::rate`].
+    limit: AtomicU64,
+    period: AtomicU64,
+    /// Twice the number of rate changes, plus 1 while one is under way: changes take turns on
+    /// it, the getters read between two equal even values, and a denial that may have seen a
+    /// frozen shard checks it and decides again (see [`ShardedGcra::set_rate_at`]).
+    changes: AtomicU64,
     clock: C,
 }
 
-/// One shard: a GCRA state word and its share of the rate and burst. The constants sit on the
-/// same line as the state they are used with.
+/// One shard: a GCRA state word and its share of the rate and burst. The parameters sit on
+/// the same line as the state they are used with; a rate change rewrites them while the TAT is
+/// frozen, as for [`Gcra`](crate::Gcra) (requests read them after the TAT, with the plain loads
+/// a Relaxed atomic load compiles to).
 struct Shard {
-    /// The shard's theoretical arrival time, ns on the limiter's clock. 0 means "never used".
+    /// The shard's theoretical arrival time, ns on the limiter's clock. 0 means "never used";
+    /// [`FROZEN`] while a rate change converts the shard.
     tat: AtomicU64,
     /// I_k = ⌈I · limit / l_k⌉, at least 1.
-    interval: u64,
+    interval: AtomicU64,
     /// τ_k = b_k · I_k; fits in u64 by construction.
-    tolerance: u64,
+    tolerance: AtomicU64,
     /// b_k, at least 1.
+    burst: AtomicU64,
+    /// The highest value a give-back moved the TAT down from (see `Gcra`'s `high`).
+    high: AtomicU64,
+}
+
+/// A shard's parameters as one request reads them.
+#[derive(Clone, Copy, Debug)]
+struct ShardParams {
+    interval: u64,
+    tolerance: u64,
     burst: u64,
+}
+
+/// The shards' parameters for `rate` and `burst` over `shards` shards: (I, b, [(I_k, τ_k, b_k)]).
+fn split(
+    rate: Rate,
+    burst: Option<u64>,
+    shards: u64,
+) -> Result<(u64, u64, Vec<ShardParams>), ConfigError> {
+    let limit = rate.limit();
+    let Params {
+        interval, burst, ..
+    } = Params::new(rate, burst)?;
+    if u128::from(shards) > u128::from(limit.min(burst)) {
+        return Err(ConfigError::new(
+            "shards",
+            Value::Count(u128::from(shards)),
+            "more shards than the rate's limit or the burst: each shard needs at least one \
+             permit of each",
+        ));
+    }
+    // I · limit < period + limit ≤ 2^65: u128. Shard k's interval is rounded up from
+    // I · limit / l_k, so 1/I_k ≤ l_k / (I · limit) and Σ 1/I_k ≤ 1/I.
+    let scaled = u128::from(interval) * u128::from(limit);
+    let mut split = Vec::with_capacity(shards as usize);
+    for k in 0..shards {
+        let share = limit / shards + u64::from(k < limit % shards);
+        let burst_k = burst / shards + u64::from(k < burst % shards);
+        let Ok(interval_k) = u64::try_from(scaled.div_ceil(u128::from(share))) else {
+            return Err(ConfigError::new(
+                "shards",
+                Value::Count(u128::from(shards)),
+                "a shard's emission interval (shards × period/limit) overflows u64 \
+                 nanoseconds",
+            ));
+        };
+        let Some(tolerance) = burst_k.checked_mul(interval_k) else {
+            return Err(ConfigError::new(
+                "burst",
+                Value::Count(u128::from(burst)),
+                "a shard's burst × emission interval overflows u64 nanoseconds",
+            ));
+        };
+        split.push(ShardParams {
+            interval: interval_k,
+            tolerance,
+            burst: burst_k,
+        });
+    }
+    Ok((interval, burst, split))
 }
 
 /// Builds a [`ShardedGcra`]: see [`ShardedGcra::builder`].
@@ -301,9 +369,7 @@ impl<C: Clock> ShardedGcraBuilder<C> {
     pub fn build(self) -> Result<ShardedGcra<C>, ConfigError> {
         let rate = self.rate;
         let limit = rate.limit();
-        let Params {
-            interval, burst, ..
-        } = Params::new(rate, self.burst)?;
+        let Params { burst, .. } = Params::new(rate, self.burst)?;
         let most = limit.min(burst);
         let shards =
             match self.shards {
@@ -330,57 +396,83 @@ impl<C: Clock> ShardedGcraBuilder<C> {
                 Some(s) => s as u64,
                 None => (default_shards().clamp(1, MAX_SHARDS) as u64).min(most),
             };
-        // I · limit < period + limit ≤ 2^65: u128. Shard k's interval is rounded up from
-        // I · limit / l_k, so 1/I_k ≤ l_k / (I · limit) and Σ 1/I_k ≤ 1/I.
-        let scaled = u128::from(interval) * u128::from(limit);
-        let mut built = Vec::with_capacity(shards as usize);
-        for k in 0..shards {
-            let share = limit / shards + u64::from(k < limit % shards);
-            let burst_k = burst / shards + u64::from(k < burst % shards);
-            let Ok(interval_k) = u64::try_from(scaled.div_ceil(u128::from(share))) else {
-                return Err(ConfigError::new(
-                    "shards",
-                    Value::Count(u128::from(shards)),
-                    "a shard's emission interval (shards × period/limit) overflows u64 \
-                     nanoseconds",
-                ));
-            };
-            let Some(tolerance) = burst_k.checked_mul(interval_k) else {
-                return Err(ConfigError::new(
-                    "burst",
-                    Value::Count(u128::from(burst)),
-                    "a shard's burst × emission interval overflows u64 nanoseconds",
-                ));
-            };
-            built.push(CachePadded::new(Shard {
-                tat: AtomicU64::new(0),
-                interval: interval_k,
-                tolerance,
-                burst: burst_k,
-            }));
-        }
+        let (interval, burst, split) = split(rate, Some(burst), shards)?;
+        let built: Vec<_> = split
+            .into_iter()
+            .map(|p| CachePadded::new(Shard::new(p)))
+            .collect();
         Ok(ShardedGcra {
             shards: built.into_boxed_slice(),
-            burst,
-            interval,
-            rate,
+            burst: AtomicU64::new(burst),
+            interval: AtomicU64::new(interval),
+            limit: AtomicU64::new(rate.limit()),
+            period: AtomicU64::new(rate.period_nanos()),
+            changes: AtomicU64::new(0),
             clock: self.clock,
         })
     }
 }
 
 impl Shard {
+    fn new(p: ShardParams) -> Shard {
+        Shard {
+            tat: AtomicU64::new(0),
+            interval: AtomicU64::new(p.interval),
+            tolerance: AtomicU64::new(p.tolerance),
+            burst: AtomicU64::new(p.burst),
+            high: AtomicU64::new(0),
+        }
+    }
+
+    /// The parameters, read after the TAT (as in `Gcra`: see the struct's docs).
+    #[inline(always)]
+    fn params(&self) -> ShardParams {
+        // Relaxed (all): read after an Acquire load of the TAT, which a rate change's Release
+        // store of the TAT publishes them with.
+        self.params_with(Ordering::Relaxed)
+    }
+
+    /// The interval and tolerance only (the burst left unread): what the snapshots of the
+    /// denial path need.
+    #[inline(always)]
+    fn rest_params(&self) -> ShardParams {
+        // Relaxed (both): as in `params`.
+        ShardParams {
+            interval: self.interval.load(Ordering::Relaxed),
+            tolerance: self.tolerance.load(Ordering::Relaxed),
+            burst: 0,
+        }
+    }
+
+    /// The parameters read with `order`: Acquire for the getters' sequence lock.
+    #[inline(always)]
+    fn params_with(&self, order: Ordering) -> ShardParams {
+        ShardParams {
+            interval: self.interval.load(order),
+            tolerance: self.tolerance.load(order),
+            burst: self.burst.load(order),
+        }
+    }
+
+    /// The TAT (Acquire: the parameters are read after it).
+    #[inline(always)]
+    fn load(&self) -> u64 {
+        // Acquire: see `params`.
+        self.tat.load(Ordering::Acquire)
+    }
+
     /// Permits this shard could grant at `now` with state `tat`: ⌊(τ − (max(S, now) − now))/I⌋
     /// (0 if negative), and no more than keep max(S, now) + m·I within u64.
     #[inline]
     fn available(&self, tat: u64, now: u64) -> u64 {
+        let p = self.rest_params();
         let base = if tat > now { tat } else { now };
         let ahead = base - now;
-        if ahead > self.tolerance {
+        if ahead > p.tolerance {
             return 0;
         }
-        let by_burst = (self.tolerance - ahead) / self.interval;
-        let by_range = (u64::MAX - base) / self.interval;
+        let by_burst = (p.tolerance - ahead) / p.interval;
+        let by_range = (u64::MAX - base) / p.interval;
         by_burst.min(by_range)
     }
 
@@ -388,22 +480,24 @@ impl Shard {
     /// released by time `now`, nondecreasing in `now`, which the retry search needs.
     #[inline]
     fn released(&self, tat: u64, now: u64) -> u64 {
+        let p = self.rest_params();
         let ahead = tat.saturating_sub(now);
-        self.tolerance.saturating_sub(ahead) / self.interval
+        p.tolerance.saturating_sub(ahead) / p.interval
     }
 
     /// Takes exactly `n ≥ 1` permits at `now` if this shard holds them: the GCRA grant, as in
-    /// `Gcra`. On a denial returns the state it saw, having written nothing.
+    /// `Gcra`. On a denial returns the state it saw, having written nothing ([`FROZEN`] if a
+    /// rate change holds the shard: the caller checks).
     #[inline]
     fn try_take(&self, n: u64, now: u64) -> Result<(), u64> {
-        // Relaxed: the shard's TAT is its whole state; the CAS below fails if it is stale.
-        let mut tat = self.tat.load(Ordering::Relaxed);
-        let Some((cost, slack)) = crate::gcra::price(n, self.burst, self.interval, self.tolerance)
-        else {
-            return Err(tat);
-        };
+        let mut tat = self.load();
         let backoff = Backoff::new();
         loop {
+            let p = self.params();
+            let Some((cost, slack)) = crate::gcra::price(n, p.burst, p.interval, p.tolerance)
+            else {
+                return Err(tat);
+            };
             let base = if tat > now { tat } else { now };
             if base - now > slack {
                 return Err(tat);
@@ -411,11 +505,12 @@ impl Shard {
             let Some(next) = base.checked_add(cost) else {
                 return Err(tat);
             };
-            // Relaxed (both): a CAS on the shard's one state word linearizes its grants by
-            // itself; no other memory is published or consumed with it.
+            // Release on success, Acquire on failure: as in `Gcra` (our parameter reads precede
+            // the grant; a winner installed by a rate change publishes its parameters).
+            // Otherwise a CAS on the shard's one state word linearizes its grants by itself.
             match self
                 .tat
-                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange_weak(tat, next, Ordering::Release, Ordering::Acquire)
             {
                 Ok(_) => return Ok(()),
                 Err(current) => {
@@ -427,10 +522,10 @@ impl Shard {
     }
 
     /// Takes as many as it can of `need ≥ 1` permits at `now`, at least one: `(before, after,
-    /// taken)` for a later [`give_back`](Shard::give_back), or `None` if the shard is empty.
+    /// taken)` for a later [`give_back`](Shard::give_back), or `None` if the shard is empty
+    /// (or frozen by a rate change).
     fn take_up_to(&self, need: u64, now: u64) -> Option<(u64, u64, u64)> {
-        // Relaxed: as in `try_take`.
-        let mut tat = self.tat.load(Ordering::Relaxed);
+        let mut tat = self.load();
         let backoff = Backoff::new();
         loop {
             let m = self.available(tat, now).min(need);
@@ -439,11 +534,11 @@ impl Shard {
             }
             let base = if tat > now { tat } else { now };
             // m ≤ available: base + m·I_k ≤ u64::MAX and m·I_k ≤ τ_k.
-            let next = base + m * self.interval;
-            // Relaxed (both): as in `try_take`.
+            let next = base + m * self.params().interval;
+            // Release / Acquire: as in `try_take`.
             match self
                 .tat
-                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange_weak(tat, next, Ordering::Release, Ordering::Acquire)
             {
                 Ok(_) => return Some((tat, next, m)),
                 Err(current) => {
@@ -458,11 +553,14 @@ impl Shard {
     /// it never happened. Otherwise the taken permits stay consumed (stranded) and this
     /// returns false. Strong CAS: a spurious failure would strand permits for nothing.
     fn give_back(&self, before: u64, after: u64) -> bool {
-        // Relaxed (both): the state word alone decides; succeeding only when the value is
+        // Relaxed: published to a later rate change by the Release CAS below (which that
+        // change's swap acquires); a change must know the highest value the word held.
+        self.high.fetch_max(after, Ordering::Relaxed);
+        // Release: see above. The state word alone decides; succeeding only when the value is
         // still `after` is what makes the undo exact (the guide proves takes then undo in
         // LIFO order, so `after` cannot be another take's value).
         self.tat
-            .compare_exchange(after, before, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(after, before, Ordering::Release, Ordering::Relaxed)
             .is_ok()
     }
 }
@@ -599,8 +697,64 @@ impl<C> ShardedGcra<C> {
     #[cold]
     #[inline(never)]
     fn borrow(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
+        let backoff = Backoff::new();
+        let mut home_tat = home_tat;
+        loop {
+            if home_tat == FROZEN {
+                // A rate change holds the home shard (or its state is at the end of the
+                // clock's range, and the retry below sees no change under way).
+                self.wait_change(&backoff);
+                match self.shards[home].try_take(n, now) {
+                    Ok(()) => return Ok(()),
+                    Err(tat) if tat == FROZEN && self.change_turn() & 1 == 0 => {}
+                    Err(tat) => {
+                        home_tat = tat;
+                        continue;
+                    }
+                }
+            }
+            let turn = self.change_turn();
+            let result = self.borrow_once(home, n, now, home_tat);
+            // A denial that may have seen a frozen shard or two epochs' parameters is decided
+            // again once the change is over; grants stand (each is one shard's CAS).
+            if result.is_ok() || (turn & 1 == 0 && self.change_turn() == turn) {
+                return result;
+            }
+            self.wait_change(&backoff);
+            match self.shards[home].try_take(n, now) {
+                Ok(()) => return Ok(()),
+                Err(tat) => home_tat = tat,
+            }
+        }
+    }
+
+    /// The rate-change counter (odd while one is under way), read without a write: a denial
+    /// stays read-only.
+    fn change_turn(&self) -> u64 {
+        // Acquire: a finished change's stores are visible after this. A shard state read
+        // (Acquire) from a change's freeze or install makes that change's odd mark visible
+        // here, so a borrow that met a change reads a different value after it.
+        self.changes.load(Ordering::Acquire)
+    }
+
+    /// Waits while a rate change is under way.
+    #[cold]
+    fn wait_change(&self, backoff: &Backoff) {
+        // Acquire, and an RMW (adding 0) so that it reads the latest value: the loop must see
+        // the change end (a load may keep returning the odd value it read before, and the
+        // model checker explores that). Only while a change is under way.
+        while self.changes.fetch_add(0, Ordering::Acquire) & 1 == 1 {
+            backoff.spin();
+        }
+    }
+
+    /// One pass of [`borrow`](ShardedGcra::borrow), inlined there (one call frame for the
+    /// slow path, as before live changes).
+    #[inline(always)]
+    fn borrow_once(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
         // Checked here, off the fast path: a request the home shard granted is within b.
-        if n > self.burst {
+        // Relaxed: a snapshot; a change racing it makes `borrow` decide again.
+        if n > self.burst.load(Ordering::Relaxed) {
             return Err(Denied::never());
         }
         let s = self.shards.len();
@@ -651,9 +805,9 @@ impl<C> ShardedGcra<C> {
             // possible. No search needed.
             let mut first = i128::MAX;
             for shard in self.shards.iter() {
-                // Relaxed: a snapshot; the retry time is advisory under concurrency.
-                let tat = shard.tat.load(Ordering::Relaxed);
-                let t = i128::from(tat) - i128::from(shard.tolerance) + i128::from(shard.interval);
+                let tat = shard.load();
+                let p = shard.rest_params();
+                let t = i128::from(tat) - i128::from(p.tolerance) + i128::from(p.interval);
                 first = first.min(t);
             }
             // The earliest is at most max_k S_k ≤ u64::MAX.
@@ -680,8 +834,7 @@ impl<C> ShardedGcra<C> {
         // At t = max_k S_k every shard is full: Σ b_k = b ≥ n.
         let mut hi = now;
         for shard in self.shards.iter() {
-            // Relaxed: a snapshot, as above.
-            hi = hi.max(shard.tat.load(Ordering::Relaxed));
+            hi = hi.max(shard.load());
         }
         let mut lo = now; // invariant: total(lo) < n ≤ total(hi), unless concurrently changed
         while hi - lo > 1 {
@@ -699,8 +852,7 @@ impl<C> ShardedGcra<C> {
     fn total_at(&self, t: u64, f: fn(&Shard, u64, u64) -> u64) -> u64 {
         self.shards
             .iter()
-            // Relaxed: a snapshot, as above.
-            .map(|shard| f(shard, shard.tat.load(Ordering::Relaxed), t))
+            .map(|shard| f(shard, shard.load(), t))
             .sum()
     }
 
@@ -722,7 +874,7 @@ impl<C> ShardedGcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn remaining_at(&self, now: u64) -> u64 {
-        self.total_at(now, Shard::available)
+        self.between_changes(|| self.total_at(now, Shard::available))
     }
 
     /// How long until every shard is full again (the whole global burst available) if nothing
@@ -745,14 +897,28 @@ impl<C> ShardedGcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn reset_at(&self, now: u64) -> Duration {
-        let latest = self
-            .shards
-            .iter()
-            // Relaxed: a snapshot of each shard's one state word.
-            .map(|shard| shard.tat.load(Ordering::Relaxed))
-            .max()
-            .unwrap_or(0);
+        let latest = self.between_changes(|| {
+            self.shards
+                .iter()
+                .map(|shard| shard.load())
+                .max()
+                .unwrap_or(0)
+        });
         Duration::from_nanos(latest.saturating_sub(now))
+    }
+
+    /// `f` (a read-only pass over the shards) taken between rate changes: a pass that met a
+    /// change (a frozen shard, or parameters of two epochs) is taken again after it.
+    fn between_changes<T>(&self, f: impl Fn() -> T) -> T {
+        let backoff = Backoff::new();
+        loop {
+            self.wait_change(&backoff);
+            let turn = self.change_turn();
+            let value = f();
+            if turn & 1 == 0 && self.change_turn() == turn {
+                return value;
+            }
+        }
     }
 
     /// How many permits shard `k` could grant at `now`, or `None` if there is no shard `k`.
@@ -773,8 +939,7 @@ impl<C> ShardedGcra<C> {
     /// ```
     pub fn shard_remaining_at(&self, k: usize, now: u64) -> Option<u64> {
         let shard = self.shards.get(k)?;
-        // Relaxed: a snapshot of the shard's one state word.
-        Some(shard.available(shard.tat.load(Ordering::Relaxed), now))
+        Some(shard.available(shard.load(), now))
     }
 
     /// The number of shards S.
@@ -802,7 +967,7 @@ impl<C> ShardedGcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn burst(&self) -> u64 {
-        self.burst
+        self.snapshot().1
     }
 
     /// Shard `k`'s burst b_k, or `None` if there is no shard `k`.
@@ -817,7 +982,9 @@ impl<C> ShardedGcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn shard_burst(&self, k: usize) -> Option<u64> {
-        self.shards.get(k).map(|shard| shard.burst)
+        self.shards
+            .get(k)
+            .map(|shard| self.stable(|| shard.params_with(Ordering::Acquire).burst))
     }
 
     /// The global emission interval I = ⌈period / limit⌉: the bound's interval.
@@ -832,7 +999,7 @@ impl<C> ShardedGcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn emission_interval(&self) -> Duration {
-        Duration::from_nanos(self.interval)
+        Duration::from_nanos(self.snapshot().2)
     }
 
     /// Shard `k`'s emission interval I_k = ⌈I · limit / l_k⌉, or `None` if there is no
@@ -848,9 +1015,9 @@ impl<C> ShardedGcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn shard_emission_interval(&self, k: usize) -> Option<Duration> {
-        self.shards
-            .get(k)
-            .map(|shard| Duration::from_nanos(shard.interval))
+        self.shards.get(k).map(|shard| {
+            Duration::from_nanos(self.stable(|| shard.params_with(Ordering::Acquire).interval))
+        })
     }
 
     /// The configured (global) rate.
@@ -865,7 +1032,7 @@ impl<C> ShardedGcra<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn rate(&self) -> Rate {
-        self.rate
+        self.snapshot().0
     }
 
     /// The shard that the calling thread's requests start from (`try_acquire_n_at` and the
@@ -895,6 +1062,177 @@ impl<C> ShardedGcra<C> {
     /// ```
     pub fn clock(&self) -> &C {
         &self.clock
+    }
+}
+
+/// Live rate and burst changes.
+impl<C> ShardedGcra<C> {
+    /// `f` read between two equal even values of the change counter (a sequence lock for the
+    /// getters; `f` reads with Acquire, so a value a later change stored shows its odd mark).
+    fn stable<T>(&self, f: impl Fn() -> T) -> T {
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: `f` reads after it.
+            let before = self.changes.load(Ordering::Acquire);
+            if before & 1 == 0 {
+                let value = f();
+                // Relaxed: ordered after `f`'s Acquire loads.
+                if self.changes.load(Ordering::Relaxed) == before {
+                    return value;
+                }
+            }
+            backoff.spin();
+        }
+    }
+
+    /// The rate, burst and interval, read consistently.
+    fn snapshot(&self) -> (Rate, u64, u64) {
+        self.stable(|| {
+            // Acquire (all): see `stable`.
+            let limit = self.limit.load(Ordering::Acquire);
+            let period = self.period.load(Ordering::Acquire);
+            let rate = match Rate::new(limit, Duration::from_nanos(period)) {
+                Ok(rate) => rate,
+                // Written only from a validated `Rate`.
+                Err(e) => unreachable!("a stored rate is valid: {e}"),
+            };
+            (
+                rate,
+                self.burst.load(Ordering::Acquire),
+                self.interval.load(Ordering::Acquire),
+            )
+        })
+    }
+
+    /// Changes the global rate and burst at time `now` while other threads keep acquiring:
+    /// each shard's share is recomputed as at build (same shard count) and each shard is moved
+    /// onto it by [`Gcra::set_rate_at`](crate::Gcra::set_rate_at)'s rule: the permits free in
+    /// a shard stay free, at most its new burst share, and time owed is never forgiven. Summed
+    /// over the shards (Σ b_k = b, Σ 1/I_k ≤ 1/I), in any interval [t, t + d] with t ≤ `now`
+    /// = s at most b + (s − t)/I + (t + d − s)/I' permits are granted, and in any interval
+    /// after s at most b' + d/I' (the proof is `Gcra`'s, shard by shard: see the
+    /// [`guide`](crate::guide#changing-a-rate-while-running)). `burst: None` means the new
+    /// rate's `limit`.
+    ///
+    /// The shards are frozen and converted one at a time; a request that meets a frozen shard
+    /// waits for the change before it denies, and grants made meanwhile are each one shard's
+    /// CAS under that shard's parameters. A split request that gave back permits before the
+    /// change cannot give them back after it (they stay counted, as stranded ones do).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as [`ShardedGcraBuilder::build`] for `rate` and `burst`, and naming
+    /// `shards` when the new `limit` or burst is below the shard count (each shard needs one
+    /// permit of each); nothing is changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(10)?)
+    ///     .shards(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire_n_at(4, 0).unwrap(); // 6 of 10 left
+    /// limiter.set_rate_at(Rate::per_second(100)?, None, 0)?;
+    /// assert_eq!(limiter.remaining_at(0), 6); // the change frees nothing
+    /// assert_eq!((limiter.burst(), limiter.shard_burst(1)), (100, Some(50)));
+    /// assert!(limiter.set_rate_at(Rate::per_second(1)?, None, 0).is_err()); // 1 < 2 shards
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) -> Result<(), ConfigError> {
+        let (interval, burst, split) = split(rate, burst, self.shards.len() as u64)?;
+        crate::sync::take_turn(&self.changes);
+        for (shard, new) in self.shards.iter().zip(split) {
+            let old = shard.params();
+            if (old.interval, old.tolerance) != (new.interval, new.tolerance) {
+                // AcqRel: as `Gcra`'s freeze (grants' parameter reads precede our stores;
+                // give-backs' raise of `high` is visible; requests that read FROZEN see our
+                // odd mark).
+                let tat = shard.tat.swap(FROZEN, Ordering::AcqRel);
+                // Relaxed: made visible by the swap's Acquire.
+                let high = shard.high.load(Ordering::Relaxed);
+                let next = if tat == FROZEN {
+                    FROZEN // the end of the clock's range: stays exhausted
+                } else {
+                    crate::gcra::rerate(
+                        tat,
+                        now,
+                        (old.interval, old.tolerance),
+                        (new.interval, new.tolerance),
+                        high,
+                    )
+                };
+                // Release (all): published with the TAT below.
+                shard.interval.store(new.interval, Ordering::Release);
+                shard.tolerance.store(new.tolerance, Ordering::Release);
+                shard.burst.store(new.burst, Ordering::Release);
+                // Release: publishes the parameters to every request that reads this TAT.
+                shard.tat.store(next, Ordering::Release);
+            } else {
+                // Release: b_k = τ_k / I_k is unchanged; for the getters.
+                shard.burst.store(new.burst, Ordering::Release);
+            }
+        }
+        // Release (all): for the getters' sequence lock.
+        self.burst.store(burst, Ordering::Release);
+        self.interval.store(interval, Ordering::Release);
+        self.limit.store(rate.limit(), Ordering::Release);
+        self.period.store(rate.period_nanos(), Ordering::Release);
+        crate::sync::end_turn(&self.changes);
+        Ok(())
+    }
+}
+
+impl<C: Clock> ShardedGcra<C> {
+    /// Changes the rate now; the burst becomes the new rate's `limit`:
+    /// [`set_rate_at`](ShardedGcra::set_rate_at) with the clock read.
+    ///
+    /// # Errors
+    ///
+    /// As [`set_rate_at`](ShardedGcra::set_rate_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(100)?)
+    ///     .shards(4)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.set_rate(Rate::per_second(1_000)?)?;
+    /// assert_eq!(limiter.rate(), Rate::per_second(1_000)?);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate(&self, rate: Rate) -> Result<(), ConfigError> {
+        self.set_rate_at(rate, None, self.clock.now())
+    }
+
+    /// Changes the rate and burst now: [`set_rate_at`](ShardedGcra::set_rate_at) with the
+    /// clock read.
+    ///
+    /// # Errors
+    ///
+    /// As [`set_rate_at`](ShardedGcra::set_rate_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(100)?)
+    ///     .shards(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.set_rate_and_burst(Rate::per_second(100)?, 10)?;
+    /// assert_eq!((limiter.shard_burst(0), limiter.shard_burst(1)), (Some(5), Some(5)));
+    /// assert_eq!(limiter.set_rate_and_burst(Rate::per_second(100)?, 1).unwrap_err().field(), "shards");
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate_and_burst(&self, rate: Rate, burst: u64) -> Result<(), ConfigError> {
+        self.set_rate_at(rate, Some(burst), self.clock.now())
     }
 }
 
@@ -977,7 +1315,7 @@ impl<C: Clock> crate::decide::Decide for ShardedGcra<C> {
     }
 
     fn quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate)
+        crate::decide::quota_of(self.rate())
     }
 }
 
@@ -995,9 +1333,10 @@ impl<C: Clock> Limiter for ShardedGcra<C> {
 
 impl fmt::Debug for Shard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.params();
         f.debug_struct("Shard")
-            .field("burst", &self.burst)
-            .field("interval_ns", &self.interval)
+            .field("burst", &p.burst)
+            .field("interval_ns", &p.interval)
             // Relaxed: a snapshot for display.
             .field("tat_ns", &self.tat.load(Ordering::Relaxed))
             .finish()
@@ -1006,10 +1345,11 @@ impl fmt::Debug for Shard {
 
 impl<C> fmt::Debug for ShardedGcra<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (rate, burst, interval) = self.snapshot();
         f.debug_struct("ShardedGcra")
-            .field("rate", &self.rate)
-            .field("burst", &self.burst)
-            .field("interval_ns", &self.interval)
+            .field("rate", &rate)
+            .field("burst", &burst)
+            .field("interval_ns", &interval)
             .field("shards", &self.shards)
             .finish_non_exhaustive()
     }
@@ -1044,7 +1384,9 @@ pub mod planted {
                 let tat = shard.tat.load(Ordering::Relaxed);
                 if shard.available(tat, now) >= 1 {
                     let base = if tat > now { tat } else { now };
-                    shard.tat.store(base + shard.interval, Ordering::Relaxed);
+                    shard
+                        .tat
+                        .store(base + shard.params().interval, Ordering::Relaxed);
                     return Ok(());
                 }
             }
@@ -1058,12 +1400,11 @@ mod tests {
     use super::*;
 
     fn shard(burst: u64, interval: u64) -> Shard {
-        Shard {
-            tat: AtomicU64::new(0),
+        Shard::new(ShardParams {
             interval,
             tolerance: burst * interval,
             burst,
-        }
+        })
     }
 
     /// The guide's lemma: give-backs succeed only in LIFO order, and a successful one restores

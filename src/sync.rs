@@ -127,3 +127,34 @@ pub(crate) fn lost_cas(backoff: &Backoff, seed: u64) {
     #[cfg(hotlimit_loom)]
     let _ = seed;
 }
+
+/// Takes the turn on `turns`, a counter that is odd while someone holds it (rate changes take
+/// turns this way, off every admission path): a CAS from even to odd, retried after the
+/// holder's [`end_turn`].
+pub(crate) fn take_turn(turns: &AtomicU64) {
+    let backoff = Backoff::new();
+    // Relaxed: a first look; the CAS below decides.
+    let mut turn = turns.load(Ordering::Relaxed);
+    loop {
+        if turn & 1 == 0 {
+            // Acquire: the previous holder's stores (made before its Release end of turn) are
+            // ours to read.
+            match turns.compare_exchange_weak(turn, turn + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(current) => turn = current,
+            }
+        } else {
+            // Relaxed: waiting for the holder's end of turn.
+            turn = turns.load(Ordering::Relaxed);
+        }
+        backoff.spin();
+    }
+}
+
+/// Ends a turn taken with [`take_turn`] (the counter becomes even again).
+pub(crate) fn end_turn(turns: &AtomicU64) {
+    // Release: the next holder, and readers between two equal even values, read our stores
+    // after it.
+    turns.fetch_add(1, Ordering::Release);
+}

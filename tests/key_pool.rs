@@ -368,3 +368,134 @@ proptest! {
         audit_per_key(&uses, keys, max_uses, period);
     }
 }
+
+/// Cooldowns and retirement, on both stores: a cooling key's turns pass to the others, no key
+/// is ever handed out past its budget, and when all keys cool the denial says how long.
+mod refused_keys {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use hotlimit::{KeyPool, ManualClock, Rate};
+
+    fn pools() -> Vec<KeyPool<&'static str, ManualClock>> {
+        let rate = Rate::new(3, Duration::from_secs(10)).unwrap();
+        vec![
+            KeyPool::builder(vec!["a", "b", "c"], rate)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+            KeyPool::builder(vec!["a", "b", "c"], rate)
+                .buckets(10)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        ]
+    }
+
+    #[test]
+    fn a_cooling_key_is_skipped_until_its_time() {
+        for pool in pools() {
+            let a = pool.get_next_key_at(0).unwrap();
+            assert!(pool.cool_down_until(a, 1_000));
+            let got: Vec<_> = (0..4).map(|t| *pool.get_next_key_at(t).unwrap()).collect();
+            assert!(!got.contains(&"a"), "{got:?}");
+            assert_eq!(pool.is_usable_at(&pool.keys()[0], 999), Some(false));
+            assert_eq!(*pool.get_next_key_at(1_000).unwrap(), "a");
+        }
+    }
+
+    #[test]
+    fn all_cooling_denies_until_the_first_cooldown_ends() {
+        for pool in pools() {
+            for (i, until) in [(0, 700), (1, 500), (2, 900)] {
+                pool.cool_down_until(&pool.keys()[i], until);
+            }
+            let d = pool.get_next_key_at(100).unwrap_err();
+            assert_eq!(d.retry_after_nanos(), Some(400));
+            assert_eq!(*pool.get_next_key_at(500).unwrap(), "b");
+            for i in 0..3 {
+                pool.retire(&pool.keys()[i]);
+            }
+            assert!(pool.get_next_key_at(1_000).unwrap_err().is_never());
+            assert!(pool.reinstate(&pool.keys()[2]));
+            assert_eq!(*pool.get_next_key_at(1_000).unwrap(), "c");
+        }
+    }
+
+    #[test]
+    fn cooling_keys_count_nothing_in_remaining_with_buckets() {
+        let pool = pools().pop().unwrap();
+        assert_eq!(pool.remaining_at(0), 9);
+        pool.cool_down_until(&pool.keys()[1], 100);
+        assert_eq!(pool.remaining_at(0), 6);
+        assert_eq!(pool.remaining_at(100), 9);
+    }
+
+    #[test]
+    fn references_from_elsewhere_are_refused() {
+        let pool = &pools()[0];
+        let outside = "a";
+        assert_eq!(pool.position(&outside), None);
+        assert!(!pool.cool_down_until(&outside, 10));
+        assert!(!pool.retire(&outside));
+        assert_eq!(pool.is_usable_at(&outside, 0), None);
+        assert_eq!(pool.position(&pool.keys()[2]), Some(2));
+    }
+
+    #[test]
+    fn adding_keys_needs_buckets_and_joins_the_rotation() {
+        let mut pools = pools();
+        let mut windows = pools.pop().unwrap();
+        let mut log = pools.pop().unwrap();
+        assert_eq!(log.add_key("d").unwrap_err().field(), "buckets");
+        for t in 0..9 {
+            windows.get_next_key_at(t).unwrap();
+        }
+        assert!(windows.get_next_key_at(9).is_err(), "3 keys × 3 uses spent");
+        windows.add_key("d").unwrap();
+        assert_eq!(windows.keys().len(), 4);
+        // The rotation goes on from the new key, then in order: "a" is next, and spent, so
+        // the pool denies until "a" frees, although "d" has 2 uses left (the documented cost).
+        assert_eq!(*windows.get_next_key_at(10).unwrap(), "d");
+        assert!(windows.get_next_key_at(11).is_err());
+    }
+
+    /// Threads take keys on a frozen clock while another reports refusals and reinstates keys:
+    /// no key is handed out more than its 3 uses (every call is in one window).
+    #[test]
+    fn racing_refusals_never_pass_a_budget() {
+        for pool in pools() {
+            let pool = Arc::new(pool);
+            let takers: Vec<_> = (0..4)
+                .map(|_| {
+                    let pool = pool.clone();
+                    std::thread::spawn(move || {
+                        let mut used = HashMap::new();
+                        for _ in 0..50 {
+                            if let Ok(k) = pool.get_next_key_at(5) {
+                                *used.entry(*k).or_insert(0u32) += 1;
+                            }
+                        }
+                        used
+                    })
+                })
+                .collect();
+            for round in 0..200 {
+                let key = &pool.keys()[round % 3];
+                if round % 2 == 0 {
+                    pool.cool_down_until(key, 6);
+                } else {
+                    pool.reinstate(key);
+                }
+            }
+            let mut total: HashMap<&str, u32> = HashMap::new();
+            for t in takers {
+                for (k, n) in t.join().unwrap() {
+                    *total.entry(k).or_insert(0) += n;
+                }
+            }
+            assert!(total.values().all(|&n| n <= 3), "over budget: {total:?}");
+        }
+    }
+}

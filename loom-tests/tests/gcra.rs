@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hotlimit::__planted_gcra::RacyGcra;
+use hotlimit::__planted_gcra::{RacyGcra, TornChange};
 use hotlimit::{Gcra, Limiter, ManualClock, Rate};
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
@@ -242,5 +242,97 @@ fn gcra_passes_the_fetch_add_counterexample() {
         assert_eq!(late, 2, "exactly b = 2 grants at t = 300");
         // Both t = 95 requests fit only one permit, and none if the t = 300 ones came first.
         assert!(early <= 1, "{early} grants at t = 95 with one permit free");
+    });
+}
+
+/// I = 10 ns, burst 2 (τ = 20), changed to I' = 5 ns, burst 2 (τ' = 10): faster, same burst.
+fn old_and_new() -> (Rate, Rate) {
+    (
+        Rate::new(1, Duration::from_nanos(10)).unwrap(),
+        Rate::new(1, Duration::from_nanos(5)).unwrap(),
+    )
+}
+
+/// A rate change racing grants on a frozen clock (every call at 0): a worker takes twice
+/// while the main thread changes the rate and then takes once. Whatever the interleaving, at
+/// most b = 2 permits are granted in all (the bound b + (s − t)/I + (t + d − s)/I' with every
+/// time 0): the change frees nothing and loses no grant.
+#[test]
+fn rate_change_racing_grants_frees_nothing() {
+    loom::model(|| {
+        let (old, new) = old_and_new();
+        let g = Arc::new(
+            Gcra::builder(old)
+                .burst(2)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        let g2 = g.clone();
+        let worker = thread::spawn(move || (0..2).filter(|_| g2.try_acquire_at(0).is_ok()).count());
+        g.set_rate_at(new, Some(2), 0).unwrap();
+        let mine = usize::from(g.try_acquire_at(0).is_ok());
+        let granted = worker.join().unwrap() + mine;
+        assert!(granted <= 2, "over-admitted: {granted} grants with burst 2");
+        assert_eq!(
+            (g.burst(), g.emission_interval()),
+            (2, Duration::from_nanos(5))
+        );
+    });
+}
+
+/// The planted twin: the change reads the TAT, then stores the parameters and the carried TAT
+/// separately. Two grants between its read and its store are overwritten, and the main
+/// thread's grant after it lands on the state it stored: 3 with burst 2. Loom must find it.
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn torn_rate_change_is_caught() {
+    loom::model(|| {
+        let (old, new) = old_and_new();
+        let g = Arc::new(TornChange(
+            Gcra::builder(old)
+                .burst(2)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        ));
+        let g2 = g.clone();
+        let worker =
+            thread::spawn(move || (0..2).filter(|_| g2.0.try_acquire_at(0).is_ok()).count());
+        g.set_rate_at(new, Some(2), 0);
+        let mine = usize::from(g.0.try_acquire_at(0).is_ok());
+        let granted = worker.join().unwrap() + mine;
+        assert!(granted <= 2, "over-admitted: {granted} grants with burst 2");
+    });
+}
+
+/// A rate change racing a reservation's cancel, burst 1, every call at 0: a worker reserves
+/// (ready at 0 if it is first) and cancels; the main thread changes the rate, then takes one.
+/// The permits in use (granted, or reserved for 0 and not given back) never exceed 1: a cancel
+/// that lands after the change fails (its permit stays counted), one before it gives the
+/// permit back.
+#[test]
+fn rate_change_racing_cancel_and_grant() {
+    loom::model(|| {
+        let (old, new) = old_and_new();
+        let g = Arc::new(
+            Gcra::builder(old)
+                .burst(1)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        let g2 = g.clone();
+        let reserver = thread::spawn(move || match g2.reserve_n_at(1, 0, 100) {
+            Ok(r) => r.ready_at() == 0 && !r.cancel(),
+            Err(_) => false,
+        });
+        g.set_rate_at(new, Some(1), 0).unwrap();
+        let granted = g.try_acquire_at(0).is_ok();
+        let reserved = reserver.join().unwrap();
+        assert!(
+            usize::from(reserved) + usize::from(granted) <= 1,
+            "over-admitted: reserved={reserved} granted={granted} with burst 1"
+        );
     });
 }

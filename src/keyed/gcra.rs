@@ -44,7 +44,8 @@ mod state {
 impl KeyedState for Gcra {
     type Config = GcraConfig;
     type State = GcraState;
-    type Carry = u64;
+    /// The TAT, the interval and tolerance it ran under, and the time of the move.
+    type Carry = (u64, u64, u64, u64);
 
     fn config(rate: Rate, burst: Option<u64>) -> Result<GcraConfig, ConfigError> {
         // Gcra's own builder validates (same fields, same messages); only its numbers are kept.
@@ -62,7 +63,17 @@ impl KeyedState for Gcra {
         })
     }
 
-    fn carried(_: &GcraConfig, tat: u64, floor: u64) -> GcraState {
+    fn carried(cfg: &GcraConfig, carry: Self::Carry, floor: u64) -> GcraState {
+        // Gcra's rule for a live change: free permits carried, at most the new burst; time
+        // owed never forgiven (the TAT never moves earlier).
+        let (tat, interval, tolerance, now) = carry;
+        let tat = crate::gcra::carry_tat(
+            tat,
+            now,
+            (interval, tolerance),
+            (cfg.interval, cfg.tolerance),
+        )
+        .max(tat);
         GcraState(AtomicU64::new(tat.max(floor).min(GCRA_MAX_TAT)))
     }
 
@@ -110,7 +121,7 @@ impl KeyedState for Gcra {
         }
     }
 
-    fn retire(_: &GcraConfig, state: &GcraState, now: u64, how: Retire) -> Option<u64> {
+    fn retire(cfg: &GcraConfig, state: &GcraState, now: u64, how: Retire) -> Option<Self::Carry> {
         let tombstone = if how == Retire::Move {
             GCRA_MOVING
         } else {
@@ -131,7 +142,7 @@ impl KeyedState for Gcra {
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Some(tat),
+                Ok(_) => return Some((tat, cfg.interval, cfg.tolerance, now)),
                 Err(current) => tat = current,
             }
         }

@@ -23,10 +23,12 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// Gives `key` its own rate from now on (a premium user, a throttled abuser), replacing
     /// any earlier override; the other keys keep the default.
     ///
-    /// What happens to the key's existing state: it is carried over. For GCRA the TAT (the
-    /// time at which the key is fully rested) is kept: grants already made are neither
-    /// refunded nor charged again, and every request from now on is judged with the new
-    /// interval and burst (burst = the new rate's `limit`). For a sliding log the newest
+    /// What happens to the key's existing state: it is carried over. For GCRA as a live
+    /// [`Gcra::set_rate_at`](crate::Gcra::set_rate_at) does: the permits free before the
+    /// change stay free, at most the new burst (burst = the new rate's `limit`; see
+    /// [`set_rate_and_burst`](Keyed::set_rate_and_burst) for another), and time owed is never
+    /// forgiven (the TAT never moves earlier); every request from now on is judged with the
+    /// new interval and burst. For a sliding log the newest
     /// `limit` (new limit) grant times move into the new ring and keep counting until they
     /// leave the new window. For a sliding window the permits still counted move into the
     /// new window bucket by bucket, each recorded at its old bucket's last instant (or at the
@@ -60,7 +62,16 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     where
         C: Clock,
     {
-        let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
+        self.set_override(key, L::rerate(&self.cfg, rate)?, rate)
+    }
+
+    /// `set_rate` with the configuration built: stores it as `key`'s override and moves the
+    /// key's live state onto it.
+    fn set_override(&self, key: K, cfg: L::Config, rate: Rate) -> Result<(), ConfigError>
+    where
+        C: Clock,
+    {
+        let cfg = Arc::new(cfg);
         self.within_budget(&cfg, rate)?;
         let now = self.clock.now();
         self.store_override(&key, cfg)?;
@@ -225,8 +236,9 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// key to the new default).
     ///
     /// Each live key's state is carried over exactly as [`set_rate`](Keyed::set_rate)
-    /// carries it: for GCRA the TAT is kept (grants already made are neither refunded nor
-    /// charged again; burst becomes the new rate's `limit`); for a sliding log the newest
+    /// carries it: for GCRA as a live [`Gcra::set_rate_at`](crate::Gcra::set_rate_at) does
+    /// (free permits stay free up to the new burst, the new rate's `limit`; time owed is never
+    /// forgiven); for a sliding log the newest
     /// `limit` (new limit) grant times move into the new ring; for a sliding window the
     /// permits still counted move into the new window, bucket by bucket, each counted as if
     /// granted at its old bucket's last instant (never earlier than it was granted), the
@@ -275,5 +287,36 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
             self.sync_override(key, now);
         }
         Ok(())
+    }
+}
+
+impl<K: Hash + Eq + Clone, C> Keyed<K, crate::Gcra, C> {
+    /// Gives `key` its own rate and burst from now on: [`set_rate`](Keyed::set_rate) with a
+    /// burst other than the rate's `limit` (a premium user allowed bursts of 500 at 100/s).
+    /// The key's state is carried over as `set_rate` says.
+    ///
+    /// # Errors
+    ///
+    /// As [`set_rate`](Keyed::set_rate), plus [`ConfigError`] naming `burst` when it is 0 or
+    /// burst × emission interval overflows u64 nanoseconds (the key is left unchanged).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<&str, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// k.set_rate_and_burst("premium", Rate::per_second(100)?, 500)?;
+    /// assert!(k.try_acquire_n_at(&"premium", 500, 0).is_ok());
+    /// assert!(k.set_rate_and_burst("premium", Rate::per_second(100)?, 0).is_err());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate_and_burst(&self, key: K, rate: Rate, burst: u64) -> Result<(), ConfigError>
+    where
+        C: Clock,
+    {
+        let cfg = <crate::Gcra as KeyedState>::config(rate, Some(burst))?;
+        self.set_override(key, cfg, rate)
     }
 }

@@ -195,7 +195,9 @@ pub(super) struct TimeRing<H = Padded> {
     lag_buckets: u64,
     /// r = lag mod w.
     lag_rest: u64,
-    limit: u64,
+    /// The limit in force. A live change stores it; requests read it after the state word
+    /// (Acquire), with the plain load a Relaxed atomic load compiles to.
+    limit: AtomicU64,
 }
 
 /// The fast path's verdict.
@@ -244,7 +246,7 @@ impl<H: HeadCell> TimeRing<H> {
             lag,
             lag_buckets: lag / width,
             lag_rest: lag % width,
-            limit,
+            limit: AtomicU64::new(limit),
         }
     }
 }
@@ -264,6 +266,19 @@ impl<H: HeadCell> TimeRing<H> {
     /// Takes `n` ≥ 1 permits at `now`, all or nothing (more than `limit`: denied, never).
     #[inline(always)]
     pub(super) fn acquire(&self, n: u64, now: u64) -> Result<(), Denied> {
+        self.acquire_or(n, now, Err)
+    }
+
+    /// [`acquire`](Self::acquire) that hands a denial to `denied` (only on the out-of-line
+    /// paths: the grant path is the same code), which may decide again (a live raise of the
+    /// limit that is due).
+    #[inline(always)]
+    pub(super) fn acquire_or(
+        &self,
+        n: u64,
+        now: u64,
+        denied: impl FnOnce(Denied) -> Result<(), Denied>,
+    ) -> Result<(), Denied> {
         // The common case inline: `now` in the current bucket, room in the window, no
         // contention. Everything else (rolls, stale views, denials, retries) is out of line.
         // Acquire: pairs with the thaw (or the grant CASes after it): the slots and the
@@ -285,13 +300,16 @@ impl<H: HeadCell> TimeRing<H> {
             }
             Fast::Deny { x, below } => {
                 if let Miss::Denied(d) = self.denial(s, x, Self::floor_of(x, below), n, now) {
-                    return Err(d);
+                    return denied(d);
                 }
                 None
             }
             Fast::Slow => None,
         };
-        self.acquire_slow(n, now, seen)
+        match self.acquire_slow(n, now, seen) {
+            Ok(()) => Ok(()),
+            Err(d) => denied(d),
+        }
     }
 
     /// The decision for a call whose `now` lies in the current bucket of the unfrozen word
@@ -326,10 +344,26 @@ impl<H: HeadCell> TimeRing<H> {
         if slot_epoch(v) != below as u32 {
             return Fast::Slow;
         }
-        if u64::from(granted(s).wrapping_sub(slot_prefix(v))) + n > self.limit {
+        if u64::from(granted(s).wrapping_sub(slot_prefix(v))) + n > self.limit() {
             return Fast::Deny { x, below };
         }
         Fast::Grant(s.wrapping_add(n << HIGH))
+    }
+
+    /// The limit in force.
+    #[inline(always)]
+    pub(super) fn limit(&self) -> u64 {
+        // Relaxed: read after the Acquire load of the state word. A grant decided with it is
+        // validated by its CAS on that word, so it is linearized at this load (the word was
+        // unchanged from its load to its CAS), and a grant that read a later grant's word
+        // (Acquire, from that grant's Release CAS) reads that grant's limit or a newer one.
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Sets the limit in force (a live change; the caller holds the change turn).
+    pub(super) fn set_limit(&self, limit: u64) {
+        // Release: see `limit`; nothing else is published with it.
+        self.limit.store(limit, Ordering::Release);
     }
 
     /// The floor f from `decide`'s `below` = f − 1 (wrapped when the floor saturates at 0).
@@ -346,7 +380,7 @@ impl<H: HeadCell> TimeRing<H> {
     #[cold]
     #[inline(never)]
     fn acquire_slow(&self, n: u64, now: u64, seen: Option<u64>) -> Result<(), Denied> {
-        if n > self.limit {
+        if n > self.limit() {
             // Never, and without moving the window.
             return Err(Denied::never());
         }
@@ -437,7 +471,9 @@ impl<H: HeadCell> TimeRing<H> {
     #[cold]
     #[inline(never)]
     fn denial(&self, s: u64, x: u64, f: u64, n: u64, now: u64) -> Miss {
-        if n > self.limit {
+        // One reading for the whole search (the search is over one snapshot too).
+        let limit = self.limit();
+        if n > limit {
             return Miss::Denied(Denied::never());
         }
         let g = granted(s);
@@ -447,7 +483,7 @@ impl<H: HeadCell> TimeRing<H> {
             // Acquire: as in `attempt`.
             let v = self.slot(y).load(Ordering::Acquire);
             (slot_epoch(v) == y as u32)
-                .then(|| u64::from(g.wrapping_sub(slot_prefix(v))) + n <= self.limit)
+                .then(|| u64::from(g.wrapping_sub(slot_prefix(v))) + n <= limit)
         };
         // Invariant: !fits(lo) (lo = f was denied), fits(hi). At x = u64::MAX (1 ns buckets at
         // the end of the clock) hi saturates; T(hi) is then past the clock's range either way.
@@ -678,7 +714,7 @@ impl<H: HeadCell> TimeRing<H> {
                 continue 'read;
             };
             let counted = u64::from(g.wrapping_sub(p));
-            let remaining = self.limit.saturating_sub(counted);
+            let remaining = self.limit().saturating_sub(counted);
             let mut reset = 0;
             if counted > 0 {
                 // The newest bucket y with a permit: the least y in [f, x] with P[y] = G

@@ -45,3 +45,42 @@ impl GcraModel {
         Ok(())
     }
 }
+
+impl GcraModel {
+    /// The state's TAT (for the bound checks).
+    pub(crate) fn tat(&self) -> u128 {
+        self.tat
+    }
+
+    /// The emission interval and burst in force.
+    pub(crate) fn params(&self) -> (u128, u64) {
+        (self.interval, self.burst)
+    }
+
+    /// Permits a request at `now` could take (the limiter's `remaining_at`).
+    pub(crate) fn remaining(&self, now: u64) -> u128 {
+        let ahead = self.tat.saturating_sub(u128::from(now));
+        self.tolerance.saturating_sub(ahead) / self.interval
+    }
+
+    /// A rate change at `now`, by the documented rule, written out plainly: carry the free
+    /// time as the same number of permits, at most the new tolerance; keep time queued beyond
+    /// the tolerance; never move the TAT below its highest value so far plus 1 (grants only
+    /// here, so that is the TAT itself). Parameters that leave I and τ unchanged change nothing.
+    pub(crate) fn rerate(&mut self, limit: u64, period_ns: u64, burst: u64, now: u64) {
+        let interval = u128::from(period_ns).div_ceil(u128::from(limit));
+        let tolerance = u128::from(burst) * interval;
+        if (interval, tolerance) != (self.interval, self.tolerance) {
+            let now = u128::from(now);
+            let owed = self.tat.max(now) - now;
+            let free = self.tolerance.saturating_sub(owed);
+            let queued = owed.saturating_sub(self.tolerance);
+            let free2 = (free * interval / self.interval).min(tolerance);
+            let carried = now + (tolerance - free2) + queued;
+            self.tat = carried.max(self.tat + 1).min(u128::from(u64::MAX));
+        }
+        self.interval = interval;
+        self.tolerance = tolerance;
+        self.burst = burst;
+    }
+}

@@ -85,3 +85,15 @@ impl LogModel {
         self.in_window(u128::from(now)).len()
     }
 }
+
+impl LogModel {
+    /// A limit change that keeps every grant: the newest `limit` are all a request can ever be
+    /// judged by (see the struct's docs), so keeping only those is the exact log with every
+    /// grant counted.
+    pub(crate) fn set_limit(&mut self, limit: u64) {
+        self.limit = limit;
+        while self.log.len() as u64 > limit {
+            self.log.pop_front();
+        }
+    }
+}
