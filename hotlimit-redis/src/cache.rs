@@ -1,0 +1,177 @@
+//! [`DenialCache`]: denials remembered per key, so that a denied key is denied again locally,
+//! with no round trip, until its retry-after has passed.
+//!
+//! Times are microseconds on the process's monotonic clock, taken **before** the request was
+//! sent. The server decided at some instant after that, so a remembered "free at" is never later
+//! than the server's: the cache can only send a request to Redis that Redis then denies, never
+//! deny one that Redis would have granted (both clocks running at the same rate).
+//!
+//! - GCRA: the entry is the key's TAT as the denial reported it (`reset` = TAT − now). Only time
+//!   lowers a TAT (other clients' grants raise it), so for every n the local decision is the
+//!   script's: exact, including `retry_after`, `remaining` and `reset`.
+//! - Sliding log: the entry is "n or more permits are refused until `free_at`". Other clients
+//!   only add stamps, which makes the n-th oldest newer, so a request for at least n is refused
+//!   at least that long: conservative (a request for fewer goes to Redis).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hotlimit::{Decision, Denied, Quota};
+
+use crate::script::{Algorithm, Reply};
+
+/// What is remembered of one denial.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// GCRA: the TAT; log: when the request is free (local µs).
+    free_at: u64,
+    /// Log only: the least n the entry refuses.
+    n_min: u32,
+    /// Log only: permits left at the denial (a snapshot; time can only raise it).
+    remaining: u64,
+    /// Log only: when the key is full again (local µs).
+    reset_at: u64,
+}
+
+/// A bounded lock-free map from the Redis key to its last denial.
+pub(crate) struct DenialCache {
+    map: papaya::HashMap<Box<[u8]>, Entry, foldhash::fast::RandomState>,
+    capacity: usize,
+    origin: Instant,
+    /// The local µs of the last sweep of stale entries (at most one per millisecond).
+    last_sweep: AtomicU64,
+}
+
+impl std::fmt::Debug for DenialCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DenialCache")
+            .field("len", &self.map.len())
+            .field("capacity", &self.capacity)
+            .finish()
+    }
+}
+
+impl DenialCache {
+    pub(crate) fn new(capacity: usize) -> Self {
+        DenialCache {
+            map: papaya::HashMap::builder()
+                .hasher(foldhash::fast::RandomState::default())
+                .capacity(capacity.min(1 << 16))
+                .build(),
+            capacity,
+            origin: Instant::now(),
+            last_sweep: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.capacity > 0
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Local microseconds since the cache was made.
+    pub(crate) fn now(&self) -> u64 {
+        self.origin.elapsed().as_micros() as u64
+    }
+
+    /// The local denial of `n` permits under `key` at local `now`, if the cache has one.
+    pub(crate) fn check(
+        &self,
+        algorithm: &Algorithm,
+        quota: Quota,
+        key: &[u8],
+        n: u32,
+        now: u64,
+    ) -> Option<Decision> {
+        if !self.is_enabled() {
+            return None;
+        }
+        let map = self.map.pin();
+        let entry = *map.get(key)?;
+        match *algorithm {
+            Algorithm::Gcra {
+                interval,
+                tolerance,
+                ..
+            } => {
+                let ahead = entry.free_at.saturating_sub(now);
+                let slack = tolerance.checked_sub(u64::from(n) * interval)?;
+                if ahead <= slack {
+                    return None;
+                }
+                let remaining = tolerance.saturating_sub(ahead) / interval;
+                Some(Decision::denied(
+                    quota,
+                    Denied::new(Some(Duration::from_micros(ahead - slack))),
+                    remaining,
+                    Duration::from_micros(ahead),
+                ))
+            }
+            Algorithm::Log { .. } => {
+                if n < entry.n_min || now >= entry.free_at {
+                    return None;
+                }
+                Some(Decision::denied(
+                    quota,
+                    Denied::new(Some(Duration::from_micros(entry.free_at - now))),
+                    entry.remaining,
+                    Duration::from_micros(entry.reset_at.saturating_sub(now)),
+                ))
+            }
+        }
+    }
+
+    /// Remember a denial the server made for `n` permits, the request having been sent at
+    /// local `sent`.
+    pub(crate) fn remember(
+        &self,
+        algorithm: &Algorithm,
+        key: &[u8],
+        n: u32,
+        reply: &Reply,
+        sent: u64,
+    ) {
+        if !self.is_enabled() || reply.granted {
+            return;
+        }
+        let entry = match algorithm {
+            Algorithm::Gcra { .. } => Entry {
+                free_at: sent + reply.reset,
+                n_min: 0,
+                remaining: 0,
+                reset_at: 0,
+            },
+            Algorithm::Log { .. } => Entry {
+                free_at: sent + reply.retry_after,
+                n_min: n,
+                remaining: reply.remaining,
+                reset_at: sent + reply.reset,
+            },
+        };
+        let map = self.map.pin();
+        if map.len() >= self.capacity && !map.contains_key(key) {
+            self.sweep(sent);
+            if map.len() >= self.capacity {
+                // Full of live denials: this one is not cached (the next request asks Redis).
+                return;
+            }
+        }
+        map.insert(key.into(), entry);
+    }
+
+    /// Drops the entries that no longer deny anything (at most once per millisecond).
+    fn sweep(&self, now: u64) {
+        // Relaxed: `last_sweep` only spaces the sweeps out; two threads sweeping at once
+        // is harmless (both remove only stale entries).
+        let last = self.last_sweep.load(Ordering::Relaxed);
+        if now < last + 1000 {
+            return;
+        }
+        // Relaxed: as above.
+        self.last_sweep.store(now, Ordering::Relaxed);
+        self.map.pin().retain(|_, e| e.free_at > now);
+    }
+}
