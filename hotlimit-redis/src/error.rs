@@ -95,6 +95,7 @@ impl std::error::Error for ConfigError {}
 /// use hotlimit_redis::{Error, OnError, RedisLimiter};
 ///
 /// let limiter = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailClosed)
+///     .prefix("")
 ///     .max_key_len(8)
 ///     .build()?;
 /// let err = limiter.check_key("a-key-longer-than-eight").unwrap_err();
