@@ -33,9 +33,10 @@ struct Entry {
     reset_at: u64,
 }
 
-/// A bounded lock-free map from the Redis key to its last denial.
+/// A bounded lock-free map from the user's key (the prefix is the limiter's, so it is left out:
+/// a lookup needs no allocation) to its last denial.
 pub(crate) struct DenialCache {
-    map: papaya::HashMap<Box<[u8]>, Entry, foldhash::fast::RandomState>,
+    map: papaya::HashMap<Box<str>, Entry, foldhash::fast::RandomState>,
     capacity: usize,
     origin: Instant,
     /// The local µs of the last sweep of stale entries (at most one per millisecond).
@@ -82,7 +83,7 @@ impl DenialCache {
         &self,
         algorithm: &Algorithm,
         quota: Quota,
-        key: &[u8],
+        key: &str,
         n: u32,
         now: u64,
     ) -> Option<Decision> {
@@ -129,7 +130,7 @@ impl DenialCache {
     pub(crate) fn remember(
         &self,
         algorithm: &Algorithm,
-        key: &[u8],
+        key: &str,
         n: u32,
         reply: &Reply,
         sent: u64,

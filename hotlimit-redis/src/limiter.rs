@@ -379,6 +379,9 @@ pub(crate) enum Step {
 
 /// A request that goes to Redis.
 pub(crate) struct Ask {
+    /// The user's key (for the cache).
+    pub(crate) user: Box<str>,
+    /// The Redis key: prefix and user's key.
     pub(crate) key: Vec<u8>,
     pub(crate) n: u32,
     /// Local µs when it was sent (the cache's clock).
@@ -498,10 +501,9 @@ impl RedisLimiter {
                 Duration::ZERO,
             )));
         }
-        let full = self.redis_key(key);
         let now = s.cache.now();
         if s.test_clock.is_none() {
-            if let Some(d) = s.cache.check(&s.algorithm, s.quota, &full, n, now) {
+            if let Some(d) = s.cache.check(&s.algorithm, s.quota, key, n, now) {
                 s.counters.local_denial();
                 return Ok(Step::Done(d));
             }
@@ -512,7 +514,8 @@ impl RedisLimiter {
             return Ok(Step::Done(self.policy(key, n)));
         }
         Ok(Step::Ask(Ask {
-            key: full,
+            user: key.into(),
+            key: self.redis_key(key),
             n,
             sent: now,
         }))
@@ -558,7 +561,7 @@ impl RedisLimiter {
         let s = &self.shared;
         let reply = Reply::parse(value)?;
         s.cache
-            .remember(&s.algorithm, &ask.key, ask.n, &reply, ask.sent);
+            .remember(&s.algorithm, &ask.user, ask.n, &reply, ask.sent);
         Ok(reply.decision(s.quota))
     }
 

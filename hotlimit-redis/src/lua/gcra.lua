@@ -39,21 +39,21 @@ if base < now then
 end
 local ahead = base - now
 
-local function remaining(behind)
-  local free = tolerance - behind
-  if free < 0 then
-    return 0
-  end
-  return math.floor(free / interval)
+-- Permits left now: floor((tau - ahead) / I), at least 0 (a server clock set back can put the
+-- TAT more than tau ahead).
+-- (Inline rather than a local function: a closure would be made on every call.)
+local left = 0
+if ahead < tolerance then
+  left = math.floor((tolerance - ahead) / interval)
 end
 
 -- n = 0 asks for nothing: granted, read-only (as the core's `permits == 0`).
 if n == 0 then
-  return {1, remaining(ahead), 0, ahead}
+  return {1, left, 0, ahead}
 end
 local slack = tolerance - n * interval
 if ahead > slack then
-  return {0, remaining(ahead), ahead - slack, ahead}
+  return {0, left, ahead - slack, ahead}
 end
 
 local next_tat = base + n * interval
@@ -65,4 +65,5 @@ if ahead_next % 1000 > 0 then
 end
 ttl = ttl + ttl_extra
 redis.call('SET', KEYS[1], next_tat, 'PX', ttl)
-return {1, remaining(ahead_next), 0, ahead_next}
+-- ahead_next <= tau here (the grant condition).
+return {1, math.floor((tolerance - ahead_next) / interval), 0, ahead_next}
