@@ -54,3 +54,8 @@ pub use limiter::TestClock;
 pub use limiter::{RedisLimiter, RedisLimiterBuilder};
 pub use policy::{Fallback, OnError};
 pub use stats::Stats;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
