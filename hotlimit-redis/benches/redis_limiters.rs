@@ -194,6 +194,20 @@ fn main() {
         .build()
         .unwrap();
     let mut raw = server.con();
+    // ONLY=cached: just the cached-denial loop (for `perf stat` / callgrind on that path).
+    let only_cached = std::env::var("ONLY").is_ok_and(|v| v == "cached");
+    if !only_cached {
+        table(ctx, &server, &rt, &mut raw);
+    }
+    cached_and_memory(ctx, &server, &mut raw, only_cached);
+}
+
+fn table(
+    ctx: &'static Ctx,
+    server: &RedisServer,
+    rt: &tokio::runtime::Runtime,
+    raw: &mut redis::Connection,
+) {
     println!(
         "load before: {}",
         std::fs::read_to_string("/proc/loadavg")
@@ -211,12 +225,9 @@ fn main() {
     ];
     for conns in [1, 16] {
         for design in designs {
-            let _: () = redis::cmd("CONFIG")
-                .arg("RESETSTAT")
-                .query(&mut raw)
-                .unwrap();
-            let cell = rt.block_on(run(ctx, &server, design, conns));
-            let stats = commandstats(&mut raw);
+            let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(raw).unwrap();
+            let cell = rt.block_on(run(ctx, server, design, conns));
+            let stats = commandstats(raw);
             let server_us = match design {
                 Design::Ping => stats
                     .iter()
@@ -268,7 +279,14 @@ fn main() {
         decided as f64 / start.elapsed().as_secs_f64()
     });
     println!("\nbatch (GCRA, 100 per pipeline, 1 connection): {batch_rate:.0} decisions/s");
+}
 
+fn cached_and_memory(
+    ctx: &Ctx,
+    server: &RedisServer,
+    raw: &mut redis::Connection,
+    only_cached: bool,
+) {
     // The cached denial: a denied key asked again, no round trip.
     let cached = RedisLimiter::gcra(Rate::per_hour(1).unwrap(), OnError::FailClosed)
         .prefix("cached:")
@@ -307,9 +325,12 @@ fn main() {
     }
     let ping_rate = m as f64 / start.elapsed().as_secs_f64();
     println!(
-        "cached denial: {cached_rate:.0} decisions/s; sync PING round trips: {ping_rate:.0}/s; ratio {:.0}x",
+        "cached denial: {cached_rate:.0} decisions/s ({n} calls); sync PING round trips: {ping_rate:.0}/s; ratio {:.0}x",
         cached_rate / ping_rate
     );
+    if only_cached {
+        return;
+    }
 
     // Memory per key (MEMORY USAGE, bytes, jemalloc's allocation sizes included).
     let usage = |raw: &mut redis::Connection, key: &str| -> i64 {
@@ -345,14 +366,14 @@ fn main() {
         .arg(10)
         .arg(3600)
         .arg(1)
-        .invoke(&mut raw)
+        .invoke(raw)
         .unwrap();
     println!(
         "memory per key (bytes): GCRA {}, redis_rate-equivalent {}, log of 10 {}, sorted-set log of 10 {}",
-        usage(&mut raw, "cached:k"),
-        usage(&mut raw, "mem-rr:k"),
-        usage(&mut raw, "mem-log:k"),
-        usage(&mut raw, "mem-zs:k"),
+        usage(raw, "cached:k"),
+        usage(raw, "mem-rr:k"),
+        usage(raw, "mem-log:k"),
+        usage(raw, "mem-zs:k"),
     );
     println!(
         "load after: {}",

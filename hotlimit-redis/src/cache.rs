@@ -13,10 +13,13 @@
 //!   only add stamps, which makes the n-th oldest newer, so a request for at least n is refused
 //!   at least that long: conservative (a request for fewer goes to Redis).
 
+use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
-use hotlimit::{Decision, Denied, Quota};
+use hotlimit::{Clock, Decision, Denied, QuantaClock, Quota};
 
 use crate::script::{Algorithm, Reply};
 
@@ -33,12 +36,25 @@ struct Entry {
     reset_at: u64,
 }
 
-/// A bounded lock-free map from the user's key (the prefix is the limiter's, so it is left out:
-/// a lookup needs no allocation) to its last denial.
+/// Shards of the map: a power of two, so a hash picks one with a mask.
+const SHARDS: usize = 32;
+
+type Shard = Mutex<HashMap<Box<str>, Entry, foldhash::fast::FixedState>>;
+
+/// A bounded map from the user's key (the prefix is the limiter's, so it is left out: a lookup
+/// needs no allocation) to its last denial: 32 shards, each a `HashMap` behind a `Mutex` held
+/// for one lookup or insert (measured faster than papaya's lock-free map here: an uncontended
+/// lock is one CAS, a papaya pin a fence; contention is spread over the shards).
 pub(crate) struct DenialCache {
-    map: papaya::HashMap<Box<str>, Entry, foldhash::fast::RandomState>,
+    shards: Box<[Shard]>,
+    /// Picks the shard (a different seed from the maps' own hasher is not needed: the shard
+    /// index uses the top bits, the tables the low ones).
+    hasher: foldhash::fast::FixedState,
+    /// Entries in all shards.
+    len: AtomicU64,
     capacity: usize,
-    origin: Instant,
+    /// hotlimit's TSC clock (a few ns a read, where `Instant::now` is tens).
+    clock: QuantaClock,
     /// The local µs of the last sweep of stale entries (at most one per millisecond).
     last_sweep: AtomicU64,
 }
@@ -46,7 +62,7 @@ pub(crate) struct DenialCache {
 impl std::fmt::Debug for DenialCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DenialCache")
-            .field("len", &self.map.len())
+            .field("len", &self.len())
             .field("capacity", &self.capacity)
             .finish()
     }
@@ -54,13 +70,15 @@ impl std::fmt::Debug for DenialCache {
 
 impl DenialCache {
     pub(crate) fn new(capacity: usize) -> Self {
+        let hasher = foldhash::fast::FixedState::default();
         DenialCache {
-            map: papaya::HashMap::builder()
-                .hasher(foldhash::fast::RandomState::default())
-                .capacity(capacity.min(1 << 16))
-                .build(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(HashMap::with_hasher(hasher.clone())))
+                .collect(),
+            hasher,
+            len: AtomicU64::new(0),
             capacity,
-            origin: Instant::now(),
+            clock: QuantaClock::new(),
             last_sweep: AtomicU64::new(0),
         }
     }
@@ -70,12 +88,23 @@ impl DenialCache {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        // Relaxed: a count for the capacity check and the stats; it need not be exact.
+        self.len.load(Ordering::Relaxed) as usize
+    }
+
+    fn shard(
+        &self,
+        key: &str,
+    ) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Entry, foldhash::fast::FixedState>> {
+        let i = (self.hasher.hash_one(key) >> 59) as usize % SHARDS;
+        // A poisoned shard only means a thread panicked while holding it; the map is intact
+        // (inserts and removals are single calls).
+        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Local microseconds since the cache was made.
     pub(crate) fn now(&self) -> u64 {
-        self.origin.elapsed().as_micros() as u64
+        self.clock.now() / 1000
     }
 
     /// The local denial of `n` permits under `key` at local `now`, if the cache has one.
@@ -90,8 +119,7 @@ impl DenialCache {
         if !self.is_enabled() {
             return None;
         }
-        let map = self.map.pin();
-        let entry = *map.get(key)?;
+        let entry = *self.shard(key).get(key)?;
         match *algorithm {
             Algorithm::Gcra {
                 interval,
@@ -152,15 +180,17 @@ impl DenialCache {
                 reset_at: sent + reply.reset,
             },
         };
-        let map = self.map.pin();
-        if map.len() >= self.capacity && !map.contains_key(key) {
+        if self.len() >= self.capacity && !self.shard(key).contains_key(key) {
             self.sweep(sent);
-            if map.len() >= self.capacity {
+            if self.len() >= self.capacity {
                 // Full of live denials: this one is not cached (the next request asks Redis).
                 return;
             }
         }
-        map.insert(key.into(), entry);
+        if self.shard(key).insert(key.into(), entry).is_none() {
+            // Relaxed: as in `len`.
+            self.len.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Drops the entries that no longer deny anything (at most once per millisecond).
@@ -173,6 +203,13 @@ impl DenialCache {
         }
         // Relaxed: as above.
         self.last_sweep.store(now, Ordering::Relaxed);
-        self.map.pin().retain(|_, e| e.free_at > now);
+        for shard in self.shards.iter() {
+            let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
+            let before = map.len();
+            map.retain(|_, e| e.free_at > now);
+            // Relaxed: as in `len`.
+            self.len
+                .fetch_sub((before - map.len()) as u64, Ordering::Relaxed);
+        }
     }
 }
