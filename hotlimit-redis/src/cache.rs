@@ -14,7 +14,7 @@
 //!   at least that long: conservative (a request for fewer goes to Redis).
 
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -39,7 +39,31 @@ struct Entry {
 /// Shards of the map: a power of two, so a hash picks one with a mask.
 const SHARDS: usize = 32;
 
-type Shard = Mutex<HashMap<Box<str>, Entry, foldhash::fast::FixedState>>;
+/// A shard: the key's 64-bit hash → the key and its entry. The hash is computed once per call
+/// (it picks the shard and is the map's key, hashed again by a no-op hasher); the stored key
+/// is compared, so two keys with one hash only evict each other's entries (a miss, never a
+/// wrong answer).
+type Map = HashMap<u64, (Box<str>, Entry), BuildHasherDefault<PassHash>>;
+type Shard = Mutex<Map>;
+
+/// The identity hasher of [`Map`]: its keys are already foldhash hashes.
+#[derive(Default)]
+struct PassHash(u64);
+
+impl Hasher for PassHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the key is a u64); fold anything else in anyway.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
 
 /// A bounded map from the user's key (the prefix is the limiter's, so it is left out: a lookup
 /// needs no allocation) to its last denial: 32 shards, each a `HashMap` behind a `Mutex` held
@@ -47,8 +71,7 @@ type Shard = Mutex<HashMap<Box<str>, Entry, foldhash::fast::FixedState>>;
 /// lock is one CAS, a papaya pin a fence; contention is spread over the shards).
 pub(crate) struct DenialCache {
     shards: Box<[Shard]>,
-    /// Picks the shard (a different seed from the maps' own hasher is not needed: the shard
-    /// index uses the top bits, the tables the low ones).
+    /// The keys' hash: its top bits pick the shard, and the whole is the shard's map key.
     hasher: foldhash::fast::FixedState,
     /// Entries in all shards.
     len: AtomicU64,
@@ -72,9 +95,7 @@ impl DenialCache {
     pub(crate) fn new(capacity: usize) -> Self {
         let hasher = foldhash::fast::FixedState::default();
         DenialCache {
-            shards: (0..SHARDS)
-                .map(|_| Mutex::new(HashMap::with_hasher(hasher.clone())))
-                .collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
             hasher,
             len: AtomicU64::new(0),
             capacity,
@@ -92,14 +113,15 @@ impl DenialCache {
         self.len.load(Ordering::Relaxed) as usize
     }
 
-    fn shard(
-        &self,
-        key: &str,
-    ) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Entry, foldhash::fast::FixedState>> {
-        let i = (self.hasher.hash_one(key) >> 59) as usize % SHARDS;
+    /// The key's hash and its shard, locked.
+    fn shard(&self, key: &str) -> (u64, std::sync::MutexGuard<'_, Map>) {
+        let h = self.hasher.hash_one(key);
         // A poisoned shard only means a thread panicked while holding it; the map is intact
         // (inserts and removals are single calls).
-        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
+        let shard = self.shards[(h >> 59) as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        (h, shard)
     }
 
     /// Local microseconds since the cache was made.
@@ -119,7 +141,13 @@ impl DenialCache {
         if !self.is_enabled() {
             return None;
         }
-        let entry = *self.shard(key).get(key)?;
+        let entry = {
+            let (h, map) = self.shard(key);
+            match map.get(&h) {
+                Some((k, e)) if **k == *key => *e,
+                _ => return None,
+            }
+        };
         match *algorithm {
             Algorithm::Gcra {
                 interval,
@@ -180,14 +208,17 @@ impl DenialCache {
                 reset_at: sent + reply.reset,
             },
         };
-        if self.len() >= self.capacity && !self.shard(key).contains_key(key) {
+        if self.len() >= self.capacity
+            && !self.shard(key).1.contains_key(&self.hasher.hash_one(key))
+        {
             self.sweep(sent);
             if self.len() >= self.capacity {
                 // Full of live denials: this one is not cached (the next request asks Redis).
                 return;
             }
         }
-        if self.shard(key).insert(key.into(), entry).is_none() {
+        let (h, mut map) = self.shard(key);
+        if map.insert(h, (key.into(), entry)).is_none() {
             // Relaxed: as in `len`.
             self.len.fetch_add(1, Ordering::Relaxed);
         }
@@ -206,7 +237,7 @@ impl DenialCache {
         for shard in self.shards.iter() {
             let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
             let before = map.len();
-            map.retain(|_, e| e.free_at > now);
+            map.retain(|_, (_, e)| e.free_at > now);
             // Relaxed: as in `len`.
             self.len
                 .fetch_sub((before - map.len()) as u64, Ordering::Relaxed);

@@ -620,7 +620,7 @@ impl RedisLimiter {
             .with(self.shared.deadline, |c| {
                 self.invocation(&ask).invoke::<Value>(c)
             })
-            .map_err(into_error)
+            .map_err(|e| into_error(e, self.shared.deadline))
             .and_then(|v| self.finish(&ask, &v));
         Ok(result.unwrap_or_else(|e| self.failed(key, &ask, &e)))
     }
@@ -712,7 +712,7 @@ impl RedisLimiter {
         let deadline = self.shared.deadline;
         match tokio::time::timeout(deadline, inv.invoke_async::<Value>(con)).await {
             Ok(Ok(value)) => self.finish(ask, &value),
-            Ok(Err(e)) => Err(into_error(e)),
+            Ok(Err(e)) => Err(into_error(e, deadline)),
             Err(_) => Err(Error::Timeout(deadline)),
         }
     }
@@ -764,7 +764,7 @@ impl RedisLimiter {
         .await;
         let replies = match sent {
             Ok(Ok(replies)) => Ok(replies),
-            Ok(Err(e)) => Err(into_error(e)),
+            Ok(Err(e)) => Err(into_error(e, deadline)),
             Err(_) => Err(Error::Timeout(deadline)),
         };
         self.batch_finish(requests, &mut out, &asks, replies);
@@ -811,7 +811,7 @@ impl RedisLimiter {
                     self.pipeline(&asks, Some(&retry)).query(c)?;
                 Ok((first, second))
             })
-            .map_err(into_error);
+            .map_err(|e| into_error(e, self.shared.deadline));
         self.batch_finish(requests, &mut out, &asks, replies);
         Ok(out.into_iter().flatten().collect())
     }
@@ -871,7 +871,9 @@ impl RedisLimiter {
                         Err(e) if is_noscript(&e) => second.next().unwrap_or(Err(e)),
                         other => other,
                     };
-                    let decided = reply.map_err(into_error).and_then(|v| self.finish(ask, &v));
+                    let decided = reply
+                        .map_err(|e| into_error(e, self.shared.deadline))
+                        .and_then(|v| self.finish(ask, &v));
                     out[*i] =
                         Some(decided.unwrap_or_else(|e| self.failed(requests[*i].0, ask, &e)));
                 }
@@ -903,9 +905,11 @@ impl RedisLimiter {
     }
 }
 
-fn into_error(e: RedisError) -> Error {
+/// A client error as ours: a socket timeout (the blocking connection's deadline) is
+/// [`Error::Timeout`] with the limiter's deadline.
+fn into_error(e: RedisError, deadline: Duration) -> Error {
     if e.is_timeout() {
-        Error::Timeout(Duration::ZERO)
+        Error::Timeout(deadline)
     } else {
         Error::Redis(e)
     }

@@ -567,3 +567,52 @@ fn decide_trait() {
         assert!(d.denial().unwrap().retry_after().unwrap() > Duration::from_secs(59));
     });
 }
+
+/// The denial cache holds at most its capacity: denials beyond it are not cached (those keys
+/// ask Redis again), and stale entries make room.
+#[test]
+fn local_denial_cache_is_bounded() {
+    let server = RedisServer::start();
+    let mut con = SyncConnection::new(server.client());
+    let limiter = RedisLimiter::gcra(Rate::per_second(5).unwrap(), OnError::FailClosed)
+        .burst(1)
+        .local_cache(3)
+        .build()
+        .unwrap();
+    for k in 0..10 {
+        let key = format!("k{k}");
+        assert!(limiter
+            .decide_blocking(&mut con, &key, 1)
+            .unwrap()
+            .is_allowed());
+        assert!(!limiter
+            .decide_blocking(&mut con, &key, 1)
+            .unwrap()
+            .is_allowed());
+        assert!(limiter.stats().cached_keys <= 3);
+    }
+    assert_eq!(limiter.stats().cached_keys, 3);
+    // The first three keys' denials are cached, the others ask Redis.
+    let trips = limiter.stats().round_trips;
+    assert!(!limiter
+        .decide_blocking(&mut con, "k0", 1)
+        .unwrap()
+        .is_allowed());
+    assert_eq!(limiter.stats().round_trips, trips);
+    assert!(!limiter
+        .decide_blocking(&mut con, "k9", 1)
+        .unwrap()
+        .is_allowed());
+    assert_eq!(limiter.stats().round_trips, trips + 1);
+    // Once they are stale (200 ms at 5/s), a new denial replaces them.
+    std::thread::sleep(Duration::from_millis(250));
+    assert!(limiter
+        .decide_blocking(&mut con, "new", 1)
+        .unwrap()
+        .is_allowed());
+    assert!(!limiter
+        .decide_blocking(&mut con, "new", 1)
+        .unwrap()
+        .is_allowed());
+    assert_eq!(limiter.stats().cached_keys, 1);
+}
