@@ -1,1 +1,61 @@
-//! hotlimit's limiters with their state in Redis. Work in progress.
+//! hotlimit's limiters with their state in Redis: one limit shared by many processes and
+//! machines.
+//!
+//! | limiter | guarantee (as the core's) | Redis state per key |
+//! |---|---|---|
+//! | [`RedisLimiter::gcra`] | smooth rate, burst b: at most b + d/I grants in any interval d | one integer (the TAT, µs), ~56 B |
+//! | [`RedisLimiter::sliding_log`] | at most `limit` in every window of `period` (exact) | a list of ≤ `limit` grant times |
+//!
+//! Each decision is **one Lua script, one round trip**, atomic on the server and timed by the
+//! server's `TIME` (never a client's clock), in integer microseconds (exact in Lua's doubles).
+//! Keys are written only on grants and always carry an expiry: an idle key disappears once it
+//! is full again. Scripts are sent by hash (`EVALSHA`) and reloaded on `NOSCRIPT`.
+//!
+//! Redis failing is a policy you choose ([`OnError`]: fail open, fail closed, or fall back to
+//! an in-process hotlimit limiter); every decision has a deadline; a call that timed out is
+//! never retried (a script that ran but answered late has charged its permits); while the
+//! server is down no request waits for it. Denials are remembered per key, so a denied key is
+//! denied again locally until its retry-after (exact for GCRA). [`Stats`] counts it all.
+//!
+//! Blocking callers use a [`SyncConnection`]; async callers a
+//! [`ConnectionManager`](redis::aio::ConnectionManager) ([`connection_manager`]) or a cluster
+//! connection ([`cluster_connection`]); [`RedisLimiter::with_connection`] makes a
+//! [`hotlimit::Decide`] for the tower layer.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use hotlimit::Rate;
+//! use hotlimit_redis::{OnError, RedisLimiter, SyncConnection};
+//!
+//! let limiter = RedisLimiter::gcra(Rate::per_second(5)?, OnError::FailClosed).build()?;
+//! let mut con = SyncConnection::new(redis::Client::open("redis://127.0.0.1/")?);
+//! let d = limiter.decide_blocking(&mut con, "user:1", 1)?;
+//! assert!(d.is_allowed() || d.denial().is_some());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod cache;
+mod connection;
+mod decide;
+mod error;
+mod limiter;
+mod policy;
+mod script;
+mod stats;
+
+pub use connection::{cluster_connection, connection_manager, SyncConnection};
+pub use decide::{DecideFuture, RedisDecide};
+pub use error::{ConfigError, Error};
+#[doc(hidden)]
+pub use limiter::TestClock;
+pub use limiter::{RedisLimiter, RedisLimiterBuilder};
+pub use policy::{Fallback, OnError};
+pub use stats::Stats;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

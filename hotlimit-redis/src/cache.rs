@@ -1,0 +1,246 @@
+//! [`DenialCache`]: denials remembered per key, so that a denied key is denied again locally,
+//! with no round trip, until its retry-after has passed.
+//!
+//! Times are microseconds on the process's monotonic clock, taken **before** the request was
+//! sent. The server decided at some instant after that, so a remembered "free at" is never later
+//! than the server's: the cache can only send a request to Redis that Redis then denies, never
+//! deny one that Redis would have granted (both clocks running at the same rate).
+//!
+//! - GCRA: the entry is the key's TAT as the denial reported it (`reset` = TAT − now). Only time
+//!   lowers a TAT (other clients' grants raise it), so for every n the local decision is the
+//!   script's: exact, including `retry_after`, `remaining` and `reset`.
+//! - Sliding log: the entry is "n or more permits are refused until `free_at`". Other clients
+//!   only add stamps, which makes the n-th oldest newer, so a request for at least n is refused
+//!   at least that long: conservative (a request for fewer goes to Redis).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hotlimit::{Clock, Decision, Denied, QuantaClock, Quota};
+
+use crate::script::{Algorithm, Reply};
+
+/// What is remembered of one denial.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// GCRA: the TAT; log: when the request is free (local µs).
+    free_at: u64,
+    /// Log only: the least n the entry refuses.
+    n_min: u32,
+    /// Log only: permits left at the denial (a snapshot; time can only raise it).
+    remaining: u64,
+    /// Log only: when the key is full again (local µs).
+    reset_at: u64,
+}
+
+/// Shards of the map: a power of two, so a hash picks one with a mask.
+const SHARDS: usize = 32;
+
+/// A shard: the key's 64-bit hash → the key and its entry. The hash is computed once per call
+/// (it picks the shard and is the map's key, hashed again by a no-op hasher); the stored key
+/// is compared, so two keys with one hash only evict each other's entries (a miss, never a
+/// wrong answer).
+type Map = HashMap<u64, (Box<str>, Entry), BuildHasherDefault<PassHash>>;
+type Shard = Mutex<Map>;
+
+/// The identity hasher of [`Map`]: its keys are already foldhash hashes.
+#[derive(Default)]
+struct PassHash(u64);
+
+impl Hasher for PassHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the key is a u64); fold anything else in anyway.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A bounded map from the user's key (the prefix is the limiter's, so it is left out: a lookup
+/// needs no allocation) to its last denial: 32 shards, each a `HashMap` behind a `Mutex` held
+/// for one lookup or insert (measured faster than papaya's lock-free map here: an uncontended
+/// lock is one CAS, a papaya pin a fence; contention is spread over the shards).
+pub(crate) struct DenialCache {
+    shards: Box<[Shard]>,
+    /// The keys' hash: its top bits pick the shard, and the whole is the shard's map key.
+    hasher: foldhash::fast::FixedState,
+    /// Entries in all shards.
+    len: AtomicU64,
+    capacity: usize,
+    /// hotlimit's TSC clock (a few ns a read, where `Instant::now` is tens).
+    clock: QuantaClock,
+    /// The local µs of the last sweep of stale entries (at most one per millisecond).
+    last_sweep: AtomicU64,
+}
+
+impl std::fmt::Debug for DenialCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DenialCache")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity)
+            .finish()
+    }
+}
+
+impl DenialCache {
+    pub(crate) fn new(capacity: usize) -> Self {
+        let hasher = foldhash::fast::FixedState::default();
+        DenialCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
+            hasher,
+            len: AtomicU64::new(0),
+            capacity,
+            clock: QuantaClock::new(),
+            last_sweep: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.capacity > 0
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        // Relaxed: a count for the capacity check and the stats; it need not be exact.
+        self.len.load(Ordering::Relaxed) as usize
+    }
+
+    /// The key's hash and its shard, locked.
+    fn shard(&self, key: &str) -> (u64, std::sync::MutexGuard<'_, Map>) {
+        let h = self.hasher.hash_one(key);
+        // A poisoned shard only means a thread panicked while holding it; the map is intact
+        // (inserts and removals are single calls).
+        let shard = self.shards[(h >> 59) as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        (h, shard)
+    }
+
+    /// Local microseconds since the cache was made.
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.now() / 1000
+    }
+
+    /// The local denial of `n` permits under `key` at local `now`, if the cache has one.
+    pub(crate) fn check(
+        &self,
+        algorithm: &Algorithm,
+        quota: Quota,
+        key: &str,
+        n: u32,
+        now: u64,
+    ) -> Option<Decision> {
+        if !self.is_enabled() {
+            return None;
+        }
+        let entry = {
+            let (h, map) = self.shard(key);
+            match map.get(&h) {
+                Some((k, e)) if **k == *key => *e,
+                _ => return None,
+            }
+        };
+        match *algorithm {
+            Algorithm::Gcra {
+                interval,
+                tolerance,
+                ..
+            } => {
+                let ahead = entry.free_at.saturating_sub(now);
+                let slack = tolerance.checked_sub(u64::from(n) * interval)?;
+                if ahead <= slack {
+                    return None;
+                }
+                let remaining = tolerance.saturating_sub(ahead) / interval;
+                Some(Decision::denied(
+                    quota,
+                    Denied::new(Some(Duration::from_micros(ahead - slack))),
+                    remaining,
+                    Duration::from_micros(ahead),
+                ))
+            }
+            Algorithm::Log { .. } => {
+                if n < entry.n_min || now >= entry.free_at {
+                    return None;
+                }
+                Some(Decision::denied(
+                    quota,
+                    Denied::new(Some(Duration::from_micros(entry.free_at - now))),
+                    entry.remaining,
+                    Duration::from_micros(entry.reset_at.saturating_sub(now)),
+                ))
+            }
+        }
+    }
+
+    /// Remember a denial the server made for `n` permits, the request having been sent at
+    /// local `sent`.
+    pub(crate) fn remember(
+        &self,
+        algorithm: &Algorithm,
+        key: &str,
+        n: u32,
+        reply: &Reply,
+        sent: u64,
+    ) {
+        if !self.is_enabled() || reply.granted {
+            return;
+        }
+        let entry = match algorithm {
+            Algorithm::Gcra { .. } => Entry {
+                free_at: sent + reply.reset,
+                n_min: 0,
+                remaining: 0,
+                reset_at: 0,
+            },
+            Algorithm::Log { .. } => Entry {
+                free_at: sent + reply.retry_after,
+                n_min: n,
+                remaining: reply.remaining,
+                reset_at: sent + reply.reset,
+            },
+        };
+        if self.len() >= self.capacity
+            && !self.shard(key).1.contains_key(&self.hasher.hash_one(key))
+        {
+            self.sweep(sent);
+            if self.len() >= self.capacity {
+                // Full of live denials: this one is not cached (the next request asks Redis).
+                return;
+            }
+        }
+        let (h, mut map) = self.shard(key);
+        if map.insert(h, (key.into(), entry)).is_none() {
+            // Relaxed: as in `len`.
+            self.len.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Drops the entries that no longer deny anything (at most once per millisecond).
+    fn sweep(&self, now: u64) {
+        // Relaxed: `last_sweep` only spaces the sweeps out; two threads sweeping at once
+        // is harmless (both remove only stale entries).
+        let last = self.last_sweep.load(Ordering::Relaxed);
+        if now < last + 1000 {
+            return;
+        }
+        // Relaxed: as above.
+        self.last_sweep.store(now, Ordering::Relaxed);
+        for shard in self.shards.iter() {
+            let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
+            let before = map.len();
+            map.retain(|_, (_, e)| e.free_at > now);
+            // Relaxed: as in `len`.
+            self.len
+                .fetch_sub((before - map.len()) as u64, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The crate's errors: [`ConfigError`] for a bad builder, [`Error`] for a decision that could
+//! not be made.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A limiter that cannot be built: the field and the value that were refused, and why.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::Rate;
+/// use hotlimit_redis::{OnError, RedisLimiter};
+/// use std::time::Duration;
+///
+/// // 2,000,000 per second: an emission interval under one microsecond.
+/// let err = RedisLimiter::gcra(Rate::per_second(2_000_000)?, OnError::FailClosed)
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(err.field(), "rate");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    field: &'static str,
+    value: String,
+    reason: &'static str,
+}
+
+impl ConfigError {
+    pub(crate) fn new(field: &'static str, value: impl fmt::Debug, reason: &'static str) -> Self {
+        ConfigError {
+            field,
+            value: format!("{value:?}"),
+            reason,
+        }
+    }
+
+    /// The builder field that was refused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let err = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailOpen).burst(0).build();
+    /// assert_eq!(err.unwrap_err().field(), "burst");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// Why it was refused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let err = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailOpen).burst(0).build();
+    /// assert_eq!(err.unwrap_err().reason(), "must be at least 1");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid `{}` = {}: {}",
+            self.field, self.value, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A decision that could not be made: the caller's input was refused (no round trip was made).
+///
+/// Redis being down, slow or refusing a script is **not** an `Error`: it is what the limiter's
+/// [`OnError`](crate::OnError) policy decides, and it is counted in
+/// [`Stats::errors`](crate::Stats::errors). [`Error::Redis`] and [`Error::Timeout`] are only
+/// returned by the calls that say so ([`RedisLimiter::try_decide_async`](crate::RedisLimiter::try_decide_async)).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::Rate;
+/// use hotlimit_redis::{Error, OnError, RedisLimiter};
+///
+/// let limiter = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailClosed)
+///     .prefix("")
+///     .max_key_len(8)
+///     .build()?;
+/// let err = limiter.check_key("a-key-longer-than-eight").unwrap_err();
+/// assert!(matches!(err, Error::KeyTooLong { len: 23, max: 8 }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The key (prefix included) is longer than the limiter's
+    /// [`max_key_len`](crate::RedisLimiterBuilder::max_key_len).
+    KeyTooLong {
+        /// The key's length in bytes, prefix included.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Redis answered with an error, or the connection failed.
+    Redis(redis::RedisError),
+    /// No answer within the deadline.
+    Timeout(Duration),
+    /// The script answered something that is not the four integers it returns (another
+    /// program wrote the key with a different type, or a foreign script has the same name).
+    BadReply(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::KeyTooLong { len, max } => {
+                write!(f, "key of {len} bytes is longer than max_key_len = {max}")
+            }
+            Error::Redis(e) => write!(f, "redis: {e}"),
+            Error::Timeout(d) => write!(f, "no answer from redis within {d:?}"),
+            Error::BadReply(r) => write!(f, "unexpected reply from the limiter script: {r}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Redis(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(e: redis::RedisError) -> Self {
+        Error::Redis(e)
+    }
+}

@@ -1,0 +1,98 @@
+//! A 3-primary Redis Cluster on loopback ports, created with `redis-cli --cluster create`:
+//! keys in every slot work, and a batch of hash-tagged keys goes to one node.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hotlimit::Rate;
+use hotlimit_redis::{cluster_connection, OnError, RedisLimiter, RedisLimiterBuilder};
+
+use common::{free_port, RedisServer};
+
+#[test]
+fn three_primaries() {
+    let nodes: Vec<RedisServer> = (0..3)
+        .map(|_| RedisServer::cluster_node(free_port()))
+        .collect();
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let out = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&addrs)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli (installed with redis-server) is needed");
+    assert!(
+        out.status.success(),
+        "cluster create: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Every node must see the whole cluster before clients use it.
+    let start = Instant::now();
+    loop {
+        let ok = nodes.iter().all(|n| {
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query(&mut n.con())
+                .unwrap_or_default();
+            info.contains("cluster_state:ok")
+        });
+        if ok {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "cluster never became ok"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let urls: Vec<String> = addrs.iter().map(|a| format!("redis://{a}/")).collect();
+        let mut con = cluster_connection(urls, Duration::from_secs(2))
+            .await
+            .unwrap();
+        type Make = fn(Rate, OnError) -> RedisLimiterBuilder;
+        let kinds: [(Make, &str); 2] = [
+            (RedisLimiter::gcra, "g:"),
+            (RedisLimiter::sliding_log, "l:"),
+        ];
+        for (make, prefix) in kinds {
+            let limiter = make(Rate::per_hour(3).unwrap(), OnError::FailClosed)
+                .local_cache(0)
+                .prefix(prefix)
+                .build()
+                .unwrap();
+            // 60 keys spread over the slots of all three nodes: 3 grants each, then refusals.
+            for k in 0..60 {
+                let key = format!("user-{k}");
+                for i in 0..4 {
+                    let d = limiter.try_decide_async(&mut con, &key, 1).await.unwrap();
+                    assert_eq!(d.is_allowed(), i < 3, "{key} request {i}");
+                }
+            }
+            // A batch on a cluster: one hash tag, one slot, one node.
+            let batch: Vec<String> = (0..10).map(|i| format!("{{tenant-7}}:{i}")).collect();
+            let requests: Vec<(&str, u32)> = batch.iter().map(|k| (k.as_str(), 2)).collect();
+            let d = limiter
+                .decide_batch_async(&mut con, &requests)
+                .await
+                .unwrap();
+            assert!(d.iter().all(|d| d.is_allowed() && d.remaining() == 1));
+            assert_eq!(limiter.stats().errors, 0);
+        }
+    });
+    // The keys landed on every node.
+    for n in &nodes {
+        let size: u64 = redis::cmd("DBSIZE").query(&mut n.con()).unwrap();
+        assert!(size > 0, "node {} holds no key", n.port);
+    }
+}

@@ -1,0 +1,149 @@
+//! A `redis-server` of the test's own on a temporary unix socket (or loopback TCP port for
+//! cluster nodes), killed when the guard drops.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+const INSTALL: &str = "redis-server is needed by these tests and was not found or would not \
+start. Install it (Debian/Ubuntu: `apt-get update && apt-get install -y redis-server`, \
+macOS: `brew install redis`) so that `redis-server` and `redis-cli` are on the PATH";
+
+/// One running server; killed (and its directory removed) on drop.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub dir: PathBuf,
+    pub socket: PathBuf,
+    pub port: u16,
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+fn fresh_dir() -> PathBuf {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("hotlimit-redis-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a temporary directory");
+    dir
+}
+
+/// A free loopback port (bound, then released for the server to take).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+impl RedisServer {
+    /// A server on a unix socket only (`--port 0`).
+    pub fn start() -> RedisServer {
+        let dir = fresh_dir();
+        let socket = dir.join("redis.sock");
+        let mut s = RedisServer {
+            child: None,
+            dir,
+            socket,
+            port: 0,
+        };
+        s.spawn(&[]);
+        s
+    }
+
+    /// A cluster node on loopback TCP `port` (and its own unix socket).
+    pub fn cluster_node(port: u16) -> RedisServer {
+        let dir = fresh_dir();
+        let socket = dir.join("redis.sock");
+        let mut s = RedisServer {
+            child: None,
+            dir,
+            socket,
+            port,
+        };
+        s.spawn(&["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"]);
+        s
+    }
+
+    fn spawn(&mut self, extra: &[&str]) {
+        let port = self.port.to_string();
+        let child = Command::new("redis-server")
+            .args(["--save", "", "--appendonly", "no", "--port", &port])
+            .args(["--bind", "127.0.0.1", "--unixsocket"])
+            .arg(&self.socket)
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => panic!("{INSTALL} ({e})"),
+        };
+        self.child = Some(child);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if self.socket.exists() {
+                if let Ok(mut c) = self.client().get_connection() {
+                    if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                        return;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!(
+            "{INSTALL} (no answer on {} within 10 s)",
+            self.socket.display()
+        );
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis+unix://{}", self.socket.display())
+    }
+
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).expect("a valid unix socket URL")
+    }
+
+    pub fn con(&self) -> redis::Connection {
+        self.client()
+            .get_connection()
+            .expect("connect to the test server")
+    }
+
+    /// Kills the server (SIGKILL: no goodbye to clients) and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+
+    /// Starts it again on the same socket.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn(&[]);
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A key no other test case uses.
+pub fn unique_key(tag: &str) -> String {
+    format!("{tag}:{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}

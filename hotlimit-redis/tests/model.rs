@@ -1,0 +1,151 @@
+//! The scripts against the core: the same trace, with `now` passed into the script (the test
+//! hook), gives the same decisions and retry-after as `Gcra` and `SlidingLog` on a manual clock.
+//!
+//! Units: the scripts count microseconds, the core nanoseconds. The core is built with the
+//! period's microseconds as nanoseconds and fed the trace's microseconds as nanoseconds, so both
+//! do the same integer arithmetic (I = ⌈period / limit⌉ in either unit) and must agree exactly.
+
+mod common;
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use hotlimit::{Gcra, Rate, SlidingLog};
+use hotlimit_redis::{OnError, RedisLimiter, SyncConnection, TestClock};
+use proptest::prelude::*;
+
+use common::RedisServer;
+
+/// Microseconds since the epoch in late 2023: the order of what the server's `TIME` gives,
+/// with trailing zeros (numbers Lua must hand to `SET` as exact integers).
+const T0: u64 = 1_700_000_000_000_000;
+
+#[derive(Clone, Debug)]
+struct Trace {
+    limit: u64,
+    period_us: u64,
+    burst: u64,
+    /// (µs to move the clock by, possibly back; permits asked for)
+    steps: Vec<(i64, u32)>,
+}
+
+fn trace() -> impl Strategy<Value = Trace> {
+    (1u64..12, 0u64..4).prop_flat_map(|(limit, scale)| {
+        let period_us = [limit, 1_000, 1_000_000, 86_400_000_000][scale as usize].max(limit);
+        (1..=limit * 2, Just(limit), Just(period_us)).prop_flat_map(
+            move |(burst, limit, period_us)| {
+                let span = (period_us as i64).max(4);
+                let step = (
+                    prop_oneof![8 => 0..span / 2, 1 => -span / 4..0, 1 => Just(0i64)],
+                    0u32..=(burst.max(limit) as u32 + 1),
+                );
+                proptest::collection::vec(step, 1..24).prop_map(move |steps| Trace {
+                    limit,
+                    period_us,
+                    burst,
+                    steps,
+                })
+            },
+        )
+    })
+}
+
+fn times(steps: &[(i64, u32)]) -> impl Iterator<Item = (u64, u32)> + '_ {
+    let mut now = T0;
+    steps.iter().map(move |&(dt, n)| {
+        now = now.saturating_add_signed(dt).max(T0);
+        (now, n)
+    })
+}
+
+#[test]
+fn gcra_script_decides_as_the_core() {
+    let server = RedisServer::start();
+    let con = RefCell::new(SyncConnection::new(server.client()));
+    let config = ProptestConfig {
+        cases: 1000,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(t in trace())| {
+        let clock = TestClock::default();
+        let redis = RedisLimiter::gcra(
+            Rate::new(t.limit, Duration::from_micros(t.period_us)).unwrap(),
+            OnError::FailClosed,
+        )
+        .burst(t.burst)
+        .local_cache(0)
+        .prefix(common::unique_key("model-gcra"))
+        .test_clock(clock.clone())
+        .build()
+        .unwrap();
+        let core = Gcra::builder(Rate::new(t.limit, Duration::from_nanos(t.period_us)).unwrap())
+            .burst(t.burst)
+            .clock(hotlimit::ManualClock::new())
+            .build()
+            .unwrap();
+        for (now, n) in times(&t.steps) {
+            clock.set_micros(now);
+            let d = redis.decide_blocking(&mut con.borrow_mut(), "k", n).unwrap();
+            let want = core.try_acquire_n_at(n, now);
+            prop_assert_eq!(d.is_allowed(), want.is_ok(), "n={} now={}", n, now - T0);
+            match want {
+                Ok(()) if n > 0 => {
+                    prop_assert_eq!(d.remaining(), core.remaining_at(now), "remaining");
+                }
+                Ok(()) => {}
+                Err(denied) => {
+                    let got = d.denial().unwrap().retry_after().map(|r| r.as_micros() as u64);
+                    prop_assert_eq!(got, denied.retry_after_nanos(), "retry n={}", n);
+                }
+            }
+        }
+        prop_assert_eq!(redis.stats().errors, 0);
+    });
+}
+
+#[test]
+fn sliding_log_script_decides_as_the_core() {
+    let server = RedisServer::start();
+    let con = RefCell::new(SyncConnection::new(server.client()));
+    let config = ProptestConfig {
+        cases: 1000,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(t in trace())| {
+        let clock = TestClock::default();
+        let redis = RedisLimiter::sliding_log(
+            Rate::new(t.limit, Duration::from_micros(t.period_us)).unwrap(),
+            OnError::FailClosed,
+        )
+        .local_cache(0)
+        .prefix(common::unique_key("model-log"))
+        .test_clock(clock.clone())
+        .build()
+        .unwrap();
+        let core = SlidingLog::builder(Rate::new(t.limit, Duration::from_nanos(t.period_us)).unwrap())
+            .clock(hotlimit::ManualClock::new())
+            .build()
+            .unwrap();
+        // The exact log as a model of `remaining`: grant times still in the window.
+        let mut granted: Vec<u64> = Vec::new();
+        for (now, n) in times(&t.steps) {
+            clock.set_micros(now);
+            let d = redis.decide_blocking(&mut con.borrow_mut(), "k", n).unwrap();
+            let want = core.try_acquire_n_at(n, now);
+            prop_assert_eq!(d.is_allowed(), want.is_ok(), "n={} now={}", n, now - T0);
+            match want {
+                Ok(()) => {
+                    let stamp = granted.last().copied().unwrap_or(0).max(now);
+                    granted.extend(std::iter::repeat_n(stamp, n as usize));
+                    let used = granted.iter().filter(|&&g| g + t.period_us > now).count() as u64;
+                    prop_assert_eq!(d.remaining(), t.limit.saturating_sub(used), "remaining");
+                }
+                Err(denied) => {
+                    let got = d.denial().unwrap().retry_after().map(|r| r.as_micros() as u64);
+                    prop_assert_eq!(got, denied.retry_after_nanos(), "retry n={}", n);
+                }
+            }
+        }
+        prop_assert_eq!(redis.stats().errors, 0);
+    });
+}
