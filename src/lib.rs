@@ -4,6 +4,7 @@
 //! | limiter | shared state | guarantee | memory |
 //! |---|---|---|---|
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
+//! | [`GcraPair`] | one 16-byte atomic word: two TATs side by side | two smooth rates at once ("10 per second AND 1,000 per hour"): each rate's b + d/I bound; a request is granted only if both admit, a denial is charged to neither and waits the later of the two exact waits; one 128-bit CAS per grant, a denial is one load | 16 bytes of state |
 //! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of rate and burst | never over one `Gcra`'s b + d/I; a thread uses its home shard (thread-local) and borrows from the others before it denies, so one busy thread still gets the global rate | S × one padded line (128 bytes on x86-64) |
 //! | [`SlidingWindow`] | one decision word (the count of permits ever granted, beside the current bucket) and a ring of that count's snapshots at bucket ends: a grant is one CAS | hard cap: at most `limit` in every window of length `period`, never over-admits; a false denial only if `limit` were granted within `period` + one bucket width (`count_closed(k)`: and only if fewer than n + k − 1 permits are truly free; an `approximate()` mode trades that for bounded over-admission) | 8 bytes × M (M the power of two ≥ buckets + 1) + 512 bytes of head and padding (count-closed: 8 bytes × (buckets + 1) + 16 bytes × ⌊`limit`/k⌋ + six cache lines) |
 //! | [`SlidingLog`] | a ring of `limit` `AtomicU64` grant times, a cursor | exact sliding window: in every window (t − period, t] at most `limit` permits, under any concurrency; a sequential caller gets exactly the exact log's decisions and `retry_after`; a denial is read-only | 8 bytes × `limit` |
@@ -55,6 +56,7 @@ mod clock;
 mod decide;
 mod error;
 mod gcra;
+mod gcra_pair;
 pub mod guide;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod int_keyed;
@@ -79,6 +81,7 @@ pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use decide::{Decide, Decision, Quota};
 pub use error::{ConfigError, Denied};
 pub use gcra::{Gcra, GcraBuilder};
+pub use gcra_pair::{GcraPair, GcraPairBuilder};
 #[cfg(any(feature = "std", hotlimit_loom))]
 pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
@@ -102,6 +105,9 @@ pub use wait::{Acquire, LimiterExt, Sleep};
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use gcra::planted as __planted_gcra;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use gcra_pair::planted as __planted_gcra_pair;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use int_keyed::planted as __planted_int_keyed;

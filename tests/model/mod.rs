@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod gcra;
+pub(crate) mod gcra_pair;
 pub(crate) mod int_keyed;
 pub(crate) mod log;
 pub(crate) mod reservation;
