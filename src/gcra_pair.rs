@@ -60,6 +60,10 @@ type Price = (u64, u64);
 
 /// The pair's decision, pure over `(word, now)`: the new word when both rates admit, else the
 /// later of the two denials (a grant counts as a wait of 0, "never" as the longest wait).
+///
+/// The grant test is [`decide`]'s for each half (base − now ≤ slack, base + cost fits), here
+/// evaluated for both halves with one branch; anything else goes to [`denial`], which asks
+/// `decide` itself for each rate's wait.
 #[inline(always)]
 pub(crate) fn decide_pair(
     word: u128,
@@ -68,14 +72,21 @@ pub(crate) fn decide_pair(
     second: Price,
 ) -> Result<u128, Denied> {
     let (s1, s2) = split(word);
-    match (
-        decide(s1, now, first.0, first.1),
-        decide(s2, now, second.0, second.1),
-    ) {
-        (Ok(n1), Ok(n2)) => Ok(join(n1, n2)),
-        (Err(d), Ok(_)) | (Ok(_), Err(d)) => Err(d),
-        (Err(d1), Err(d2)) => Err(d1.later(d2)),
+    let (b1, b2) = (s1.max(now), s2.max(now));
+    let (n1, o1) = b1.overflowing_add(first.0);
+    let (n2, o2) = b2.overflowing_add(second.0);
+    if (b1 - now <= first.1) & (b2 - now <= second.1) & !(o1 | o2) {
+        return Ok(join(n1, n2));
     }
+    Err(denial(s1, s2, now, first, second))
+}
+
+/// The denial of a request that [`decide_pair`] did not grant: the later of the two rates'
+/// exact waits, each from [`decide`] (a rate that admits waits 0).
+#[inline]
+fn denial(s1: u64, s2: u64, now: u64, first: Price, second: Price) -> Denied {
+    let wait = |r: Result<u64, Denied>| r.err().unwrap_or(Denied::after_nanos(0));
+    wait(decide(s1, now, first.0, first.1)).later(wait(decide(s2, now, second.0, second.1)))
 }
 
 /// Two smooth rates enforced together (GCRA on both, all or nothing): the whole state is one
