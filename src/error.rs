@@ -33,6 +33,13 @@ pub(crate) enum Value {
     Nanos(u128),
     /// A rate, `limit` per `period_ns`.
     Rate { limit: u64, period_ns: u128 },
+    /// A setting whose memory does not fit: its value, the bytes it needs and the budget
+    /// (`u128::MAX`: within the budget, but the allocation failed).
+    Memory {
+        value: u128,
+        need: u128,
+        budget: u128,
+    },
 }
 
 impl ConfigError {
@@ -81,6 +88,19 @@ impl fmt::Display for ConfigError {
             Value::Count(n) => write!(f, "{n}")?,
             Value::Nanos(ns) => write!(f, "{ns} ns")?,
             Value::Rate { limit, period_ns } => write!(f, "{limit} per {period_ns} ns")?,
+            Value::Memory {
+                value,
+                need,
+                budget: u128::MAX,
+            } => write!(f, "{value} (needs {need} bytes)")?,
+            Value::Memory {
+                value,
+                need,
+                budget,
+            } => write!(
+                f,
+                "{value} (needs {need} bytes, over max_memory = {budget} bytes)"
+            )?,
         }
         write!(f, ": {}", self.reason)
     }

@@ -184,9 +184,9 @@ impl<C: Clock> GcraBuilder<C> {
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] when the emission interval `period / limit` is under 1 ns (field
-    /// `rate`), when the burst is 0, or when burst × interval overflows u64 nanoseconds (field
-    /// `burst`).
+    /// [`ConfigError`] when the emission interval `period / limit` is under 1 ns or over 2^62
+    /// ns, 146 years (field `rate`), when the burst is 0, or when burst × interval overflows u64
+    /// nanoseconds (field `burst`).
     ///
     /// # Examples
     ///
@@ -231,6 +231,12 @@ pub(crate) struct Params {
     pub(crate) tolerance: u64,
 }
 
+/// The longest emission interval a GCRA accepts: 2^62 − 1 ns (146 years). A clock reading
+/// below 2^62 ns can then always be charged one permit (now + I < 2^63), so a limiter never
+/// exists that can admit nothing on its clock (issue 14: `Rate::new(1, u64::MAX ns)` was
+/// accepted and every call was denied as never grantable).
+pub(crate) const MAX_INTERVAL: u64 = (1 << 62) - 1;
+
 impl Params {
     /// I = ⌈period / limit⌉ and b = `burst` or `limit`; errors name `rate` (I under 1 ns) or
     /// `burst` (0, or b·I overflowing u64).
@@ -244,6 +250,14 @@ impl Params {
             ));
         }
         let interval = period.div_ceil(limit);
+        if interval > MAX_INTERVAL {
+            return Err(ConfigError::new(
+                "rate",
+                rate.as_value(),
+                "emission interval period/limit must be at most 2^62 ns (146 years): on a clock \
+                 past that one permit's cost would overflow and nothing could ever be granted",
+            ));
+        }
         let burst = burst.unwrap_or(limit);
         if burst == 0 {
             return Err(ConfigError::new(

@@ -725,11 +725,39 @@
 //! clock: exactly one grant), with a planted evictor that removes without the CAS, which
 //! the model catches.
 //!
-//! **Clocks that go backwards**: a fresh state is created with TAT = the *floor*, the greatest
-//! `now` any sweep ran at (raised before the sweep retires anything, published by the retire
-//! CAS's Release to whoever Acquire-loads the tombstone, and through the map's own ordering to
-//! whoever finds the key missing). An evicted state had S ≤ now ≤ floor, so the fresh state
-//! is never more permissive than the evicted one, at any time, however the clock jumps.
+//! **Clocks that go backwards, and creation racing eviction**: a fresh state starts from the
+//! *floor*, the greatest `now` any sweep ran at. Every eviction raises the floor to its `now`
+//! before it retires anything, and removes a retired entry only after a Release fence.
+//!
+//! *Claim: a state created for a key after an earlier state of it was evicted at time E
+//! commits with a floor ≥ E.* The creator reads the floor **after** its insert won, behind an
+//! Acquire fence (`keyed::create`). Its insert succeeded, so it read the key's map slot empty:
+//! the value written by the removal of the evicted entry, or a later one (the removal came
+//! first; nothing else can have emptied a slot that held that entry). The remover's Release
+//! fence is sequenced after the raise (its own, or, for a helper that removes an entry it
+//! found retired, the evictor's, which it acquired with the tombstone), the removal after the
+//! fence; the creator's read of the slot comes before its Acquire fence; so the fences
+//! synchronize and the raise happens before the creator's floor load. Until the creator
+//! commits, its entry is pending: no other state of the key can be created, granted on or
+//! evicted. The first design read the floor *before* the insert, so an eviction between the
+//! two (another creator granted on the key, and a sweep evicted it) was invisible to it, and
+//! its state started below the evicted one's grants: a key of 1 per second, burst 1, granted
+//! twice within 1 µs (issue 14; `tests/keyed_eviction_race.rs` reproduces it with a key whose
+//! `Clone` blocks inside the insert, and `loom-tests/tests/keyed_creation.rs` model-checks the
+//! order over a lock-free one-key map with the old order as its planted twin).
+//!
+//! *What a caller whose clock is behind the floor gets.* GCRA: the fresh TAT is the floor; an
+//! evicted state had S ≤ E ≤ floor, so at any time the fresh state admits only what the
+//! evicted one would have (a request at now < floor is granted only if floor − now ≤ τ, and
+//! then the evicted state, with S ≤ floor, granted it too). Sliding log and sliding window: a
+//! request whose `now` is below the floor the state was committed with is **denied until the
+//! floor** (`retry_after` = floor − now). An evicted log or window was idle at E (every grant
+//! it counted had left its window by E), not at `now` < E: it may still have counted permits at
+//! `now`, and a fresh state granting there would free them to a clock set back (two grants of
+//! a limit-1 log within one period, before this rule). From the floor on, every grant of the
+//! fresh state is at least one period after every grant of the evicted one. The price is a
+//! false denial of at most the caller's lag behind the sweep (the wait is floor − now), for a
+//! request whose clock read came before a concurrent sweep's.
 //!
 //! ## Bounded memory
 //!

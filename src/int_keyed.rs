@@ -287,6 +287,7 @@ pub struct IntKeyedBuilder<K, C> {
     rate: Rate,
     burst: Option<u64>,
     capacity: usize,
+    max_memory: usize,
     clock: C,
     _key: PhantomData<fn(K)>,
 }
@@ -316,6 +317,7 @@ impl<K: IntKey> IntKeyed<K> {
             rate,
             burst: None,
             capacity: Self::DEFAULT_CAPACITY,
+            max_memory: crate::memory::DEFAULT_MAX_MEMORY,
             clock: DefaultClock::default(),
             _key: PhantomData,
         }
@@ -403,9 +405,41 @@ impl<K, C> IntKeyedBuilder<K, C> {
             rate: self.rate,
             burst: self.burst,
             capacity: self.capacity,
+            max_memory: self.max_memory,
             clock,
             _key: PhantomData,
         }
+    }
+
+    /// The most memory the table may take, in bytes: 16 bytes × the power of two ≥
+    /// 2 × `capacity` (32–64 bytes per key of capacity), allocated at `build()`. Default: 1 GiB
+    /// (a `capacity` of up to 33,554,432). `build()` reports a larger table as a
+    /// [`ConfigError`] naming `capacity` and the bytes, and a table whose allocation fails
+    /// likewise: never an abort.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    ///
+    /// let err = IntKeyed::<u64>::builder(Rate::per_second(1)?)
+    ///     .capacity(1 << 31)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "capacity");
+    /// assert!(err.to_string().contains("needs 68719476736 bytes"), "{err}");
+    /// let ok = IntKeyed::<u64>::builder(Rate::per_second(1)?)
+    ///     .capacity(1 << 20)
+    ///     .max_memory(32 << 20)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(ok.capacity(), 1 << 20);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn max_memory(mut self, bytes: usize) -> Self {
+        self.max_memory = bytes;
+        self
     }
 }
 
@@ -415,8 +449,9 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
     /// # Errors
     ///
     /// [`ConfigError`] naming `rate` (emission interval under 1 ns), `burst` (0, or burst ×
-    /// interval over 2^62 − 1 ns) or `capacity` (0, or over
-    /// [`MAX_CAPACITY`](IntKeyed::MAX_CAPACITY)).
+    /// interval over 2^62 − 1 ns) or `capacity` (0, over
+    /// [`MAX_CAPACITY`](IntKeyed::MAX_CAPACITY), a table over
+    /// [`max_memory`](IntKeyedBuilder::max_memory), or a table that cannot be allocated).
     ///
     /// # Examples
     ///
@@ -453,9 +488,16 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
         }
         let slots = (2 * self.capacity).next_power_of_two().max(WAYS);
         let buckets = slots / WAYS;
-        let table = (0..buckets)
-            .map(|_| Bucket(core::array::from_fn(|_| AtomicU128::new(0))))
-            .collect();
+        let need = core::mem::size_of::<Bucket>() as u128 * buckets as u128;
+        let capacity = self.capacity as u128;
+        crate::memory::within("capacity", capacity, need, self.max_memory)?;
+        let mut table = alloc::vec::Vec::new();
+        // Reserve first, so that a failed allocation is an error rather than an abort.
+        table
+            .try_reserve_exact(buckets)
+            .map_err(|_| crate::memory::cannot_allocate("capacity", capacity, need))?;
+        table.extend((0..buckets).map(|_| Bucket(core::array::from_fn(|_| AtomicU128::new(0)))));
+        let table = table.into_boxed_slice();
         Ok(IntKeyed {
             table,
             mask: buckets - 1,

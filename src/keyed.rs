@@ -25,9 +25,11 @@
 //!   and the grant's CAS fails.
 //!
 //! An idle state carries no information: for GCRA, a TAT ≤ now behaves exactly as a fresh
-//! state at every time ≥ now. For clocks that go backwards, a fresh state is created with a
-//! *floor*: the greatest `now` any sweep evicted at, so that it is never more permissive than
-//! the evicted one ("no time has passed" below the floor).
+//! state at every time ≥ now. For clocks that go backwards (and callers whose clock read lags
+//! a concurrent sweep), a fresh state is committed with a *floor*: the greatest `now` any sweep
+//! evicted at, read after the new state's insert won (see [`create`]), so that it is never more
+//! permissive than the evicted one: a GCRA state starts at TAT = floor; a log or window denies
+//! a request below the floor until the floor.
 //!
 //! A [`SlidingLog`] per key is idle only when all its slots are, which one CAS cannot decide;
 //! its state sits behind a gate word that admitters count themselves in and out of, and the
@@ -43,7 +45,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::error::ConfigError;
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 use crate::{Denied, Gcra, ManualClock, Rate, SlidingLog, SlidingWindow};
 
 /// A limiter algorithm that [`Keyed`] can keep per key: its per-key state, and the
@@ -112,17 +114,22 @@ pub trait KeyedState: sealed::Sealed + 'static {
     #[doc(hidden)]
     fn is_evicted(state: &Self::State) -> bool;
     /// A new key's state, not live yet: every `acquire` on it returns `Moving` and `retire`
-    /// leaves it alone until [`commit`](KeyedState::commit), after which it is a fresh state
-    /// that treats no time before `floor` as passed. A new key enters the map in this state
-    /// while its creator reserves its place.
+    /// leaves it alone until [`commit`](KeyedState::commit). A new key enters the map in this
+    /// state while its creator reserves its place.
     #[doc(hidden)]
-    fn pending(cfg: &Self::Config, floor: u64) -> Self::State;
-    /// Makes a [`pending`](KeyedState::pending) state live (its creator alone calls this).
+    fn pending(cfg: &Self::Config) -> Self::State;
+    /// Makes a [`pending`](KeyedState::pending) state live, as a fresh state that is never more
+    /// permissive than one evicted at `floor` (its creator alone calls this, with the floor read
+    /// after its insert won: see [`create`]).
     #[doc(hidden)]
     fn commit(state: &Self::State, floor: u64);
     /// Whether the state is still pending (its creator removes it if it finds no place).
     #[doc(hidden)]
     fn is_pending(state: &Self::State) -> bool;
+    /// The bytes one key's state takes under `cfg`, inline and on the heap (for the memory
+    /// budget checked at build and at rate changes).
+    #[doc(hidden)]
+    fn bytes_per_state(cfg: &Self::Config) -> u128;
 }
 
 mod sealed {
@@ -201,11 +208,15 @@ mod state {
     /// One key's sliding log, behind a gate word (see `LOG_CLOSING`).
     #[derive(Debug)]
     pub struct LogState {
-        /// `{ closing: 1, evicted: 1, moving: 1, active: 61 }`: the flags, and the number of
-        /// admitters inside the log.
+        /// `{ closing: 1, evicted: 1, moving: 1, pending: 1, active: 60 }`: the flags, and the
+        /// number of admitters inside the log.
         pub(crate) gate: AtomicU64,
-        /// No time before this counts as passed (the `Keyed`'s floor at creation).
-        pub(crate) floor: u64,
+        /// The `Keyed`'s floor when the state went live: a request whose `now` is below it is
+        /// denied until it (see `below_floor`). Written once, before the state is live.
+        pub(crate) floor: AtomicU64,
+        /// The newest carried grant (0 for a new key): a request below it records at it ("no
+        /// time has passed"), as the unkeyed log does with its own newest stamp.
+        pub(crate) start: u64,
         pub(crate) log: SlidingLog<(), super::Unpadded>,
     }
 }
@@ -236,7 +247,8 @@ fn new_log(cfg: &LogConfig, stamps: &[u64], floor: u64, gate: u64) -> LogState {
     let newest = keep.last().map_or(0, |s| s.saturating_sub(1));
     LogState {
         gate: AtomicU64::new(gate),
-        floor: floor.max(newest),
+        floor: AtomicU64::new(floor),
+        start: newest,
         log,
     }
 }
@@ -303,7 +315,11 @@ impl KeyedState for SlidingLog {
         if let Err(admit) = gate_enter(&state.gate) {
             return admit;
         }
-        let result = state.log.try_acquire_n_at(permits, now.max(state.floor));
+        if let Some(denied) = below_floor(&state.floor, now) {
+            gate_leave(&state.gate);
+            return Admit::Denied(denied);
+        }
+        let result = state.log.try_acquire_n_at(permits, now.max(state.start));
         gate_leave(&state.gate);
         match result {
             Ok(()) => Admit::Granted,
@@ -341,16 +357,20 @@ impl KeyedState for SlidingLog {
         gate_is_evicted(&state.gate)
     }
 
-    fn pending(cfg: &LogConfig, floor: u64) -> LogState {
-        new_log(cfg, &[], floor, LOG_PENDING)
+    fn pending(cfg: &LogConfig) -> LogState {
+        new_log(cfg, &[], 0, LOG_PENDING)
     }
 
-    fn commit(state: &LogState, _: u64) {
-        gate_commit(&state.gate);
+    fn commit(state: &LogState, floor: u64) {
+        gate_commit(&state.gate, &state.floor, floor);
     }
 
     fn is_pending(state: &LogState) -> bool {
         gate_is_pending(&state.gate)
+    }
+
+    fn bytes_per_state(cfg: &LogConfig) -> u128 {
+        core::mem::size_of::<LogState>() as u128 + 8 * u128::from(cfg.limit)
     }
 }
 
@@ -455,7 +475,7 @@ impl KeyedState for Gcra {
         state.0.load(Ordering::Relaxed) == GCRA_EVICTED
     }
 
-    fn pending(_: &GcraConfig, _: u64) -> GcraState {
+    fn pending(_: &GcraConfig) -> GcraState {
         GcraState(AtomicU64::new(GCRA_PENDING))
     }
 
@@ -468,6 +488,10 @@ impl KeyedState for Gcra {
     fn is_pending(state: &GcraState) -> bool {
         // Relaxed: only the creator asks, about its own entry.
         state.0.load(Ordering::Relaxed) == GCRA_PENDING
+    }
+
+    fn bytes_per_state(_: &GcraConfig) -> u128 {
+        core::mem::size_of::<GcraState>() as u128
     }
 }
 
@@ -530,10 +554,11 @@ mod window_state {
     /// per-key log's (`LOG_CLOSING`, `LOG_EVICTED`, `LOG_MOVING`, `LOG_ACTIVE`).
     #[derive(Debug)]
     pub struct WindowState {
-        /// `{ closing: 1, evicted: 1, moving: 1, active: 61 }`.
+        /// `{ closing: 1, evicted: 1, moving: 1, pending: 1, active: 60 }`.
         pub(crate) gate: AtomicU64,
-        /// No time before this counts as passed (the `Keyed`'s floor at creation).
-        pub(crate) floor: u64,
+        /// The `Keyed`'s floor when the state went live: a request whose `now` is below it is
+        /// denied until it (see `below_floor`). Written once, before the state is live.
+        pub(crate) floor: AtomicU64,
         /// The highest time any call brought in (≥ every grant's effective time): a rate change
         /// re-records carried permits no later than this.
         pub(crate) newest: AtomicU64,
@@ -550,9 +575,11 @@ fn gate_enter(gate: &AtomicU64) -> Result<(), Admit> {
     // gate do not keep its count above 0 while the closer waits for it to drain.
     let mut g = gate.load(Ordering::Relaxed);
     if g & !LOG_ACTIVE == 0 {
-        // Relaxed: announces us to a closer, which waits for the count to drop; the flags we
-        // read decide whether we may enter.
-        g = gate.fetch_add(1, Ordering::Relaxed);
+        // Acquire: announces us to a closer, which waits for the count to drop; the flags we
+        // read decide whether we may enter, and reading the pending flag cleared (by the
+        // creator's Release RMW, or a later RMW in its release sequence) makes the floor it
+        // stored before visible to `below_floor`.
+        g = gate.fetch_add(1, Ordering::Acquire);
         if g & !LOG_ACTIVE == 0 {
             return Ok(());
         }
@@ -568,11 +595,24 @@ fn gate_enter(gate: &AtomicU64) -> Result<(), Admit> {
     }
 }
 
-/// Makes a pending gate live (the creator's one write to the flag).
-fn gate_commit(gate: &AtomicU64) {
-    // Relaxed: an RMW so that bounced admitters' increments and decrements are kept; it
-    // publishes nothing (the state was published by the map's insert).
-    gate.fetch_and(!LOG_PENDING, Ordering::Relaxed);
+/// Makes a pending gate live with `floor` (the creator's one write to each).
+fn gate_commit(gate: &AtomicU64, floor_of_state: &AtomicU64, floor: u64) {
+    // Relaxed: published by the Release RMW below.
+    floor_of_state.store(floor, Ordering::Relaxed);
+    // Release: publishes the floor to every admitter that enters (its Acquire increment reads
+    // this RMW or a later one). An RMW so that bounced admitters' counts are kept.
+    gate.fetch_and(!LOG_PENDING, Ordering::Release);
+}
+
+/// The refusal of a request whose `now` is below a gated state's floor: a log or window
+/// evicted at the floor may still have held permits at `now` (its grants left the window by
+/// the floor, not by `now`), so a fresh state must not grant at `now` what it would have
+/// denied. Denied until the floor; the caller is inside the gate (or the state is not shared).
+#[inline]
+fn below_floor(floor: &AtomicU64, now: u64) -> Option<Denied> {
+    // Relaxed: written once before the state went live, made visible by `gate_enter`'s Acquire.
+    let floor = floor.load(Ordering::Relaxed);
+    (now < floor).then(|| Denied::after_nanos(floor - now))
 }
 
 /// Whether a gate was closed for good by an eviction.
@@ -665,7 +705,7 @@ fn new_window(cfg: &WindowConfig, carried: &[(u64, u64)], floor: u64, gate: u64)
     }
     WindowState {
         gate: AtomicU64::new(gate),
-        floor,
+        floor: AtomicU64::new(floor),
         // Replays were judged at their own times (ascending, so the window's floor never ran
         // ahead of them): the newest is the highest effective time so far.
         newest: AtomicU64::new(keep.first().map_or(0, |&(t, _)| t)),
@@ -709,7 +749,10 @@ impl KeyedState for SlidingWindow {
         if let Err(admit) = gate_enter(&state.gate) {
             return admit;
         }
-        let now = now.max(state.floor);
+        if let Some(denied) = below_floor(&state.floor, now) {
+            gate_leave(&state.gate);
+            return Admit::Denied(denied);
+        }
         // Relaxed (both): a high-water mark read only by a closer, to which our `gate_leave`
         // (Release) publishes it. A grant's effective time is at most the highest `now` any
         // call brought (the window's floor start comes from one), so every call raises it.
@@ -760,16 +803,24 @@ impl KeyedState for SlidingWindow {
         gate_is_evicted(&state.gate)
     }
 
-    fn pending(cfg: &WindowConfig, floor: u64) -> WindowState {
-        new_window(cfg, &[], floor, LOG_PENDING)
+    fn pending(cfg: &WindowConfig) -> WindowState {
+        new_window(cfg, &[], 0, LOG_PENDING)
     }
 
-    fn commit(state: &WindowState, _: u64) {
-        gate_commit(&state.gate);
+    fn commit(state: &WindowState, floor: u64) {
+        gate_commit(&state.gate, &state.floor, floor);
     }
 
     fn is_pending(state: &WindowState) -> bool {
         gate_is_pending(&state.gate)
+    }
+
+    fn bytes_per_state(cfg: &WindowConfig) -> u128 {
+        // The builder was validated when the configuration was made.
+        let window = crate::sliding_window::KeyWindow::size_for(&cfg.builder).unwrap_or(0);
+        (core::mem::size_of::<WindowState>()
+            - core::mem::size_of::<crate::sliding_window::KeyWindow>()) as u128
+            + window
     }
 }
 
@@ -863,8 +914,18 @@ mod table {
     ///   d, at most b + ⌊d / I⌋ permits per key), under any concurrency, including while keys are
     ///   being evicted: a state is evicted only when it carries no information, by a CAS on the
     ///   state word that an admission on it cannot race past (see the module docs and the
-    ///   [`guide`](crate::guide)). The one documented exception is [`WhenFull::EvictSoonestIdle`],
-    ///   which may make a busy key forget its state when the table is full.
+    ///   [`guide`](crate::guide)). A key re-created while its old state is being evicted starts
+    ///   no lower than the eviction's time (the floor is read after the new state's insert).
+    ///   The one documented exception is [`WhenFull::EvictSoonestIdle`], which may make a busy
+    ///   key forget its state when the table is full.
+    /// - **A clock behind the floor** (set back, or a caller whose clock read came before a
+    ///   concurrent sweep's): a new GCRA state starts at TAT = floor, so it admits only what the
+    ///   evicted state would have; a new log or window state denies a request whose `now` is
+    ///   below its floor with `retry_after` = floor − now, since the evicted one may still have
+    ///   counted permits at `now`.
+    /// - **Memory is checked at build**: `capacity` × the bytes of one key must fit in
+    ///   [`max_memory`](KeyedBuilder::max_memory) (default 1 GiB), so no request allocates a
+    ///   state that was not accounted for.
     /// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
     ///   full triggers a sweep that evicts every idle key (no background thread); if too few are
     ///   idle, [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold
@@ -921,6 +982,8 @@ mod table {
         rates: CachePadded<AtomicU64>,
         cfg: L::Config,
         capacity: u64,
+        /// The memory budget: `capacity` × [`key_bytes`] of every configuration fits in it.
+        max_memory: usize,
         /// Keys in the map plus places reserved by inserters: ≤ `capacity` at all times.
         len: CachePadded<AtomicU64>,
         /// The greatest `now` any sweep ran at: fresh states treat no time before it as passed.
@@ -951,6 +1014,7 @@ mod table {
         rate: Rate,
         burst: Option<u64>,
         capacity: usize,
+        max_memory: usize,
         when_full: WhenFull,
         clock: C,
         _marker: core::marker::PhantomData<fn() -> (K, L)>,
@@ -966,6 +1030,13 @@ mod table {
                 .field("clock", &self.clock)
                 .finish()
         }
+    }
+
+    /// The bytes one key can take under `cfg`: its state, the key, the override pointer and the
+    /// map's entry (papaya boxes each entry: measured 70 bytes per `u64` GCRA key in all).
+    fn key_bytes<K, L: KeyedState>(cfg: &L::Config) -> u128 {
+        const MAP_ENTRY: u128 = 56;
+        L::bytes_per_state(cfg) + core::mem::size_of::<K>() as u128 + MAP_ENTRY
     }
 
     /// The default capacity: 100,000 keys.
@@ -989,6 +1060,7 @@ mod table {
                 rate,
                 burst: None,
                 capacity: DEFAULT_CAPACITY,
+                max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
                 clock: DefaultClock::default(),
                 _marker: core::marker::PhantomData,
@@ -1024,6 +1096,7 @@ mod table {
                 rate,
                 burst: None,
                 capacity: DEFAULT_CAPACITY,
+                max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
                 clock: DefaultClock::default(),
                 _marker: core::marker::PhantomData,
@@ -1101,6 +1174,37 @@ mod table {
             self
         }
 
+        /// The most memory the keys' states may take, in bytes: `capacity` × the bytes of one
+        /// key (the key, its state and about 56 bytes of map entry; a [`SlidingLog`] state holds
+        /// 8 bytes × `limit`, a [`SlidingWindow`] its ring; keys that own heap memory, such as
+        /// `String`, add theirs). Default: 1 GiB. `build()`, [`set_rate`](Keyed::set_rate) and
+        /// [`set_default_rate`](Keyed::set_default_rate) refuse a configuration whose worst case
+        /// exceeds it, so that no request ever allocates a state that was not accounted for.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Keyed, ManualClock, Rate, SlidingLog};
+        ///
+        /// // 100,000 keys × a log of 10,000,000 stamps would be 8 TB.
+        /// let err = Keyed::<u64, SlidingLog>::sliding_log(Rate::per_second(10_000_000)?)
+        ///     .clock(ManualClock::new())
+        ///     .build()
+        ///     .unwrap_err();
+        /// assert_eq!(err.field(), "capacity");
+        /// let k: Keyed<u64, SlidingLog, ManualClock> = Keyed::sliding_log(Rate::per_second(1_000)?)
+        ///     .capacity(1_000)
+        ///     .max_memory(16 << 20)
+        ///     .clock(ManualClock::new())
+        ///     .build()?;
+        /// assert_eq!(k.capacity(), 1_000);
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn max_memory(mut self, bytes: usize) -> Self {
+            self.max_memory = bytes;
+            self
+        }
+
         /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
         ///
         /// # Examples
@@ -1119,6 +1223,7 @@ mod table {
                 rate: self.rate,
                 burst: self.burst,
                 capacity: self.capacity,
+                max_memory: self.max_memory,
                 when_full: self.when_full,
                 clock,
                 _marker: core::marker::PhantomData,
@@ -1131,8 +1236,9 @@ mod table {
         ///
         /// # Errors
         ///
-        /// [`ConfigError`] when `capacity` is 0 (field `capacity`), or as the inner limiter's
-        /// builder (for GCRA: fields `rate` and `burst`).
+        /// [`ConfigError`] when `capacity` is 0, or when `capacity` keys would not fit in
+        /// [`max_memory`](KeyedBuilder::max_memory) (field `capacity`, with the bytes), or as
+        /// the inner limiter's builder (for GCRA: fields `rate` and `burst`).
         ///
         /// # Examples
         ///
@@ -1156,6 +1262,9 @@ mod table {
                 ));
             }
             let cfg = L::config(self.rate, self.burst)?;
+            let capacity = self.capacity as u128;
+            let need = capacity * key_bytes::<K, L>(&cfg);
+            crate::memory::within("capacity", capacity, need, self.max_memory)?;
             Ok(Keyed {
                 // Blocking resizes: a lookup never has to consult a half-migrated old table
                 // (measured: 1.4x faster lookups than the incremental default).
@@ -1169,6 +1278,7 @@ mod table {
                 rates: CachePadded::new(AtomicU64::new(0)),
                 cfg,
                 capacity: self.capacity as u64,
+                max_memory: self.max_memory,
                 len: CachePadded::new(AtomicU64::new(0)),
                 floor: CachePadded::new(AtomicU64::new(0)),
                 sweep: CachePadded::new(AtomicU64::new(0)),
@@ -1279,10 +1389,14 @@ mod table {
         /// Removes `key`'s entry if it holds an evicted state (whoever succeeds counts it).
         #[cold]
         fn remove_evicted(&self, key: &K, guard: &impl papaya::Guard) {
-            if let Ok(Some(_)) =
-                self.map
-                    .remove_if(key, |_, slot| L::is_evicted(&slot.state), guard)
-            {
+            let removed = super::remove_retired(|| {
+                matches!(
+                    self.map
+                        .remove_if(key, |_, slot| L::is_evicted(&slot.state), guard),
+                    Ok(Some(_))
+                )
+            });
+            if removed {
                 // Relaxed: a counter; the map holds the entries themselves.
                 self.len.fetch_sub(1, Ordering::Relaxed);
             }
@@ -1318,24 +1432,23 @@ mod table {
                 return Err(denied);
             }
             let cfg = self.rate_of(key);
-            // Relaxed: ordered after the eviction that raised it by the map (an evictor raises the
-            // floor, then removes the entry; our lookup that saw the key missing is ordered after
-            // the removal by papaya's Release/Acquire on the entry pointer) or by the Acquire load
-            // of the tombstone in `acquire`.
-            let floor = self.floor.load(Ordering::Relaxed);
-            let state = L::pending(cfg.as_deref().unwrap_or(&self.cfg), floor);
-            let Ok(ours) = self.map.try_insert(key.clone(), Slot { state, cfg }, guard) else {
-                // Another thread created (or is creating) the key: the caller looks again.
-                return Ok(());
-            };
-            // Nobody else commits, retires or replaces a pending entry: it is ours until then.
-            if let Err(denied) = self.reserve_place(now, guard) {
-                let _ = self
-                    .map
-                    .remove_if(key, |_, slot| L::is_pending(&slot.state), guard);
-                return Err(denied);
-            }
-            L::commit(&ours.state, floor);
+            let created = super::create::<L, _>(
+                &self.floor,
+                || {
+                    let state = L::pending(cfg.as_deref().unwrap_or(&self.cfg));
+                    let slot = Slot { state, cfg };
+                    // Err: another thread created (or is creating) the key.
+                    let ours = self.map.try_insert(key.clone(), slot, guard).ok()?;
+                    Some(&ours.state)
+                },
+                || self.reserve_place(now, guard),
+                || {
+                    let _ = self
+                        .map
+                        .remove_if(key, |_, slot| L::is_pending(&slot.state), guard);
+                },
+            );
+            created?;
             // A `set_rate` may have raced with our read of the overrides: make sure the state
             // we just published runs on the key's current rate.
             // AcqRel: see `sync_override` (a rate change's RMW before ours is visible to the
@@ -1422,9 +1535,8 @@ mod table {
         #[cold]
         fn sweep_at(&self, now: u64, guard: &impl papaya::Guard) -> (u64, u64) {
             let target = (self.capacity / 8).max(1);
-            // Relaxed: the floor must be raised before any state is retired at `now`; the retire
-            // CAS (Release) publishes it to whoever sees the tombstone.
-            self.floor.fetch_max(now, Ordering::Relaxed);
+            // The floor must be raised before any state is retired at `now` (see `create`).
+            super::raise_floor(&self.floor, now);
             let mut freed = 0;
             let mut busy: Vec<u64> = Vec::new();
             for (key, slot) in self.map.iter(guard) {
@@ -1470,6 +1582,12 @@ mod table {
             }
         }
 
+        /// Refuses a rate whose states would not fit `capacity` times in the memory budget.
+        fn within_budget(&self, cfg: &L::Config, rate: Rate) -> Result<(), ConfigError> {
+            let need = u128::from(self.capacity) * key_bytes::<K, L>(cfg);
+            crate::memory::within("limit", u128::from(rate.limit()), need, self.max_memory)
+        }
+
         /// Gives `key` its own rate from now on (a premium user, a throttled abuser), replacing
         /// any earlier override; the other keys keep the default.
         ///
@@ -1489,8 +1607,10 @@ mod table {
         ///
         /// # Errors
         ///
-        /// [`ConfigError`] as the inner limiter's builder for `rate`, or naming `overrides` when
-        /// `capacity` other keys already have one (the key is left unchanged either way).
+        /// [`ConfigError`] as the inner limiter's builder for `rate`, naming `overrides` when
+        /// `capacity` other keys already have one, or naming `limit` when `capacity` states at
+        /// `rate` would not fit in [`max_memory`](KeyedBuilder::max_memory) (the key is left
+        /// unchanged in every case).
         ///
         /// # Examples
         ///
@@ -1509,6 +1629,7 @@ mod table {
             C: Clock,
         {
             let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
+            self.within_budget(&cfg, rate)?;
             let now = self.clock.now();
             self.store_override(&key, cfg)?;
             // AcqRel: see `sync_override`.
@@ -1576,7 +1697,8 @@ mod table {
                 let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
                 match L::retire(cfg, &slot.state, now, Retire::Move) {
                     Some(carry) => {
-                        // Relaxed: see `insert_new`.
+                        // Relaxed: the moved state carries its own history; the floor only adds
+                        // the evictions seen so far (never needed for the bound).
                         let floor = self.floor.load(Ordering::Relaxed);
                         let state = L::carried(want.as_deref().unwrap_or(&self.cfg), carry, floor);
                         // Nobody else replaces or removes a MOVING entry: this store is ours.
@@ -1644,8 +1766,8 @@ mod table {
         /// ```
         pub fn evict_idle_at(&self, now: u64) -> usize {
             let guard = self.map.guard();
-            // Relaxed: as in `sweep_at`.
-            self.floor.fetch_max(now, Ordering::Relaxed);
+            // As in `sweep_at`.
+            super::raise_floor(&self.floor, now);
             let mut freed = 0;
             for (key, slot) in self.map.iter(&guard) {
                 let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
@@ -1774,6 +1896,7 @@ mod table {
                 rate,
                 burst: None,
                 capacity: DEFAULT_CAPACITY,
+                max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
                 clock: DefaultClock::default(),
                 _marker: core::marker::PhantomData,
@@ -1894,7 +2017,9 @@ mod table {
         ///
         /// # Errors
         ///
-        /// [`ConfigError`] as the inner limiter's builder for `rate` (nothing is changed).
+        /// [`ConfigError`] as the inner limiter's builder for `rate`, or naming `limit` when
+        /// `capacity` states at `rate` would not fit in
+        /// [`max_memory`](KeyedBuilder::max_memory) (nothing is changed).
         ///
         /// # Examples
         ///
@@ -1917,6 +2042,7 @@ mod table {
             C: Clock,
         {
             let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
+            self.within_budget(&cfg, rate)?;
             let now = self.clock.now();
             self.default.pin().insert((), cfg);
             // AcqRel: see `sync_override`.
@@ -1940,6 +2066,68 @@ mod table {
                 .finish_non_exhaustive()
         }
     }
+}
+
+/// The creation protocol of a new key's state, shared by [`Keyed`]'s insert and the loom
+/// model (`loom-tests/tests/keyed.rs`), which runs it over a lock-free one-key map.
+///
+/// `insert` puts a [`pending`](KeyedState::pending) state into the map if the key is absent and
+/// returns it (`None`: another thread's entry is there; the caller looks again). The creator
+/// whose insert won then `reserve`s a place (on failure `give_up` removes its pending entry),
+/// and only then reads the floor and commits the state with it.
+///
+/// Why the floor is read after the insert: an earlier state of the key can be evicted at any
+/// moment before the insert wins, and its evictor raises the floor before retiring it (see
+/// [`raise_floor`]). Read before the insert, the floor may predate that eviction, and the new
+/// state would start below the evicted one's last grant: a request at a time the evicted state
+/// denied would be granted (a key of 1 per second, burst 1, granted twice within 1 µs: issue 14).
+/// Read after it, the floor includes every eviction whose removal made the insert possible:
+/// the remover's Release fence (in [`remove_retired`]) comes after the floor's raise, our
+/// insert read the map slot the removal wrote (or a later value), and our Acquire fence below
+/// comes after that read, so the raise happens before our load. While the entry is pending, no
+/// other state of the key can be created, granted on, or evicted.
+#[inline]
+pub(crate) fn create<L: KeyedState, R: core::ops::Deref<Target = L::State>>(
+    floor: &AtomicU64,
+    insert: impl FnOnce() -> Option<R>,
+    reserve: impl FnOnce() -> Result<(), Denied>,
+    give_up: impl FnOnce(),
+) -> Result<(), Denied> {
+    let Some(ours) = insert() else {
+        return Ok(());
+    };
+    // Nobody else commits, retires or replaces a pending entry: it is ours until then.
+    if let Err(denied) = reserve() {
+        give_up();
+        return Err(denied);
+    }
+    // Acquire: pairs with the remover's Release fence through the map slot our insert read.
+    fence(Ordering::Acquire);
+    // Relaxed: ordered after every eviction our insert depends on by the fences (see above).
+    let floor = floor.load(Ordering::Relaxed);
+    L::commit(&ours, floor);
+    Ok(())
+}
+
+/// Raises the floor to `now`; every eviction at `now` calls this before its retire.
+#[inline]
+pub(crate) fn raise_floor(floor: &AtomicU64, now: u64) {
+    // Relaxed: published to later creators through the retire (Release) and the remover's
+    // Release fence (see `create`); a read first, as the floor is usually high enough.
+    if floor.load(Ordering::Relaxed) < now {
+        floor.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
+/// Removes a retired (evicted) entry with `remove` (true if this call removed it), after a
+/// Release fence: a creator whose insert reads the emptied slot then sees the floor raised
+/// before the retire (see [`create`]). The caller retired the state itself, or read its
+/// tombstone with Acquire.
+#[inline]
+pub(crate) fn remove_retired(remove: impl FnOnce() -> bool) -> bool {
+    // Release: see above.
+    fence(Ordering::Release);
+    remove()
 }
 
 /// Extension of the facade's backoff: under loom, yield (the thread we wait for must run).
@@ -1975,11 +2163,71 @@ pub mod planted {
     /// What an admission saw.
     pub use super::Admit;
 
+    /// The sweep's raise of the floor (real code), before it retires states at `now`.
+    pub fn raise_floor(floor: &AtomicU64, now: u64) {
+        super::raise_floor(floor, now);
+    }
+
+    /// The removal of a retired entry (real code: the Release fence, then `remove`).
+    pub fn remove_retired(remove: impl FnOnce() -> bool) -> bool {
+        super::remove_retired(remove)
+    }
+
+    /// A model key whose state the real creation protocol can commit.
+    pub trait ModelKey {
+        /// The `KeyedState` it holds.
+        type L: KeyedState;
+        /// Its state.
+        fn state(&self) -> &<Self::L as KeyedState>::State;
+    }
+
+    impl ModelKey for GcraKey {
+        type L = Gcra;
+        fn state(&self) -> &GcraState {
+            &self.state
+        }
+    }
+
+    impl ModelKey for LogKey {
+        type L = SlidingLog;
+        fn state(&self) -> &LogState {
+            &self.state
+        }
+    }
+
+    impl ModelKey for WindowKey {
+        type L = SlidingWindow;
+        fn state(&self) -> &WindowState {
+            &self.state
+        }
+    }
+
+    /// The real creation protocol ([`super::create`]) with the model's map insert: `insert`
+    /// puts the creator's pending state in the map if the key is absent and returns it. No
+    /// capacity (the reservation always succeeds).
+    pub fn create<'a, M: ModelKey + 'a>(floor: &AtomicU64, insert: impl FnOnce() -> Option<&'a M>) {
+        let _ = super::create::<M::L, _>(floor, || insert().map(M::state), || Ok(()), || {});
+    }
+
+    /// The planted bug (the order before issue 14's fix): the floor read BEFORE the insert, so
+    /// an eviction between the two raises a floor this creator never sees, and its state starts
+    /// below the evicted state's grants.
+    pub fn create_floor_first<'a, M: ModelKey + 'a>(
+        floor: &AtomicU64,
+        insert: impl FnOnce() -> Option<&'a M>,
+    ) {
+        // Relaxed: deliberately read too early; the order is the bug.
+        let floor = floor.load(Ordering::Relaxed);
+        if let Some(ours) = insert() {
+            <M::L as KeyedState>::commit(ours.state(), floor);
+        }
+    }
+
     impl GcraKey {
         /// A new key's state as its creator inserts it: pending until [`commit`](GcraKey::commit).
-        pub fn pending(rate: Rate, floor: u64) -> Self {
+        pub fn pending(rate: Rate) -> Self {
             let cfg = <Gcra as KeyedState>::config(rate, None).expect("valid rate");
-            let state = <Gcra as KeyedState>::pending(&cfg, floor);
+            let state = <Gcra as KeyedState>::pending(&cfg);
             GcraKey { cfg, state }
         }
 
@@ -1997,7 +2245,7 @@ pub mod planted {
         /// one: pending, then committed.
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <Gcra as KeyedState>::config(rate, None).expect("valid rate");
-            let state = <Gcra as KeyedState>::pending(&cfg, floor);
+            let state = <Gcra as KeyedState>::pending(&cfg);
             <Gcra as KeyedState>::commit(&state, floor);
             GcraKey { cfg, state }
         }
@@ -2031,9 +2279,9 @@ pub mod planted {
 
     impl LogKey {
         /// A new key's state as its creator inserts it: pending until [`commit`](LogKey::commit).
-        pub fn pending(rate: Rate, floor: u64) -> Self {
+        pub fn pending(rate: Rate) -> Self {
             let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
-            let state = <SlidingLog as KeyedState>::pending(&cfg, floor);
+            let state = <SlidingLog as KeyedState>::pending(&cfg);
             LogKey { cfg, state }
         }
 
@@ -2050,7 +2298,7 @@ pub mod planted {
         /// A fresh log for `rate` with floor `floor` (pending, then committed, as in `Keyed`).
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
-            let state = <SlidingLog as KeyedState>::pending(&cfg, floor);
+            let state = <SlidingLog as KeyedState>::pending(&cfg);
             <SlidingLog as KeyedState>::commit(&state, floor);
             LogKey { cfg, state }
         }
@@ -2085,9 +2333,9 @@ pub mod planted {
 
     impl WindowKey {
         /// A new key's state as its creator inserts it: pending until [`commit`](WindowKey::commit).
-        pub fn pending(rate: Rate, floor: u64) -> Self {
+        pub fn pending(rate: Rate) -> Self {
             let cfg = <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate");
-            let state = <SlidingWindow as KeyedState>::pending(&cfg, floor);
+            let state = <SlidingWindow as KeyedState>::pending(&cfg);
             WindowKey { cfg, state }
         }
 
@@ -2104,7 +2352,7 @@ pub mod planted {
         /// A fresh one-bucket window for `rate` with floor `floor` (pending, then committed).
         pub fn new(rate: Rate, floor: u64) -> Self {
             let cfg = <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate");
-            let state = <SlidingWindow as KeyedState>::pending(&cfg, floor);
+            let state = <SlidingWindow as KeyedState>::pending(&cfg);
             <SlidingWindow as KeyedState>::commit(&state, floor);
             WindowKey { cfg, state }
         }
@@ -2147,7 +2395,9 @@ pub mod planted {
         fn successor(&self, carry: Vec<(u64, u64)>) -> WindowKey {
             let cfg =
                 <SlidingWindow as KeyedState>::config(self.cfg.rate, Some(1)).expect("valid rate");
-            let state = <SlidingWindow as KeyedState>::carried(&cfg, carry, self.state.floor);
+            // Relaxed: the model reads its own committed state.
+            let floor = self.state.floor.load(Ordering::Relaxed);
+            let state = <SlidingWindow as KeyedState>::carried(&cfg, carry, floor);
             WindowKey { cfg, state }
         }
     }

@@ -64,6 +64,7 @@ mod key_pool;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod keyed;
 mod limiter;
+mod memory;
 mod pacer;
 mod rate;
 mod reservation;

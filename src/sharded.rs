@@ -257,6 +257,11 @@ impl<C> ShardedGcraBuilder<C> {
     }
 }
 
+/// The most shards a limiter takes: 4,096 cache lines (512 KiB on x86-64), more than any
+/// machine's cores; more would only be memory (a request for 2^40 shards aborted the process on
+/// its allocation before this bound).
+const MAX_SHARDS: usize = 4096;
+
 /// The default shard count before clamping: the available parallelism.
 #[cfg(feature = "std")]
 fn default_shards() -> usize {
@@ -275,8 +280,8 @@ impl<C: Clock> ShardedGcraBuilder<C> {
     /// # Errors
     ///
     /// [`ConfigError`] when the emission interval `period / limit` is under 1 ns (field
-    /// `rate`); when the burst is 0 (field `burst`); when the shard count is 0 or above
-    /// `min(limit, burst)` (field `shards`); when a shard's interval I_k (about S × I) does
+    /// `rate`); when the burst is 0 (field `burst`); when the shard count is 0, above 4,096, or
+    /// above `min(limit, burst)` (field `shards`); when a shard's interval I_k (about S × I) does
     /// not fit in u64 nanoseconds (field `shards`); or when a shard's b_k × I_k does not
     /// (field `burst`).
     ///
@@ -315,8 +320,15 @@ impl<C: Clock> ShardedGcraBuilder<C> {
                     "more shards than the rate's limit or the burst: each shard needs at least \
                      one permit of each",
                 )),
+                Some(s) if s > MAX_SHARDS => {
+                    return Err(ConfigError::new(
+                        "shards",
+                        Value::Count(s as u128),
+                        "must be at most 4096 (each shard is a cache line)",
+                    ))
+                }
                 Some(s) => s as u64,
-                None => (default_shards().max(1) as u64).min(most),
+                None => (default_shards().clamp(1, MAX_SHARDS) as u64).min(most),
             };
         // I · limit < period + limit ≤ 2^65: u128. Shard k's interval is rounded up from
         // I · limit / l_k, so 1/I_k ≤ l_k / (I · limit) and Σ 1/I_k ≤ 1/I.

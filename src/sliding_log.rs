@@ -143,6 +143,7 @@ pub struct Head {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct SlidingLogBuilder<C> {
     rate: Rate,
+    max_memory: usize,
     clock: C,
 }
 
@@ -171,6 +172,7 @@ impl SlidingLog {
     pub fn builder(rate: Rate) -> SlidingLogBuilder<DefaultClock> {
         SlidingLogBuilder {
             rate,
+            max_memory: crate::memory::DEFAULT_MAX_MEMORY,
             clock: DefaultClock::default(),
         }
     }
@@ -212,8 +214,36 @@ impl<C> SlidingLogBuilder<C> {
     pub fn clock<C2: Clock>(self, clock: C2) -> SlidingLogBuilder<C2> {
         SlidingLogBuilder {
             rate: self.rate,
+            max_memory: self.max_memory,
             clock,
         }
+    }
+
+    /// The most memory the log may take, in bytes: its ring is 8 bytes × `limit`, allocated
+    /// at `build()`. Default: 1 GiB (a `limit` of up to 134,217,728). `build()` reports a
+    /// larger ring as a [`ConfigError`] naming `limit` and the bytes, instead of allocating it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingLog};
+    ///
+    /// let err = SlidingLog::builder(Rate::per_second(1_000_000)?)
+    ///     .max_memory(1 << 20)
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "limit");
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "invalid limit = 1000000 (needs 8000000 bytes, over max_memory = 1048576 bytes): \
+    ///      lower it, or raise the builder's max_memory"
+    /// );
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn max_memory(mut self, bytes: usize) -> Self {
+        self.max_memory = bytes;
+        self
     }
 }
 
@@ -222,8 +252,9 @@ impl<C: Clock> SlidingLogBuilder<C> {
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] naming `limit` when it exceeds [`SlidingLog::MAX_LIMIT`] (2²⁸) or when
-    /// the memory for the slots cannot be allocated (reported, never an abort).
+    /// [`ConfigError`] naming `limit` when it exceeds [`SlidingLog::MAX_LIMIT`] (2²⁸), when
+    /// its ring (8 bytes × `limit`) is over [`max_memory`](SlidingLogBuilder::max_memory), or
+    /// when the memory for the slots cannot be allocated (reported, never an abort).
     ///
     /// # Examples
     ///
@@ -239,6 +270,11 @@ impl<C: Clock> SlidingLogBuilder<C> {
     /// ```
     pub fn build(self) -> Result<SlidingLog<C>, ConfigError> {
         let limit = self.rate.limit();
+        if limit <= MAX_SLOTS {
+            // Above MAX_SLOTS `new_slots` names the hard bound instead.
+            let need = 8 * u128::from(limit);
+            crate::memory::within("limit", u128::from(limit), need, self.max_memory)?;
+        }
         let slots = new_slots(
             limit,
             "limit",

@@ -10,14 +10,14 @@
 
 #[cfg(hotlimit_loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicU64, Ordering},
+    atomic::{fence, AtomicU64, Ordering},
     Arc,
 };
 
 #[cfg(not(hotlimit_loom))]
 pub(crate) use alloc::sync::Arc;
 #[cfg(not(hotlimit_loom))]
-pub(crate) use portable_atomic::{AtomicU64, Ordering};
+pub(crate) use portable_atomic::{fence, AtomicU64, Ordering};
 
 /// A 16-byte atomic (`IntKeyed`'s slots, `GcraPair`'s two TATs): portable-atomic's, which is `cmpxchg16b` (and a
 /// `vmovdqa` load where AVX is present) on x86-64, chosen at run time, and native on aarch64

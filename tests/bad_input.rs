@@ -209,13 +209,14 @@ fn sharded_errors_name_field_and_value() {
     assert_eq!(e.field(), "shards");
     assert!(e.to_string().contains("interval"), "{e}");
     assert!(sharded(huge, Some(999), Some(1)).is_ok());
-    // A shard's b_k·I_k past u64 while b·I fits: b = 3 over 2 shards, b_0 = 2, I_0 = 2·I.
-    let rate = Rate::new(2, Duration::from_nanos(u64::MAX / 10 * 6)).unwrap();
-    assert!(gcra(rate, Some(3)).is_ok());
-    let e = sharded(rate, Some(3), Some(2)).unwrap_err();
+    // A shard's b_k·I_k past u64 while b·I fits: I = 2^61, b = 7 over 2 shards, b_0 = 4,
+    // I_0 = 2·I = 2^62, so b_0·I_0 = 2^64.
+    let rate = Rate::new(2, Duration::from_nanos(1 << 62)).unwrap();
+    assert!(gcra(rate, Some(7)).is_ok());
+    let e = sharded(rate, Some(7), Some(2)).unwrap_err();
     assert_eq!(e.field(), "burst");
     assert!(e.to_string().contains("a shard's burst"), "{e}");
-    assert!(sharded(rate, Some(3), Some(1)).is_ok());
+    assert!(sharded(rate, Some(7), Some(1)).is_ok());
 }
 
 #[test]

@@ -120,15 +120,29 @@ fn extreme_times_never_panic_or_overflow() {
 
 #[test]
 fn extreme_rates_build_and_work() {
-    // One permit per ~584 years.
-    let g = Gcra::builder(Rate::new(1, Duration::from_nanos(u64::MAX)).unwrap())
+    // One permit per ~584 years could never be charged on a clock past 0 (now + I overflows):
+    // refused at build (issue 14), naming the rate.
+    let e = Gcra::builder(Rate::new(1, Duration::from_nanos(u64::MAX)).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(e.field(), "rate");
+    assert!(e.to_string().contains("2^62"), "{e}");
+    // One permit per 146 years is the longest: it works on any clock reading below 2^62 ns,
+    // the default clock's included.
+    let longest = Rate::new(1, Duration::from_nanos((1 << 62) - 1)).unwrap();
+    let g = Gcra::builder(longest).build().unwrap();
+    assert!(hotlimit::Limiter::try_acquire(&g).is_ok());
+    let g = Gcra::builder(longest)
         .clock(ManualClock::new())
         .build()
         .unwrap();
-    assert!(g.try_acquire_at(0).is_ok());
+    assert!(g.try_acquire_at((1 << 62) - 1).is_ok());
     assert_eq!(
-        g.try_acquire_at(0).unwrap_err().retry_after_nanos(),
-        Some(u64::MAX - 1)
+        g.try_acquire_at((1 << 62) - 1)
+            .unwrap_err()
+            .retry_after_nanos(),
+        Some((1 << 62) - 1)
     );
     // One permit per nanosecond, a burst of a billion.
     let g = Gcra::builder(Rate::new(S, Duration::from_secs(1)).unwrap())

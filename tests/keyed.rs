@@ -574,8 +574,8 @@ proptest! {
     }
 
     /// With a clock that jumps back as well: each key is exactly its own window model, where
-    /// an evicted key's model restarts, like its fresh state, judging no time before the
-    /// `Keyed`'s floor (the greatest sweep time) as passed.
+    /// an evicted key's model restarts, like its fresh state, denying every request below the
+    /// `Keyed`'s floor (the greatest sweep time) until the floor.
     #[test]
     fn each_key_matches_its_window_model_with_clock_jumps(
         (limit, period, buckets, steps) in window_config().prop_flat_map(|(l, p, b)| {
@@ -612,8 +612,14 @@ proptest! {
             if n > 0 && created.is_none() {
                 *created = Some(floor);
             }
-            let at = now.max(created.unwrap_or(0));
-            let want = m.acquire(u64::from(n), at);
+            let floor_of_key = created.unwrap_or(0);
+            // A request below the floor its state was created with is denied until the floor
+            // (an evicted window may still have counted permits then); never-grantable first.
+            let want = if n > 0 && u64::from(n) <= limit && now < floor_of_key {
+                Err(Some(floor_of_key - now))
+            } else {
+                m.acquire(u64::from(n), now.max(floor_of_key))
+            };
             prop_assert_eq!(real, want, "step {} ({:?}) at {}", i, step, now);
         }
     }

@@ -44,7 +44,7 @@ macro_rules! key_state {
                 <$t>::evict_racy_at(self, now)
             }
             fn pending2() -> Self {
-                <$t>::pending(Rate::new(2, Duration::from_nanos(10)).unwrap(), 0)
+                <$t>::pending(Rate::new(2, Duration::from_nanos(10)).unwrap())
             }
             fn fresh2() -> Self {
                 <$t>::new(Rate::new(2, Duration::from_nanos(10)).unwrap(), 0)
