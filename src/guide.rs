@@ -67,6 +67,55 @@
 //!
 //! [`Gcra`]: crate::Gcra
 //!
+//! # GcraPair: two rates in one word
+//!
+//! [`GcraPair`] holds "10 per second AND 1,000 per hour" for one caller. Its state is the two
+//! TATs side by side in one 16-byte word `{ second: S₂, first: S₁ }`; a request loads the word,
+//! applies the GCRA step of each rate to its half ([`Gcra`]'s own `decide`, with that rate's
+//! price), and installs both new halves with one 128-bit CAS, or returns the denial before any
+//! write.
+//!
+//! *Linearization.* The word changes only by successful CASes, and each one applies, to both
+//! halves at once, the GCRA step of one request whose two decisions were made on exactly the
+//! value it replaced. Order the grants by their CAS, and place each denial at its last load
+//! (the value it decided on is the word's value at that moment). On that sequence the
+//! decisions are those of two sequential GCRA models applied together: a request is granted
+//! iff both models grant it, and only then are both advanced. The property test
+//! `tests/gcra_pair.rs` checks that equivalence (decisions and `retry_after`) on 6,000 random
+//! weighted traces against `tests/model/gcra_pair.rs`, k GCRA models applied together.
+//!
+//! *Both bounds.* Half i's successive values are S_{i,k} = max(S_{i,k−1}, now_k) + n_k·Iᵢ with
+//! S_{i,k} ≤ now_k + τᵢ, over the grants in CAS order: exactly the two facts the GCRA proof
+//! above uses. So each rate keeps its own "at most bᵢ + d/Iᵢ in any interval of length d",
+//! under any concurrency, and a fresh pair on a frozen clock grants exactly min(b₁, b₂) single
+//! permits to any number of racing threads (the stress test runs 8).
+//!
+//! *Nothing burned.* A denial writes nothing, so a request refused by either rate costs the
+//! other nothing: there is no moment at which one half has been charged and the other not.
+//!
+//! *Exact retry.* Rate i's wait is rᵢ = 0 if it admits, else its exact GCRA wait; the denial
+//! returns r = max(r₁, r₂) ("never" if either is). A GCRA that admits a request at t also
+//! admits it at every t' > t on the same state (max(S, t') ≤ max(S, t) + (t' − t)), and one
+//! that denies with wait rᵢ denies before now + rᵢ (above). So at now + r both admit, and at
+//! any earlier time the rate whose wait is r denies: r is exact.
+//!
+//! *Why one word.* With the halves in two words, some call must write one before it knows the
+//! fate of the other. Writing S₁ and then meeting a denial from S₂ leaves S₁ charged for a
+//! refused request (the planted `SplitGcraPair` in `loom-tests/tests/gcra_pair.rs` does this,
+//! and its model fails). Giving S₁ back is exact only while nobody has written S₁ since (the
+//! reservation-cancel argument above); subtracting n·I after someone has over-admits (the
+//! `fetch_sub` interleaving in `loom-tests/tests/gcra.rs`). throttle-net's `Hybrid` peeks at
+//! every bucket, takes each, and refunds on a lost race; it costs about 20× a `GcraPair` call
+//! here (BENCHMARKS.md).
+//!
+//! *Cost.* One 16-byte load and one 16-byte CAS (`cmpxchg16b` on x86-64) instead of 8-byte
+//! ones, and both halves' arithmetic. portable-atomic picks the 16-byte instructions at run
+//! time, so each is an out-of-line call through a function pointer; built with
+//! `-C target-feature=+cmpxchg16b,+avx` (or `target-cpu=native` on such a CPU) they are
+//! inlined. Figures in BENCHMARKS.md ("Two rates on one caller").
+//!
+//! [`GcraPair`]: crate::GcraPair
+//!
 //! # SlidingLog: the exact sliding window
 //!
 //! [`SlidingLog`] keeps the last `limit` grant times in a ring of `limit` atomic slots and a
