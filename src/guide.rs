@@ -114,6 +114,46 @@
 //! `-C target-feature=+cmpxchg16b,+avx` (or `target-cpu=native` on such a CPU) they are
 //! inlined. Figures in BENCHMARKS.md ("Two rates on one caller").
 //!
+//! ## Three or more limits, and mixes with windows and logs: what is and is not built
+//!
+//! The obvious protocol for k limiters is: claim from each in a fixed order, and if one
+//! refuses, give back what the earlier ones granted. It never over-admits (every claim is a
+//! real grant while it stands). It never leaves a limiter charged for a refused request only
+//! if every give-back is **exact**, and none of the limiters here has an exact give-back once
+//! another request has landed on it in between:
+//!
+//! - *GCRA.* Take τ = 2·I. Request r takes 1 at t = 0 (S = I). At t = I, x and y are granted
+//!   (S = 2I, then 3I = I + τ: full). Now r is given back by subtracting I: S = 2I, and z is
+//!   granted at t = I too. x, y and z at one instant with b = 2: over-admission. r's charge had
+//!   drained before x came, so the right give-back was 0; had x and y come at t = 0 instead,
+//!   it would have been I, with the same word. What to give back depends on history the word
+//!   does not hold. Giving back only while S is still the value r installed (the reservation
+//!   cancel above) is exact, and under contention it fails, leaving r charged.
+//! - *SlidingLog.* A claim reserves ring indices by moving the cursor, then stamps the slots.
+//!   Restoring the slots frees them, but the cursor has moved past them: the next request
+//!   looks at the slot after, which may hold a grant still in the window. With `limit` 2, a
+//!   grant at 0 and a claim at 1 given back, a request at 2 is refused while only one grant is
+//!   in the window, until the cursor comes round. Moving the cursor back is a CAS that succeeds
+//!   only if nobody reserved since: exact alone, not under contention.
+//! - *SlidingWindow.* Taking n back off the count is exact while the current bucket has not
+//!   turned; once a bucket end has recorded the count with the n in it, taking them off would
+//!   lower every later window's count below the truth (over-admission), so the give-back must
+//!   fail there too.
+//!
+//! Each give-back is exact exactly when the limiter's word has not moved since the claim, so
+//! the protocol keeps its promise only when the claims and the commit are one atomic step. For
+//! two GCRA rates that step is [`GcraPair`]'s one 16-byte CAS. For k rates it is a k-word
+//! atomic update, which needs either a k-word CAS (descriptors in the words, helped by other
+//! threads, Harris–Fraser–Pratt) or a swap of one word that names an immutable snapshot of all
+//! k states (a pool of snapshot slots, each written under its own sequence number and
+//! published by one CAS of `{ slot, generation }`; readers validate the generation after
+//! reading, as a seqlock reader does). Both cost, per grant, the k states' stores plus one
+//! CAS and a validating re-read, instead of one CAS; neither is built yet, so **a composite of
+//! three or more rates, or of a rate with a `SlidingWindow` or `SlidingLog`, is not offered**:
+//! checking them in sequence keeps each limiter's own bound but burns the earlier ones'
+//! quota on a refusal (the row "Gcra then Gcra" in BENCHMARKS.md). Where two of the limits
+//! are GCRA rates, put them in one `GcraPair` so that only the remaining limit can burn.
+//!
 //! [`GcraPair`]: crate::GcraPair
 //!
 //! # SlidingLog: the exact sliding window
