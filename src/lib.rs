@@ -5,6 +5,7 @@
 //! |---|---|---|---|
 //! | [`Gcra`] | one `AtomicU64` (the theoretical arrival time) | smooth rate: in any interval of length d at most b + d/I permits (I = period/limit, burst b); a denial is one load, no write | 8 bytes of state |
 //! | [`GcraPair`] | one 16-byte atomic word: two TATs side by side | two smooth rates at once ("10 per second AND 1,000 per hour"): each rate's b + d/I bound; a request is granted only if both admit, a denial is charged to neither and waits the later of the two exact waits; one 128-bit CAS per grant, a denial is one load | 16 bytes of state |
+//! | [`GcraMulti`] | a pool of snapshots of up to 8 TATs, and one `AtomicU64` naming the current one | three or more smooth rates at once, with `GcraPair`'s guarantees (each rate's bound, all or nothing, exact later wait); a grant writes a spare snapshot and CASes the name, a denial is loads only | 72 bytes × snapshots (default 2 × cores + 2) |
 //! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of rate and burst | never over one `Gcra`'s b + d/I; a thread uses its home shard (thread-local) and borrows from the others before it denies, so one busy thread still gets the global rate | S × one padded line (128 bytes on x86-64) |
 //! | [`SlidingWindow`] | one decision word (the count of permits ever granted, beside the current bucket) and a ring of that count's snapshots at bucket ends: a grant is one CAS | hard cap: at most `limit` in every window of length `period`, never over-admits; a false denial only if `limit` were granted within `period` + one bucket width (`count_closed(k)`: and only if fewer than n + k − 1 permits are truly free; an `approximate()` mode trades that for bounded over-admission) | 8 bytes × M (M the power of two ≥ buckets + 1) + 512 bytes of head and padding (count-closed: 8 bytes × (buckets + 1) + 16 bytes × ⌊`limit`/k⌋ + six cache lines) |
 //! | [`SlidingLog`] | a ring of `limit` `AtomicU64` grant times, a cursor | exact sliding window: in every window (t − period, t] at most `limit` permits, under any concurrency; a sequential caller gets exactly the exact log's decisions and `retry_after`; a denial is read-only | 8 bytes × `limit` |
@@ -56,6 +57,7 @@ mod clock;
 mod decide;
 mod error;
 mod gcra;
+mod gcra_multi;
 mod gcra_pair;
 pub mod guide;
 #[cfg(any(feature = "std", hotlimit_loom))]
@@ -82,6 +84,7 @@ pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use decide::{Decide, Decision, Quota};
 pub use error::{ConfigError, Denied};
 pub use gcra::{Gcra, GcraBuilder};
+pub use gcra_multi::{GcraMulti, GcraMultiBuilder};
 pub use gcra_pair::{GcraPair, GcraPairBuilder};
 #[cfg(any(feature = "std", hotlimit_loom))]
 pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder};
@@ -106,6 +109,9 @@ pub use wait::{Acquire, LimiterExt, Sleep};
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use gcra::planted as __planted_gcra;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use gcra_multi::planted as __planted_gcra_multi;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use gcra_pair::planted as __planted_gcra_pair;
