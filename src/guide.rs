@@ -7,6 +7,9 @@
 //! - **A hard cap per window** ("at most 500 calls in any 10 minutes", an upstream quota):
 //!   a sliding window or log. GCRA does *not* give this: with burst b = limit it can grant
 //!   up to 2·limit − 1 in one window of length `period` (b at once, then one per I).
+//! - **Several rates on one caller, all or nothing** ("10 per second AND 1,000 per hour"):
+//!   [`GcraPair`] for two (one 16-byte CAS), [`GcraMulti`] for up to eight. A request refused
+//!   by one rate charges none of them; two limiters checked in sequence would burn the first.
 //!
 //! # GCRA: the bound "at most b + d/I in any interval of length d"
 //!
@@ -114,7 +117,7 @@
 //! `-C target-feature=+cmpxchg16b,+avx` (or `target-cpu=native` on such a CPU) they are
 //! inlined. Figures in BENCHMARKS.md ("Two rates on one caller").
 //!
-//! ## Three or more limits, and mixes with windows and logs: what is and is not built
+//! ## Three or more limits: why not claim, then give back
 //!
 //! The obvious protocol for k limiters is: claim from each in a fixed order, and if one
 //! refuses, give back what the earlier ones granted. It never over-admits (every claim is a
@@ -141,19 +144,63 @@
 //!   fail there too.
 //!
 //! Each give-back is exact exactly when the limiter's word has not moved since the claim, so
-//! the protocol keeps its promise only when the claims and the commit are one atomic step. For
-//! two GCRA rates that step is [`GcraPair`]'s one 16-byte CAS. For k rates it is a k-word
-//! atomic update, which needs either a k-word CAS (descriptors in the words, helped by other
-//! threads, Harris–Fraser–Pratt) or a swap of one word that names an immutable snapshot of all
-//! k states (a pool of snapshot slots, each written under its own sequence number and
-//! published by one CAS of `{ slot, generation }`; readers validate the generation after
-//! reading, as a seqlock reader does). Both cost, per grant, the k states' stores plus one
-//! CAS and a validating re-read, instead of one CAS; neither is built yet, so **a composite of
-//! three or more rates, or of a rate with a `SlidingWindow` or `SlidingLog`, is not offered**:
-//! checking them in sequence keeps each limiter's own bound but burns the earlier ones'
-//! quota on a refusal (the row "Gcra then Gcra" in BENCHMARKS.md). Where two of the limits
-//! are GCRA rates, put them in one `GcraPair` so that only the remaining limit can burn.
+//! the promise holds only if the decisions on all k limits and the commit are one atomic step.
+//! For two GCRA rates that step is [`GcraPair`]'s 16-byte CAS; for up to eight it is
+//! [`GcraMulti`]'s snapshot swap, below. **Mixes of a GCRA rate with a `SlidingWindow` or
+//! `SlidingLog` are not offered**: their rings are not a word that a snapshot can copy, and
+//! checking them in sequence keeps each limiter's own bound but burns the earlier ones' quota
+//! on a refusal (the row "Gcra then Gcra" in BENCHMARKS.md shows the cost of doing so). Where
+//! two or more of the limits are GCRA rates, put them in one `GcraPair` or `GcraMulti` and
+//! check it last, so that a refusal by the composite burns nothing in it.
 //!
+//! # GcraMulti: k rates by snapshot swap
+//!
+//! The state of [`GcraMulti`] is one word `current = { gen, slot }` naming a snapshot, and a
+//! pool of P ≥ 3 snapshots, each `{ seq, S₁ … S_k }`. seq = 2·g means the snapshot holds
+//! generation g and is complete; odd means a grant is writing it. Generations grow by one per
+//! grant, so `current` never repeats a value (no ABA).
+//!
+//! *A request* loads `current` = {g, i} and reads snapshot i as a seqlock reader: seq = 2·g
+//! (Acquire), the TATs, an Acquire fence, seq = 2·g again. It decides every rate on those
+//! TATs; a denial returns (loads only). A grant claims a *spare* snapshot j (seq even with
+//! generation < g) by CAS to odd, then a Release fence, stores the new TATs, stores seq =
+//! 2·(g + 1) (Release), and CASes `current` from {g, i} to {g + 1, j}; a failed CAS starts
+//! over.
+//!
+//! *Reads are consistent.* Generation g is written into exactly one snapshot that `current`
+//! ever names: a grant that publishes g + 1 wrote it into the snapshot it claimed, and a
+//! snapshot holding generation h is only claimed by a grant that read `current` with a
+//! generation above h. A snapshot is claimed again only when its generation is below the
+//! current one, so never while `current` names it; a reader holding an old name may still be
+//! reading it, and then (seqlock argument) if any of its TAT loads saw a store of the
+//! reclaiming grant, that grant's Release fence after its odd CAS synchronizes with the
+//! reader's Acquire fence, so the reader's second seq load sees the odd value or later and
+//! it starts over. A reader that passes both checks read exactly the TATs of generation g.
+//!
+//! *Linearization.* `current` changes only by CAS from the name a grant read to the next
+//! generation, so the grants are totally ordered by those CASes, and each one decided on
+//! the state the CAS replaced: each rate's sequence of TATs is exactly
+//! S_{i,k} = max(S_{i,k−1}, now_k) + n_k·Iᵢ ≤ now_k + τᵢ over the grants in CAS order. A
+//! denial decided on generation g, which was the state when it loaded `current`; place it
+//! there. So the decisions are those of k GCRA models applied together, every rate keeps its
+//! bᵢ + d/Iᵢ bound (the GCRA proof), a refused request charges no rate, and the wait is the
+//! latest of the k exact waits (the `GcraPair` argument, for k rates). The property test
+//! compares decisions and waits with k GCRA models on 5,000 random traces of 1 to 5 rates
+//! with P = 3 (spares reclaimed all the time); loom runs 2 and 3 threads on 3 rates and P = 3,
+//! frozen and advancing clock, and a planted version that publishes with a store instead of
+//! the CAS fails its model.
+//!
+//! *Progress.* A grant needs a spare. Beside the current snapshot, each thread holds at most
+//! one it is writing and one it wrote but failed to publish (spare again after the next
+//! grant): with P ≥ 2 × threads + 2 (the default is 2 × cores + 2) a spare always exists,
+//! and a request starts over only because another was granted (lock-free). With fewer, a
+//! request may spin while a thread stopped in the middle of a grant holds the last spare.
+//!
+//! *Cost.* A denial: 3 + k loads and a fence. A grant: that, a claim CAS, k + 1 stores and the
+//! CAS of `current`: two CASes on two lines, against one for `GcraPair`. Memory: 72 bytes per
+//! snapshot plus a cache line. Figures in BENCHMARKS.md ("Two rates on one caller").
+//!
+//! [`GcraMulti`]: crate::GcraMulti
 //! [`GcraPair`]: crate::GcraPair
 //!
 //! # SlidingLog: the exact sliding window
