@@ -29,7 +29,7 @@ echo "ITERS=$ITERS; empty loop: $(echo "scale=2; $base_a / $ITERS" | bc) instr/i
 echo
 echo "| row | allowed instr/call | busy instr/call | denied instr/call |"
 echo "|---|---|---|---|"
-ROWS=${ROWS:-"Gcra Gcra+CoarseClock ShardedGcra SlidingWindow SlidingLog GcraPair Gcra-then-Gcra \
+ROWS=${ROWS:-"Gcra Gcra+CoarseClock ShardedGcra SlidingWindow SlidingLog GcraPair GcraMulti2 GcraMulti3 Gcra-then-Gcra \
            governor governor-keyed governor-then-governor throttle-net-hybrid2 ratelimit mutex-log \
            mutex-bucket quanta-now coarse-now instant-now fetch-add cas-loop"}
 for row in $ROWS; do

@@ -86,6 +86,8 @@ fn main() {
         }
         "SlidingLog" if path != Path::Busy => run(SlidingLog::new(s.rate()).unwrap(), path, iters),
         "GcraPair" => run(gcra_pair(&s), path, iters),
+        "GcraMulti2" => run(gcra_multi(&s, 2), path, iters),
+        "GcraMulti3" => run(gcra_multi(&s, 3), path, iters),
         "Gcra-then-Gcra" => run(GcraThenGcra::new(&s), path, iters),
         "governor-then-governor" => run(GovernorThenGovernor::new(&s), path, iters),
         "throttle-net-hybrid2" => run(ThrottleNetHybrid::new(&s), path, iters),

@@ -139,9 +139,14 @@ pub struct GcraMulti<C = DefaultClock> {
     current: crossbeam_utils::CachePadded<AtomicU64>,
     snapshots: alloc::boxed::Box<[Snapshot]>,
     params: alloc::vec::Vec<Params>,
+    /// Each rate's price of one permit, (Iᵢ, τᵢ − Iᵢ); zeros past the k rates.
+    one: [Price; MAX_RATES],
     rates: alloc::vec::Vec<Rate>,
     clock: C,
 }
+
+/// One rate's price for a request: `(cost, slack)` as [`decide`] takes them.
+type Price = (u64, u64);
 
 /// Builds a [`GcraMulti`]: see [`GcraMulti::builder`].
 ///
@@ -361,9 +366,14 @@ impl<C: Clock> GcraMultiBuilder<C> {
         let snapshots = (0..n)
             .map(|i| Snapshot::new(if i == 0 { 2 } else { 0 }))
             .collect();
+        let mut one = [(0, 0); MAX_RATES];
+        for (o, p) in one.iter_mut().zip(&params) {
+            *o = (p.interval, p.tolerance - p.interval);
+        }
         Ok(GcraMulti {
             current: crossbeam_utils::CachePadded::new(AtomicU64::new(1 << SLOT_BITS)),
             snapshots,
+            one,
             params,
             rates: self.rates.iter().map(|&(r, _)| r).collect(),
             clock: self.clock,
@@ -412,7 +422,6 @@ impl<C> GcraMulti<C> {
             return Ok(());
         }
         let n = u64::from(permits);
-        let k = self.params.len();
         let mut prices = [(0u64, 0u64); MAX_RATES];
         for (price_i, p) in prices.iter_mut().zip(&self.params) {
             let Some(pr) = price(n, p.burst, p.interval, p.tolerance) else {
@@ -420,6 +429,13 @@ impl<C> GcraMulti<C> {
             };
             *price_i = pr;
         }
+        self.advance(now, &prices)
+    }
+
+    /// The request loop: one request priced `prices[i]` = (cost, slack) on rate i.
+    #[inline]
+    fn advance(&self, now: u64, prices: &[Price; MAX_RATES]) -> Result<(), Denied> {
+        let k = self.params.len();
         let backoff = Backoff::new();
         loop {
             // Acquire: pairs with the Release of the `current` CAS that published it, so the
@@ -498,7 +514,8 @@ impl<C> GcraMulti<C> {
     /// ```
     #[inline]
     pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
-        self.try_acquire_n_at(1, now)
+        // One permit fits every burst (bᵢ ≥ 1): prices precomputed at build.
+        self.advance(now, &self.one)
     }
 
     /// Claims a spare snapshot for a grant on top of generation `gen` (in snapshot `slot`):
@@ -699,6 +716,11 @@ impl<C: Clock> GcraMulti<C> {
 }
 
 impl<C: Clock> Limiter for GcraMulti<C> {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        self.try_acquire_at(self.clock.now())
+    }
+
     #[inline]
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
         self.try_acquire_n_at(permits, self.clock.now())

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use hotlimit::{
-    Clock, CoarseClock, Denied, Gcra, GcraPair, Limiter, QuantaClock, Rate, ShardedGcra,
+    Clock, CoarseClock, Denied, Gcra, GcraMulti, GcraPair, Limiter, QuantaClock, Rate, ShardedGcra,
     SlidingLog, SlidingWindow,
 };
 
@@ -169,6 +169,7 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
                 .unwrap(),
         ),
         Row::ours("GcraPair", gcra_pair(&s)),
+        Row::ours("GcraMulti (3 rates)", gcra_multi(&s, 3)),
         // ---- peers ----
         Row::peer(BASELINE, GovernorDirect::new(&s)),
         // Two rates on one caller, for GcraPair: both rates are the path's setup, so every
@@ -297,6 +298,16 @@ pub(crate) fn gcra_pair(s: &Setup) -> GcraPair {
     GcraPair::builder(s.rate(), s.rate())
         .first_burst(s.burst)
         .second_burst(s.burst)
+        .build()
+        .unwrap()
+}
+
+/// [`GcraMulti`] with `k` rates, each the path's setup.
+pub(crate) fn gcra_multi(s: &Setup, k: usize) -> GcraMulti {
+    (0..k)
+        .fold(GcraMulti::builder(), |b, _| {
+            b.rate_with_burst(s.rate(), s.burst)
+        })
         .build()
         .unwrap()
 }
