@@ -38,13 +38,13 @@ const SECOND_SHIFT: u32 = 64;
 
 /// The word `{ second: s2, first: s1 }`.
 #[inline(always)]
-fn join(s1: u64, s2: u64) -> u128 {
+pub(crate) fn join(s1: u64, s2: u64) -> u128 {
     (u128::from(s2) << SECOND_SHIFT) | u128::from(s1)
 }
 
 /// `(S₁, S₂)` of a word.
 #[inline(always)]
-fn split(word: u128) -> (u64, u64) {
+pub(crate) fn split(word: u128) -> (u64, u64) {
     // Truncations are the layout: the low half is S₁, the high half S₂.
     ((word & FIRST_MASK) as u64, (word >> SECOND_SHIFT) as u64)
 }
@@ -56,7 +56,7 @@ fn left(tat: u64, now: u64, p: &Params) -> u64 {
 }
 
 /// One rate's price for a request: `(cost, slack)` as [`decide`] takes them.
-type Price = (u64, u64);
+pub(crate) type Price = (u64, u64);
 
 /// The pair's decision, pure over `(word, now)`: the new word when both rates admit, else the
 /// later of the two denials (a grant counts as a wait of 0, "never" as the longest wait).

@@ -90,6 +90,18 @@ pub trait KeyedState: sealed::Sealed + 'static {
         let _ = base;
         Self::config(rate, None)
     }
+    /// The configuration for `rate` and, for a limiter of two rates
+    /// ([`GcraPair`](crate::GcraPair)), its
+    /// `second` rate and burst; the others have no second rate and ignore it.
+    #[doc(hidden)]
+    fn config_with(
+        rate: Rate,
+        burst: Option<u64>,
+        second: Option<(Rate, Option<u64>)>,
+    ) -> Result<Self::Config, ConfigError> {
+        let _ = second;
+        Self::config(rate, burst)
+    }
     /// A state under `cfg` continuing from `carry` (taken from a retired state).
     #[doc(hidden)]
     fn carried(cfg: &Self::Config, carry: Self::Carry, floor: u64) -> Self::State;
@@ -135,6 +147,7 @@ pub trait KeyedState: sealed::Sealed + 'static {
 mod sealed {
     pub trait Sealed {}
     impl Sealed for crate::Gcra {}
+    impl Sealed for crate::GcraPair {}
     impl Sealed for crate::SlidingLog {}
     impl Sealed for crate::SlidingWindow {}
 }
@@ -177,6 +190,9 @@ const GCRA_PENDING: u64 = u64::MAX - 2;
 /// The largest TAT a grant may store: the top three values are the markers, so the last 3 ns
 /// of the clock's range are unusable (a grant that would reach them is denied as "never").
 const GCRA_MAX_TAT: u64 = u64::MAX - 3;
+
+/// `GcraPair` per key: its `KeyedState` (one 16-byte word per key).
+mod gcra_pair;
 
 mod state {
     #![allow(unreachable_pub)]
@@ -839,7 +855,7 @@ mod table {
     use super::{Admit, KeyedState, Retire, SnoozeOrSpin};
     use crate::error::{ConfigError, Value};
     use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
-    use crate::{Clock, DefaultClock, Denied, Gcra, Rate, SlidingLog, SlidingWindow};
+    use crate::{Clock, DefaultClock, Denied, Gcra, GcraPair, Rate, SlidingLog, SlidingWindow};
 
     /// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
     /// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
@@ -1013,6 +1029,8 @@ mod table {
     pub struct KeyedBuilder<K, L, C> {
         rate: Rate,
         burst: Option<u64>,
+        /// A `GcraPair`'s second rate and burst (`None` for every other limiter).
+        second: Option<(Rate, Option<u64>)>,
         capacity: usize,
         max_memory: usize,
         when_full: WhenFull,
@@ -1025,6 +1043,7 @@ mod table {
             f.debug_struct("KeyedBuilder")
                 .field("rate", &self.rate)
                 .field("burst", &self.burst)
+                .field("second", &self.second)
                 .field("capacity", &self.capacity)
                 .field("when_full", &self.when_full)
                 .field("clock", &self.clock)
@@ -1059,6 +1078,7 @@ mod table {
             KeyedBuilder {
                 rate,
                 burst: None,
+                second: None,
                 capacity: DEFAULT_CAPACITY,
                 max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
@@ -1095,6 +1115,7 @@ mod table {
             KeyedBuilder {
                 rate,
                 burst: None,
+                second: None,
                 capacity: DEFAULT_CAPACITY,
                 max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
@@ -1124,6 +1145,95 @@ mod table {
         /// ```
         pub fn burst(mut self, burst: u64) -> Self {
             self.burst = Some(burst);
+            self
+        }
+    }
+
+    impl<K> Keyed<K, GcraPair> {
+        /// A builder for per-key [`GcraPair`] limits: every key held to `first` AND `second`,
+        /// all or nothing, its state one 16-byte word updated by one 128-bit CAS (bursts the
+        /// rates' limits, capacity 100,000 keys, [`WhenFull::DenyNewKeys`], the default
+        /// clock). [`set_rate`](Keyed::set_rate) and
+        /// [`set_default_rate`](Keyed::set_default_rate) take one rate, so on a pair they
+        /// return an error (field `rate`): a pair's rates are fixed at build.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{GcraPair, Keyed, ManualClock, Rate};
+        ///
+        /// // Per user: 2 per second AND 3 per minute.
+        /// let k: Keyed<u32, GcraPair, ManualClock> =
+        ///     Keyed::gcra_pair(Rate::per_second(2)?, Rate::per_minute(3)?)
+        ///         .clock(ManualClock::new())
+        ///         .build()?;
+        /// assert!(k.try_acquire_n_at(&7, 2, 0).is_ok());
+        /// assert!(k.try_acquire_at(&7, 1_000_000_000).is_ok()); // the minute's third
+        /// let d = k.try_acquire_at(&7, 2_000_000_000).unwrap_err(); // the minute is spent
+        /// assert_eq!(d.retry_after_nanos(), Some(18_000_000_000));
+        /// assert!(k.try_acquire_at(&8, 2_000_000_000).is_ok()); // another user
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn gcra_pair(first: Rate, second: Rate) -> KeyedBuilder<K, GcraPair, DefaultClock> {
+            KeyedBuilder {
+                rate: first,
+                burst: None,
+                second: Some((second, None)),
+                capacity: DEFAULT_CAPACITY,
+                max_memory: crate::memory::DEFAULT_MAX_MEMORY,
+                when_full: WhenFull::DenyNewKeys,
+                clock: DefaultClock::default(),
+                _marker: core::marker::PhantomData,
+            }
+        }
+    }
+
+    impl<K, C> KeyedBuilder<K, GcraPair, C> {
+        /// Every key's first burst (see
+        /// [`GcraPairBuilder::first_burst`](crate::GcraPairBuilder::first_burst)). Default:
+        /// the first rate's `limit`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{GcraPair, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u8, GcraPair, ManualClock> =
+        ///     Keyed::gcra_pair(Rate::per_second(100)?, Rate::per_hour(1_000)?)
+        ///         .first_burst(1)
+        ///         .clock(ManualClock::new())
+        ///         .build()?;
+        /// assert!(k.try_acquire(&1).is_ok());
+        /// assert!(k.try_acquire(&1).is_err());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn first_burst(mut self, burst: u64) -> Self {
+            self.burst = Some(burst);
+            self
+        }
+
+        /// Every key's second burst (see
+        /// [`GcraPairBuilder::second_burst`](crate::GcraPairBuilder::second_burst)). Default:
+        /// the second rate's `limit`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{GcraPair, Keyed, ManualClock, Rate};
+        ///
+        /// let k: Keyed<u8, GcraPair, ManualClock> =
+        ///     Keyed::gcra_pair(Rate::per_second(100)?, Rate::per_hour(1_000)?)
+        ///         .second_burst(2)
+        ///         .clock(ManualClock::new())
+        ///         .build()?;
+        /// assert!(k.try_acquire_n(&1, 2).is_ok());
+        /// assert!(k.try_acquire(&1).is_err());
+        /// # Ok::<(), hotlimit::ConfigError>(())
+        /// ```
+        pub fn second_burst(mut self, burst: u64) -> Self {
+            if let Some((_, b)) = &mut self.second {
+                *b = Some(burst);
+            }
             self
         }
     }
@@ -1222,6 +1332,7 @@ mod table {
             KeyedBuilder {
                 rate: self.rate,
                 burst: self.burst,
+                second: self.second,
                 capacity: self.capacity,
                 max_memory: self.max_memory,
                 when_full: self.when_full,
@@ -1261,7 +1372,7 @@ mod table {
                     "must be at least 1 key",
                 ));
             }
-            let cfg = L::config(self.rate, self.burst)?;
+            let cfg = L::config_with(self.rate, self.burst, self.second)?;
             let capacity = self.capacity as u128;
             let need = capacity * key_bytes::<K, L>(&cfg);
             crate::memory::within("capacity", capacity, need, self.max_memory)?;
@@ -1895,6 +2006,7 @@ mod table {
             KeyedBuilder {
                 rate,
                 burst: None,
+                second: None,
                 capacity: DEFAULT_CAPACITY,
                 max_memory: crate::memory::DEFAULT_MAX_MEMORY,
                 when_full: WhenFull::DenyNewKeys,
@@ -2151,6 +2263,7 @@ impl SnoozeOrSpin for Backoff {
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub mod planted {
+    pub use super::gcra_pair::planted::PairKey;
     use super::*;
 
     /// One key's GCRA state and its configuration, as a `Keyed` entry holds them.
