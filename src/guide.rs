@@ -1055,6 +1055,35 @@
 //!
 //! [`WhenFull`]: crate::WhenFull
 //!
+//! ## GcraPair per key
+//!
+//! `Keyed::gcra_pair(first, second)` holds every key to two rates at once. The key's state is
+//! the pair's 16-byte word `{ second: S₂, first: S₁ }`, and Keyed's markers (pending, moving,
+//! evicted) live in the first half exactly where GCRA's per-key word keeps them (the top three
+//! values of S₁; the last 3 ns of the clock's range are given up, as for `Gcra`). Every step
+//! of the protocol is then GCRA's on one word: a grant is one CAS of the whole word (a marker
+//! written meanwhile makes it fail), a retire is one CAS to a marker, a new key's state is
+//! committed from pending to `{ floor, floor }`. The state is idle when both TATs have passed
+//! (`max(S₁, S₂) ≤ now`): only then does a fresh state decide the same. So the eviction and
+//! creation proofs above carry over word for word, and the loom models of both
+//! (`loom-tests/tests/keyed.rs`, `keyed_creation.rs`) run on the pair's state too, with their
+//! planted twins failing. The 16-byte word is loom's stand-in (see `src/sync.rs`): it checks
+//! every interleaving of whole-word operations but behaves as `SeqCst` whatever the ordering
+//! named, so the pair's Release retire and Acquire read of the evicted marker are argued as
+//! for `Gcra` rather than model-checked.
+//!
+//! Per key: 16 bytes of state instead of GCRA's 8, 16-byte aligned (the map entry may pad to
+//! it; not measured yet). Rate overrides and default-rate changes take one rate, so on a pair they
+//! return an error; changing a pair's rates at run time is not built.
+//!
+//! *IntKeyed cannot hold a pair.* Its slot is one 16-byte atomic `{ key: 64 bits, meta: 64
+//! bits }` updated by one 128-bit CAS, so that key and state change together; a pair needs
+//! 128 bits of state beside the key, 192 bits in all, and no mainstream CPU has a 24- or
+//! 32-byte CAS (x86-64 stops at `cmpxchg16b`, aarch64 at `casp`). Splitting key and state
+//! over two words loses the property that makes IntKeyed safe (an eviction between the load
+//! and the CAS makes the CAS fail); shrinking the TATs to fit would make the rates inexact.
+//! Use `Keyed::gcra_pair` for pairs.
+//!
 //! # IntKeyed: integer keys inline
 //!
 //! [`IntKeyed`] is per-key GCRA for integer keys with every key's state inside the table: a
