@@ -586,7 +586,7 @@ impl<C> GcraMulti<C> {
         self.params
             .iter()
             .zip(tats)
-            .map(|(p, s)| p.tolerance.saturating_sub(s.saturating_sub(now)) / p.interval)
+            .map(|(p, s)| p.remaining(s, now))
             .min()
             .unwrap_or(0)
     }
@@ -793,7 +793,7 @@ pub mod planted {
         g.params
             .iter()
             .zip(tats)
-            .map(|(p, s)| p.tolerance.saturating_sub(s.saturating_sub(now)) / p.interval)
+            .map(|(p, s)| p.remaining(s, now))
             .collect()
     }
 }

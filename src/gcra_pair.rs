@@ -49,12 +49,6 @@ pub(crate) fn split(word: u128) -> (u64, u64) {
     ((word & FIRST_MASK) as u64, (word >> SECOND_SHIFT) as u64)
 }
 
-/// Permits one rate with TAT `tat` lets through at `now`: (τ − max(S − now, 0)) / I.
-#[inline]
-fn left(tat: u64, now: u64, p: &Params) -> u64 {
-    p.tolerance.saturating_sub(tat.saturating_sub(now)) / p.interval
-}
-
 /// One rate's price for a request: `(cost, slack)` as [`decide`] takes them.
 pub(crate) type Price = (u64, u64);
 
@@ -456,7 +450,9 @@ impl<C> GcraPair<C> {
     pub fn remaining_at(&self, now: u64) -> u64 {
         // Relaxed: a snapshot of the one state word.
         let (s1, s2) = split(self.tats.load(Ordering::Relaxed));
-        left(s1, now, &self.first).min(left(s2, now, &self.second))
+        self.first
+            .remaining(s1, now)
+            .min(self.second.remaining(s2, now))
     }
 
     /// The two bursts (b₁, b₂). A request for more than the smaller one is never granted.
@@ -633,8 +629,8 @@ pub mod planted {
         pub fn remaining_at(&self, now: u64) -> (u64, u64) {
             // Relaxed (both): snapshots, read after the model's threads are joined.
             (
-                left(self.s1.load(Ordering::Relaxed), now, &self.first),
-                left(self.s2.load(Ordering::Relaxed), now, &self.second),
+                self.first.remaining(self.s1.load(Ordering::Relaxed), now),
+                self.second.remaining(self.s2.load(Ordering::Relaxed), now),
             )
         }
     }
@@ -643,6 +639,9 @@ pub mod planted {
     pub fn remaining_each<C>(pair: &GcraPair<C>, now: u64) -> (u64, u64) {
         // Relaxed: read after the model's threads are joined.
         let (s1, s2) = split(pair.tats.load(Ordering::Relaxed));
-        (left(s1, now, &pair.first), left(s2, now, &pair.second))
+        (
+            pair.first.remaining(s1, now),
+            pair.second.remaining(s2, now),
+        )
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use hotlimit::{GcraMulti, GcraPair, Limiter, ManualClock, Rate};
 use model::gcra_pair::AllGcraModel;
+use model::trace::{rate, trace};
 use proptest::prelude::*;
 
 const S: u64 = 1_000_000_000;
@@ -122,40 +123,6 @@ fn clocks_that_misbehave() {
     assert!(g.try_acquire_at(u64::MAX - S).is_ok());
 }
 
-/// One step of a random trace: advance (or set back) the clock, then ask for n.
-#[derive(Debug, Clone)]
-enum Step {
-    Forward { gap: u64, n: u32 },
-    Back { back: u64, n: u32 },
-    NearEnd { below_max: u64, n: u32 },
-}
-
-/// (limit, period_ns, burst), valid for GCRA.
-fn rate() -> impl Strategy<Value = (u64, u64, u64)> {
-    (1u64..=1_000, 1u64..=1_000_000_000_000, 1u64..=2_000).prop_filter_map(
-        "valid rate",
-        |(limit, period, burst)| {
-            if period < limit {
-                return None;
-            }
-            burst.checked_mul(period.div_ceil(limit))?;
-            Some((limit, period, burst))
-        },
-    )
-}
-
-fn trace(burst: u64, period: u64) -> impl Strategy<Value = Vec<Step>> {
-    let n_max = (burst + 2).min(u64::from(u32::MAX)) as u32;
-    let n = prop_oneof![8 => 0..=n_max, 1 => Just(u32::MAX), 2 => Just(1)];
-    let step = prop_oneof![
-        12 => (0..=period / 2 + 1, n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
-        3 => (0..=period.saturating_mul(3), n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
-        2 => (0..=period, n.clone()).prop_map(|(back, n)| Step::Back { back, n }),
-        1 => (0..=period.saturating_mul(4), n).prop_map(|(below_max, n)| Step::NearEnd { below_max, n }),
-    ];
-    prop::collection::vec(step, 1..80)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(5_000))]
 
@@ -167,18 +134,14 @@ proptest! {
         (rates, steps) in prop::collection::vec(rate(), 1..=5).prop_flat_map(|rates| {
             let burst = rates.iter().map(|r| r.2).max().unwrap();
             let period = rates.iter().map(|r| r.1).max().unwrap();
-            (Just(rates), trace(burst, period))
+            (Just(rates), trace(burst, period, 80))
         })
     ) {
         let g = multi(&rates, 3);
         let mut model = AllGcraModel::new(&rates);
         let mut now: u64 = 0;
         for (i, step) in steps.iter().enumerate() {
-            let n = match *step {
-                Step::Forward { gap, n } => { now = now.saturating_add(gap); n }
-                Step::Back { back, n } => { now = now.saturating_sub(back); n }
-                Step::NearEnd { below_max, n } => { now = u64::MAX - below_max; n }
-            };
+            let n = step.apply(&mut now);
             let real = g.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos());
             let want = model.acquire(n, now);
             prop_assert_eq!(real, want, "step {} ({:?}) at now={}", i, step, now);

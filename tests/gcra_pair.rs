@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use hotlimit::{Gcra, GcraPair, Limiter, ManualClock, Rate};
 use model::gcra_pair::AllGcraModel;
+use model::trace::{rate, trace};
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;
@@ -181,43 +182,6 @@ fn accessors_and_debug() {
     assert_eq!(d.remaining(), 3);
 }
 
-/// One step of a random trace.
-#[derive(Debug, Clone)]
-enum Step {
-    /// Advance the clock, then ask for n permits.
-    Forward { gap: u64, n: u32 },
-    /// Set the clock back by `back` (saturating at 0), then ask.
-    Back { back: u64, n: u32 },
-    /// Jump near the end of the clock's range, then ask.
-    NearEnd { below_max: u64, n: u32 },
-}
-
-/// (limit, period_ns, burst), valid for GCRA: period ≥ limit and b·I fits.
-fn rate() -> impl Strategy<Value = (u64, u64, u64)> {
-    (1u64..=1_000, 1u64..=1_000_000_000_000, 1u64..=2_000).prop_filter_map(
-        "valid rate",
-        |(limit, period, burst)| {
-            if period < limit {
-                return None;
-            }
-            burst.checked_mul(period.div_ceil(limit))?;
-            Some((limit, period, burst))
-        },
-    )
-}
-
-fn trace(burst: u64, period: u64) -> impl Strategy<Value = Vec<Step>> {
-    let n_max = (burst + 2).min(u64::from(u32::MAX)) as u32;
-    let n = prop_oneof![8 => 0..=n_max, 1 => Just(u32::MAX), 2 => Just(1)];
-    let step = prop_oneof![
-        12 => (0..=period / 2 + 1, n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
-        3 => (0..=period.saturating_mul(3), n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
-        2 => (0..=period, n.clone()).prop_map(|(back, n)| Step::Back { back, n }),
-        1 => (0..=period.saturating_mul(4), n).prop_map(|(below_max, n)| Step::NearEnd { below_max, n }),
-    ];
-    prop::collection::vec(step, 1..120)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(6_000))]
 
@@ -228,7 +192,7 @@ proptest! {
         (r1, r2, steps) in (rate(), rate()).prop_flat_map(|(r1, r2)| {
             // Sizes and gaps scaled to the larger burst and the longer period, so that both
             // rates are exercised, each sometimes the one that denies.
-            (Just(r1), Just(r2), trace(r1.2.max(r2.2), r1.1.max(r2.1)))
+            (Just(r1), Just(r2), trace(r1.2.max(r2.2), r1.1.max(r2.1), 120))
         })
     ) {
         let rate = |(l, p, _): (u64, u64, u64)| Rate::new(l, Duration::from_nanos(p)).unwrap();
@@ -236,11 +200,7 @@ proptest! {
         let mut model = AllGcraModel::new(&[r1, r2]);
         let mut now: u64 = 0;
         for (i, step) in steps.iter().enumerate() {
-            let n = match *step {
-                Step::Forward { gap, n } => { now = now.saturating_add(gap); n }
-                Step::Back { back, n } => { now = now.saturating_sub(back); n }
-                Step::NearEnd { below_max, n } => { now = u64::MAX - below_max; n }
-            };
+            let n = step.apply(&mut now);
             let real = p.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos());
             let want = model.acquire(n, now);
             prop_assert_eq!(real, want, "step {} ({:?}) at now={}", i, step, now);

@@ -8,4 +8,5 @@ pub(crate) mod int_keyed;
 pub(crate) mod log;
 pub(crate) mod reservation;
 pub(crate) mod sharded;
+pub(crate) mod trace;
 pub(crate) mod window;
