@@ -155,6 +155,33 @@ impl Decision {
         }
     }
 
+    /// A decision from its outcome, as the [`Limiter`](crate::Limiter) methods return it:
+    /// [`allowed`](Decision::allowed) or [`denied`](Decision::denied).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let q = Quota::new(5, Duration::from_secs(1));
+    /// let d = Decision::new(q, Ok(()), 4, Duration::from_millis(200));
+    /// assert_eq!(d, Decision::allowed(q, 4, Duration::from_millis(200)));
+    /// ```
+    pub const fn new(
+        quota: Quota,
+        outcome: Result<(), Denied>,
+        remaining: u64,
+        reset: Duration,
+    ) -> Decision {
+        Decision {
+            outcome,
+            remaining,
+            reset,
+            quota,
+        }
+    }
+
     /// True when the request was admitted.
     ///
     /// # Examples
@@ -300,6 +327,26 @@ pub trait Decide: Send + Sync {
 
     /// The policy's quota and window (for `RateLimit-Policy`).
     fn quota(&self) -> Quota;
+}
+
+/// The future of every in-process [`Decide`]: ready at once, never an error.
+pub(crate) type Ready = core::future::Ready<Result<Decision, core::convert::Infallible>>;
+
+/// An in-process limiter's decision, ready: `outcome` with the state read back after it.
+#[inline]
+pub(crate) fn ready(
+    quota: Quota,
+    outcome: Result<(), Denied>,
+    remaining: u64,
+    reset: Duration,
+) -> Ready {
+    core::future::ready(Ok(Decision::new(quota, outcome, remaining, reset)))
+}
+
+/// The quota of a limiter whose rate is its policy: `limit` per `period`.
+#[inline]
+pub(crate) fn quota_of(rate: crate::Rate) -> Quota {
+    Quota::new(rate.limit(), rate.period())
 }
 
 impl<D: Decide + ?Sized> Decide for &D {

@@ -127,10 +127,42 @@ impl std::error::Error for ConfigError {}
 /// assert!(limiter.try_acquire().is_ok());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Denied {
     /// Nanoseconds until the request can succeed; `NEVER` when it cannot.
     retry_after_ns: u64,
+    /// Why. A byte beside the wait: `Result<(), Denied>` keeps its size (16 bytes, returned
+    /// in two registers) by using the enum's spare values as its `Ok`.
+    reason: DenialReason,
+}
+
+/// Why a request was refused: see [`Denied::reason`].
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{DenialReason, Gcra, Limiter, ManualClock, Rate};
+///
+/// let limiter = Gcra::builder(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
+/// limiter.try_acquire_n(2)?;
+/// assert_eq!(limiter.try_acquire().unwrap_err().reason(), DenialReason::OverRate);
+/// assert_eq!(limiter.try_acquire_n(3).unwrap_err().reason(), DenialReason::Never);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DenialReason {
+    /// The limit is reached: the request can succeed after
+    /// [`retry_after`](Denied::retry_after).
+    OverRate,
+    /// A keyed limiter ([`Keyed`](crate::Keyed), [`IntKeyed`](crate::IntKeyed)) holds as many
+    /// keys as its capacity allows and too few are idle to make room for a new one; the wait
+    /// is the earliest time it expects room. The key itself was not over its rate (an HTTP
+    /// server may answer 503 rather than 429).
+    TableFull,
+    /// The request asks for more than the limiter can ever grant at once (or the clock's range
+    /// is exhausted): [`retry_after`](Denied::retry_after) is `None`.
+    Never,
 }
 
 impl Denied {
@@ -166,6 +198,21 @@ impl Denied {
             } else {
                 ns
             },
+            reason: DenialReason::OverRate,
+        }
+    }
+
+    /// A new key refused for want of room: as [`after_nanos`](Denied::after_nanos), with
+    /// [`DenialReason::TableFull`].
+    #[cfg(any(feature = "std", hotlimit_loom))]
+    #[inline]
+    pub(crate) const fn table_full(self) -> Denied {
+        match self.reason {
+            DenialReason::Never => self,
+            _ => Denied {
+                retry_after_ns: self.retry_after_ns,
+                reason: DenialReason::TableFull,
+            },
         }
     }
 
@@ -174,6 +221,7 @@ impl Denied {
     pub(crate) const fn never() -> Denied {
         Denied {
             retry_after_ns: Self::NEVER,
+            reason: DenialReason::Never,
         }
     }
 
@@ -225,11 +273,69 @@ impl Denied {
     pub fn is_never(&self) -> bool {
         self.retry_after_ns == Self::NEVER
     }
+
+    /// [`retry_after`](Denied::retry_after) in whole seconds rounded **up**, as an HTTP
+    /// `Retry-After` header needs: never 0 for a wait (1 ns gives 1), so a client that obeys
+    /// it never retries too early. `None` when the request can never succeed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Denied;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(Denied::new(Some(Duration::from_nanos(1))).retry_after_secs_ceil(), Some(1));
+    /// assert_eq!(Denied::new(Some(Duration::from_secs(2))).retry_after_secs_ceil(), Some(2));
+    /// assert_eq!(Denied::new(Some(Duration::from_millis(2001))).retry_after_secs_ceil(), Some(3));
+    /// assert_eq!(Denied::new(Some(Duration::ZERO)).retry_after_secs_ceil(), Some(1));
+    /// assert_eq!(Denied::new(None).retry_after_secs_ceil(), None);
+    /// ```
+    #[inline]
+    pub fn retry_after_secs_ceil(&self) -> Option<u64> {
+        self.retry_after_nanos()
+            .map(|ns| ns.div_ceil(1_000_000_000).max(1))
+    }
+
+    /// Why the request was refused: over the rate, a full key table, or never grantable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{DenialReason, Denied};
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(Denied::new(None).reason(), DenialReason::Never);
+    /// assert_eq!(Denied::new(Some(Duration::from_secs(1))).reason(), DenialReason::OverRate);
+    /// ```
+    #[inline]
+    pub fn reason(&self) -> DenialReason {
+        self.reason
+    }
+}
+
+impl fmt::Debug for Denied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Never;
+        impl fmt::Debug for Never {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("never")
+            }
+        }
+        let mut d = f.debug_struct("Denied");
+        match self.retry_after() {
+            Some(wait) => d.field("retry_after", &wait),
+            None => d.field("retry_after", &Never),
+        };
+        d.field("reason", &self.reason).finish()
+    }
 }
 
 impl fmt::Display for Denied {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.retry_after() {
+            Some(d) if self.reason == DenialReason::TableFull => {
+                write!(f, "no room for a new key: retry after {d:?}")
+            }
             Some(d) => write!(f, "rate limited: retry after {d:?}"),
             None => f.write_str("rate limited: request exceeds what the limiter can ever grant"),
         }

@@ -420,6 +420,28 @@ impl<C> Gcra<C> {
         self.tolerance.saturating_sub(ahead) / self.interval
     }
 
+    /// How long until the limiter is full again (its whole burst available) if nothing more
+    /// is granted: the TAT minus `now`, zero when it is already full. Reads the state, never
+    /// writes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.reset_at(0), Duration::ZERO);
+    /// limiter.try_acquire_n_at(3, 0).unwrap();
+    /// assert_eq!(limiter.reset_at(0), Duration::from_millis(300));
+    /// assert_eq!(limiter.reset_at(100_000_000), Duration::from_millis(200));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn reset_at(&self, now: u64) -> Duration {
+        // Relaxed: a snapshot of the one state word.
+        Duration::from_nanos(self.tat.load(Ordering::Relaxed).saturating_sub(now))
+    }
+
     /// The burst b: the most permits available at once.
     ///
     /// # Examples
@@ -494,6 +516,65 @@ impl<C: Clock> Gcra<C> {
     /// ```
     pub fn remaining(&self) -> u64 {
         self.remaining_at(self.clock.now())
+    }
+
+    /// How long until the limiter is full again: [`reset_at`](Gcra::reset_at) with the clock
+    /// read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Limiter, ManualClock, Rate};
+    /// use std::time::Duration;
+    /// let limiter = Gcra::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire()?;
+    /// assert_eq!(limiter.reset(), Duration::from_millis(250));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reset(&self) -> Duration {
+        self.reset_at(self.clock.now())
+    }
+}
+
+/// A decision with what HTTP headers need: the quota is the rate's `limit` per `period`
+/// (`RateLimit-Policy: q=limit;w=period`), `remaining` and `reset` are read right after it.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Decide, Gcra, ManualClock, Rate};
+/// use std::future::Future;
+/// use std::task::{Context, Poll, Waker};
+/// use std::time::Duration;
+///
+/// let limiter = Gcra::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
+/// let mut fut = std::pin::pin!(limiter.decide(&(), 1));
+/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+///     unreachable!("in-process decisions are ready at once")
+/// };
+/// assert!(d.is_allowed());
+/// assert_eq!((d.remaining(), d.reset()), (4, Duration::from_millis(200)));
+/// assert_eq!(d.quota().limit(), 5);
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+impl<C: Clock> crate::decide::Decide for Gcra<C> {
+    type Key = ();
+    type Error = core::convert::Infallible;
+    type Future = crate::decide::Ready;
+
+    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
+        let now = self.clock.now();
+        let outcome = self.try_acquire_n_at(permits, now);
+        crate::decide::ready(
+            self.quota(),
+            outcome,
+            self.remaining_at(now),
+            self.reset_at(now),
+        )
+    }
+
+    fn quota(&self) -> crate::decide::Quota {
+        crate::decide::quota_of(self.rate)
     }
 }
 

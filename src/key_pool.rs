@@ -445,6 +445,60 @@ impl<K, C> KeyPool<K, C> {
         }
     }
 
+    /// How many keys could be handed out at `now` (counting a key once per use left): for the
+    /// default pool the log's [`remaining_at`](SlidingLog::remaining_at) (exactly the uses left
+    /// in the window, for a sequential caller), with [`buckets(n)`](KeyPoolBuilder::buckets)
+    /// the sum of every key's window (O(keys)). Reads only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    ///
+    /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(2)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(pool.remaining_at(0), 4);
+    /// pool.get_next_key_at(0).unwrap();
+    /// assert_eq!(pool.remaining_at(0), 3);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn remaining_at(&self, now: u64) -> u64 {
+        match &self.store {
+            Store::Log(log) => log.remaining_at(now),
+            Store::Windows(w) => w.windows.iter().map(|k| k.read_at(now).0).sum(),
+        }
+    }
+
+    /// How long until every key has its whole budget again if nothing more is handed out
+    /// (zero when all have). Reads only; O(keys) with [`buckets(n)`](KeyPoolBuilder::buckets).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(2)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// pool.get_next_key_at(100_000_000).unwrap();
+    /// assert_eq!(pool.reset_at(500_000_000), Duration::from_millis(600));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn reset_at(&self, now: u64) -> core::time::Duration {
+        match &self.store {
+            Store::Log(log) => log.reset_at(now),
+            Store::Windows(w) => core::time::Duration::from_nanos(
+                w.windows
+                    .iter()
+                    .map(|k| k.read_at(now).1)
+                    .max()
+                    .unwrap_or(0),
+            ),
+        }
+    }
+
     /// The number of buckets per key window with [`buckets(n)`](KeyPoolBuilder::buckets);
     /// `None` for the default (log) pool.
     ///
@@ -561,6 +615,43 @@ impl<K, C: Clock> KeyPool<K, C> {
     #[inline]
     pub fn get_next_key(&self) -> Result<&K, Denied> {
         self.get_next_key_at(self.clock().now())
+    }
+
+    /// How many uses are left now: [`remaining_at`](KeyPool::remaining_at) with the clock
+    /// read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    /// let pool = KeyPool::builder(vec!["a"], Rate::per_second(3)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// pool.get_next_key()?;
+    /// assert_eq!(pool.remaining(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remaining(&self) -> u64 {
+        self.remaining_at(self.clock().now())
+    }
+
+    /// How long until every key has its whole budget again:
+    /// [`reset_at`](KeyPool::reset_at) with the clock read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{KeyPool, ManualClock, Rate};
+    /// use std::time::Duration;
+    /// let pool = KeyPool::builder(vec!["a"], Rate::per_second(3)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// pool.get_next_key()?;
+    /// assert_eq!(pool.reset(), Duration::from_secs(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reset(&self) -> core::time::Duration {
+        self.reset_at(self.clock().now())
     }
 }
 

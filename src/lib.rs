@@ -82,17 +82,17 @@ pub use clock::CoarseClock;
 pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use decide::{Decide, Decision, Quota};
-pub use error::{ConfigError, Denied};
+pub use error::{ConfigError, DenialReason, Denied};
 pub use gcra::{Gcra, GcraBuilder};
 pub use gcra_multi::{GcraMulti, GcraMultiBuilder};
 pub use gcra_pair::{GcraPair, GcraPairBuilder};
 #[cfg(any(feature = "std", hotlimit_loom))]
 pub use int_keyed::{IntKey, IntKeyed, IntKeyedBuilder};
 pub use key_pool::{KeyPool, KeyPoolBuilder};
-#[cfg(all(hotlimit_loom, not(feature = "std")))]
-pub use keyed::KeyedState;
 #[cfg(feature = "std")]
-pub use keyed::{Keyed, KeyedBuilder, KeyedState, WhenFull};
+pub use keyed::{Keyed, KeyedBuilder, KeyedRead, KeyedState, WhenFull};
+#[cfg(all(hotlimit_loom, not(feature = "std")))]
+pub use keyed::{KeyedRead, KeyedState};
 pub use limiter::Limiter;
 pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;

@@ -31,6 +31,7 @@ pub(crate) fn within(
 }
 
 /// The error for an allocation of `need` bytes that failed although it was within the budget.
+#[cfg(any(feature = "std", hotlimit_loom))]
 pub(crate) fn cannot_allocate(field: &'static str, value: u128, need: u128) -> ConfigError {
     ConfigError::new(
         field,

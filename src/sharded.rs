@@ -725,6 +725,36 @@ impl<C> ShardedGcra<C> {
         self.total_at(now, Shard::available)
     }
 
+    /// How long until every shard is full again (the whole global burst available) if nothing
+    /// more is granted: the latest shard TAT minus `now`, zero when all are full. Reads the
+    /// state, never writes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(10)?)
+    ///     .shards(2)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.reset_at(0), Duration::ZERO);
+    /// limiter.try_acquire_n_on(0, 2, 0).unwrap(); // shard 0 refills one per 200 ms
+    /// assert_eq!(limiter.reset_at(0), Duration::from_millis(400));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn reset_at(&self, now: u64) -> Duration {
+        let latest = self
+            .shards
+            .iter()
+            // Relaxed: a snapshot of each shard's one state word.
+            .map(|shard| shard.tat.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0);
+        Duration::from_nanos(latest.saturating_sub(now))
+    }
+
     /// How many permits shard `k` could grant at `now`, or `None` if there is no shard `k`.
     ///
     /// # Examples
@@ -893,6 +923,61 @@ impl<C: Clock> ShardedGcra<C> {
     /// ```
     pub fn remaining(&self) -> u64 {
         self.remaining_at(self.clock.now())
+    }
+
+    /// How long until every shard is full again: [`reset_at`](ShardedGcra::reset_at) with the
+    /// clock read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
+    /// use std::time::Duration;
+    /// let limiter = ShardedGcra::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.reset(), Duration::ZERO);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn reset(&self) -> Duration {
+        self.reset_at(self.clock.now())
+    }
+}
+
+/// A decision with what HTTP headers need (quota: the global rate's `limit` per `period`),
+/// from the calling thread's home shard as [`Limiter::try_acquire_n`].
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Decide, ManualClock, Rate, ShardedGcra};
+/// use std::future::Future;
+/// use std::task::{Context, Poll, Waker};
+///
+/// let limiter = ShardedGcra::builder(Rate::per_second(4)?).shards(2).clock(ManualClock::new()).build()?;
+/// let mut fut = std::pin::pin!(limiter.decide(&(), 3));
+/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+///     unreachable!()
+/// };
+/// assert_eq!((d.is_allowed(), d.remaining()), (true, 1));
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+impl<C: Clock> crate::decide::Decide for ShardedGcra<C> {
+    type Key = ();
+    type Error = core::convert::Infallible;
+    type Future = crate::decide::Ready;
+
+    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
+        let now = self.clock.now();
+        let outcome = self.try_acquire_n_on(thread_index(), permits, now);
+        crate::decide::ready(
+            self.quota(),
+            outcome,
+            self.remaining_at(now),
+            self.reset_at(now),
+        )
+    }
+
+    fn quota(&self) -> crate::decide::Quota {
+        crate::decide::quota_of(self.rate)
     }
 }
 

@@ -489,6 +489,59 @@ impl<C> SlidingWindow<C> {
         self.buckets
     }
 
+    /// How many permits a request at `now` could take: `limit` minus the permits such a
+    /// request counts (in every mode: strict, approximate, count-closed), so that, called
+    /// sequentially, a request for n permits is granted iff n ≤ this. Under concurrency a
+    /// snapshot. Reads only (it may finish a roll to a new bucket that another call started;
+    /// it never starts one): strict and approximate modes read O(log buckets) words,
+    /// count-closed mode every bucket and closed bucket.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingWindow};
+    ///
+    /// let limiter = SlidingWindow::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire_n_at(2, 0).unwrap();
+    /// assert_eq!(limiter.remaining_at(0), 1);
+    /// // The bucket [0, 100 ms) is counted whole until 1.1 s − 1 ns.
+    /// assert_eq!(limiter.remaining_at(1_099_999_998), 1);
+    /// assert_eq!(limiter.remaining_at(1_099_999_999), 3);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn remaining_at(&self, now: u64) -> u64 {
+        self.read_at(now).0
+    }
+
+    /// How long until the window counts no permit (the whole `limit` available again) if
+    /// nothing more is granted: when the newest bucket holding a permit (in count-closed mode,
+    /// also the newest closed bucket) leaves the window. Zero when nothing is counted. Reads
+    /// only, as [`remaining_at`](SlidingWindow::remaining_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{ManualClock, Rate, SlidingWindow};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = SlidingWindow::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire_at(0).unwrap();
+    /// assert_eq!(limiter.reset_at(0), Duration::from_nanos(1_099_999_999));
+    /// assert_eq!(limiter.reset_at(2_000_000_000), Duration::ZERO);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn reset_at(&self, now: u64) -> Duration {
+        Duration::from_nanos(self.read_at(now).1)
+    }
+
+    /// `(remaining, reset ns)` at `now`, from the mode's core.
+    fn read_at(&self, now: u64) -> (u64, u64) {
+        match &self.core {
+            Core::Time(ring) => ring.read_at(now),
+            Core::Closed(closed) => closed.read_at(now),
+        }
+    }
+
     /// The bucket width w = ⌈period / buckets⌉: the strict mode's false-denial margin.
     ///
     /// # Examples
@@ -566,6 +619,80 @@ impl<C> SlidingWindow<C> {
     /// ```
     pub fn clock(&self) -> &C {
         &self.clock
+    }
+}
+
+impl<C: Clock> SlidingWindow<C> {
+    /// How many permits a request could take now:
+    /// [`remaining_at`](SlidingWindow::remaining_at) with the clock read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Limiter, ManualClock, Rate, SlidingWindow};
+    /// let limiter = SlidingWindow::builder(Rate::per_minute(3)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire()?;
+    /// assert_eq!(limiter.remaining(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remaining(&self) -> u64 {
+        self.remaining_at(self.clock.now())
+    }
+
+    /// How long until the window counts no permit:
+    /// [`reset_at`](SlidingWindow::reset_at) with the clock read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Limiter, ManualClock, Rate, SlidingWindow};
+    /// use std::time::Duration;
+    /// let limiter = SlidingWindow::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.reset(), Duration::ZERO);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reset(&self) -> Duration {
+        self.reset_at(self.clock.now())
+    }
+}
+
+/// A decision with what HTTP headers need: the quota is `limit` per `period` (the window),
+/// `remaining` and `reset` are read right after it.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Decide, ManualClock, Rate, SlidingWindow};
+/// use std::future::Future;
+/// use std::task::{Context, Poll, Waker};
+///
+/// let limiter = SlidingWindow::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
+/// let mut fut = std::pin::pin!(limiter.decide(&(), 2));
+/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+///     unreachable!()
+/// };
+/// assert_eq!((d.is_allowed(), d.remaining()), (true, 1));
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+impl<C: Clock> crate::decide::Decide for SlidingWindow<C> {
+    type Key = ();
+    type Error = core::convert::Infallible;
+    type Future = crate::decide::Ready;
+
+    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
+        let now = self.clock.now();
+        let outcome = self.try_acquire_n_at(permits, now);
+        let (remaining, reset) = self.read_at(now);
+        crate::decide::ready(
+            self.quota(),
+            outcome,
+            remaining,
+            Duration::from_nanos(reset),
+        )
+    }
+
+    fn quota(&self) -> crate::decide::Quota {
+        crate::decide::quota_of(self.rate)
     }
 }
 
@@ -711,6 +838,12 @@ impl KeyWindow {
     #[inline]
     pub(crate) fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
         self.ring.acquire(1, now)
+    }
+
+    /// `(remaining, reset ns)` at `now`, as [`SlidingWindow::remaining_at`] and
+    /// [`SlidingWindow::reset_at`].
+    pub(crate) fn read_at(&self, now: u64) -> (u64, u64) {
+        self.ring.read_at(now)
     }
 
     /// As [`SlidingWindow::buckets`].

@@ -16,8 +16,11 @@ pub(crate) use loom::sync::{
 
 #[cfg(not(hotlimit_loom))]
 pub(crate) use alloc::sync::Arc;
+/// Fences, for `Keyed`'s creation protocol (the only user, which needs `std`).
+#[cfg(all(not(hotlimit_loom), feature = "std"))]
+pub(crate) use portable_atomic::fence;
 #[cfg(not(hotlimit_loom))]
-pub(crate) use portable_atomic::{fence, AtomicU64, Ordering};
+pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
 /// A 16-byte atomic (`IntKeyed`'s slots, `GcraPair`'s two TATs): portable-atomic's, which is `cmpxchg16b` (and a
 /// `vmovdqa` load where AVX is present) on x86-64, chosen at run time, and native on aarch64

@@ -147,6 +147,9 @@ fn log_key_evicted_then_asked_below_the_floor_is_denied_until_the_floor() {
         .unwrap();
     // Was granted: two grants within one period. The unkeyed log denies the same sequence.
     let denied = clock_behind_the_floor(&k, S).unwrap_err();
+    // What it reports agrees: nothing left below the floor, full again at the floor.
+    assert_eq!(k.remaining_at(&1, S / 2), 0);
+    assert_eq!(k.reset_at(&1, S / 2), Duration::from_nanos(S / 2));
     assert_eq!(denied.retry_after_nanos(), Some(S / 2));
     assert!(k.try_acquire_at(&1, S).is_ok(), "granted from the floor on");
     assert!(k.try_acquire_at(&1, S + 1).is_err());
@@ -160,6 +163,7 @@ fn window_key_evicted_then_asked_below_the_floor_is_denied_until_the_floor() {
         .unwrap();
     let denied = clock_behind_the_floor(&k, 2 * S).unwrap_err();
     assert_eq!(denied.retry_after_nanos(), Some(2 * S - S / 2));
+    assert_eq!(k.remaining_at(&1, S / 2), 0);
     assert!(k.try_acquire_at(&1, 2 * S).is_ok());
 }
 

@@ -12,7 +12,8 @@
 //! to a marker. The only difference is that the word is 16 bytes and carries two TATs.
 #![allow(unreachable_pub)]
 
-use super::{Admit, KeyedState, Retire, GCRA_EVICTED, GCRA_MAX_TAT, GCRA_MOVING, GCRA_PENDING};
+use super::gcra::{GCRA_EVICTED, GCRA_MAX_TAT, GCRA_MOVING, GCRA_PENDING};
+use super::{Admit, KeyedState, Retire};
 use crate::error::ConfigError;
 use crate::gcra::{price, Params};
 use crate::gcra_pair::{decide_pair, join, split};

@@ -637,6 +637,78 @@ impl<H: HeadCell> TimeRing<H> {
         }
     }
 
+    /// `(remaining, reset)` at `now`, read-only (beyond finishing a roll another call froze):
+    /// `limit` minus the permits a request at `now` counts (so a request for n is granted iff
+    /// n ≤ remaining, called sequentially), and the nanoseconds until it counts none (the
+    /// newest bucket holding a permit leaves the window at T(y + 1)). A roll a request at
+    /// `now` would make changes neither: snapshots at bucket ends past the current one equal
+    /// the count.
+    pub(super) fn read_at(&self, now: u64) -> (u64, u64) {
+        let backoff = Backoff::new();
+        'read: loop {
+            // Acquire: as in `acquire`.
+            let s = self.head.state().load(Ordering::Acquire);
+            // Relaxed: checked against `s`.
+            let x = self.head.epoch().load(Ordering::Relaxed);
+            if s & FROZEN != 0 || x & EPOCH_MASK != state_epoch(s) {
+                self.help(s);
+                backoff.spin();
+                continue;
+            }
+            let g = granted(s);
+            // τ = max(now, x·w); x = ⌊t / w⌋ for a time t some call brought: no overflow.
+            let tau = now.max(x * self.width);
+            // f(τ) = ⌊(τ − lag) / w⌋, saturating at 0; f ≥ x − R + 1, inside the ring.
+            let f = tau.saturating_sub(self.lag) / self.width;
+            // P[y] for f − 1 ≤ y (P[−1] = 0; P[y] = G from the current bucket on).
+            let prefix = |y: Option<u64>| -> Option<u32> {
+                match y {
+                    None => Some(0),
+                    Some(y) if y >= x => Some(g),
+                    Some(y) => {
+                        // Acquire: as in `attempt`.
+                        let v = self.slot(y).load(Ordering::Acquire);
+                        (slot_epoch(v) == y as u32).then(|| slot_prefix(v))
+                    }
+                }
+            };
+            let below = f.checked_sub(1);
+            let Some(p) = prefix(below) else {
+                backoff.spin();
+                continue 'read;
+            };
+            let counted = u64::from(g.wrapping_sub(p));
+            let remaining = self.limit.saturating_sub(counted);
+            let mut reset = 0;
+            if counted > 0 {
+                // The newest bucket y with a permit: the least y in [f, x] with P[y] = G
+                // (P only grows; P[x] = G), found by bisection.
+                let (mut lo, mut hi) = (f, x.max(f));
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match prefix(Some(mid)) {
+                        None => {
+                            backoff.spin();
+                            continue 'read;
+                        }
+                        Some(pm) if pm == g => hi = mid,
+                        Some(_) => lo = mid + 1,
+                    }
+                }
+                // Bucket lo leaves the window at T(lo + 1).
+                reset = self
+                    .floor_start(lo.saturating_add(1))
+                    .map_or(u64::MAX, |t| t.saturating_sub(now));
+            }
+            // Acquire: the slots above were read while `state` was `s` if it still is.
+            if self.head.state().load(Ordering::Acquire) != s {
+                backoff.spin();
+                continue;
+            }
+            return (remaining, reset);
+        }
+    }
+
     /// The raw decision word and epoch, for `Debug`.
     pub(super) fn debug_words(&self) -> (u64, u64) {
         // Relaxed (both): a snapshot for display.

@@ -1,0 +1,627 @@
+//! The map behind [`Keyed`]: the struct, the admission paths (an existing key, a new key's
+//! creation, a retired state), the capacity and the sweeps.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::hash::Hash;
+
+use crossbeam_utils::CachePadded;
+
+use super::{Admit, KeyedState, Retire, SnoozeOrSpin};
+use crate::clock::{Clock, DefaultClock};
+use crate::error::Denied;
+use crate::gcra::Gcra;
+use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
+
+/// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
+/// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
+///
+/// The state words are CASed in place inside the map's values, which is sound only because
+/// a value never moves or gets copied while a reader can reach it: papaya boxes every entry
+/// and a resize moves the box's pointer to the new table, never the value (it does not
+/// even require `V: Clone`), and the `&V` a lookup returns lives as long as the guard. A
+/// map that clones values on resize (scc's `HashIndex`) would let a grant land in the old
+/// copy after the new one was taken: over-admission. Such a map would need the state
+/// behind an `Arc`.
+pub(super) type Map<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// How long a caller that finds the table full while another thread is sweeping it is told
+/// to wait: the sweep is already freeing room.
+const SWEEP_BUSY_RETRY_NS: u64 = 10_000;
+
+/// The `sweep` word's value while a sweep runs (no other `next sweep time` can be `u64::MAX`
+/// that matters: a clock at `u64::MAX` is exhausted).
+const SWEEPING: u64 = u64::MAX;
+
+/// What [`Keyed`] does when a new key arrives, the table holds `capacity` keys, and a sweep
+/// finds too few idle keys to evict.
+///
+/// Idle keys (whose state carries no information) are always evicted first; this policy only
+/// decides what happens when there are not enough of them. A sweep runs on one thread at a
+/// time; a new key arriving at a full table while another thread sweeps is denied with a
+/// 10 µs `retry_after` under either policy.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, Keyed, ManualClock, Rate, WhenFull};
+///
+/// let users: Keyed<u64, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(10)?)
+///     .capacity(1_000)
+///     .when_full(WhenFull::EvictSoonestIdle)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// assert_eq!(users.when_full(), WhenFull::EvictSoonestIdle);
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WhenFull {
+    /// Deny the new key's request (existing keys are unaffected). The [`Denied`] carries the
+    /// earliest time at which the sweep expects enough keys to have gone idle, a lower bound:
+    /// busy keys may stay busy longer. No key ever loses its state, so every key keeps the
+    /// inner limiter's exact guarantee. The default.
+    #[default]
+    DenyNewKeys,
+    /// Evict the busy keys that will be idle soonest (at least an eighth of the capacity per
+    /// sweep) to admit new keys. An evicted busy key **forgets its state**: its next request
+    /// starts fresh, so that key may get up to one extra burst. Use it when serving new keys
+    /// matters more than the exact limit of keys that have been quiet longest.
+    EvictSoonestIdle,
+}
+
+/// One map entry: the key's state and, for a key with a rate override, its configuration.
+pub(super) struct Slot<L: KeyedState> {
+    pub(super) state: L::State,
+    /// `None`: the `Keyed`'s default configuration.
+    pub(super) cfg: Option<Arc<L::Config>>,
+}
+
+/// Per-key limits (per user, per IP, per token): one limiter state per key, created on the
+/// key's first request, in a lock-free map with a hard capacity.
+///
+/// # Guarantee
+///
+/// - **Each key gets the inner limiter's guarantee** (for [`Gcra`]: in any interval of length
+///   d, at most b + ⌊d / I⌋ permits per key), under any concurrency, including while keys are
+///   being evicted: a state is evicted only when it carries no information, by a CAS on the
+///   state word that an admission on it cannot race past (see the module docs and the
+///   [`guide`](crate::guide)). A key re-created while its old state is being evicted starts
+///   no lower than the eviction's time (the floor is read after the new state's insert).
+///   The one documented exception is [`WhenFull::EvictSoonestIdle`], which may make a busy
+///   key forget its state when the table is full.
+/// - **A clock behind the floor** (set back, or a caller whose clock read came before a
+///   concurrent sweep's): a new GCRA state starts at TAT = floor, so it admits only what the
+///   evicted state would have; a new log or window state denies a request whose `now` is
+///   below its floor with `retry_after` = floor − now, since the evicted one may still have
+///   counted permits at `now`.
+/// - **Memory is checked at build**: `capacity` × the bytes of one key must fit in
+///   [`max_memory`](crate::KeyedBuilder::max_memory) (default 1 GiB), so no request allocates a
+///   state that was not accounted for.
+/// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
+///   full triggers a sweep that evicts every idle key (no background thread); if too few are
+///   idle, [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold
+///   their places: threads racing to create one key count it once (its state enters the map
+///   pending, and only the creator whose insert won takes a place; requests on it meanwhile
+///   wait for that one counter CAS). Beyond `capacity`, the map may hold for a moment one
+///   such pending entry per thread creating a key; `len()` never exceeds `capacity`.
+/// - An existing key's admission is a map lookup (no shared write) plus the limiter's own
+///   atomic: for GCRA one CAS per grant and a single load per denial.
+///
+/// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
+/// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default;
+/// [`set_default_rate`](Keyed::set_default_rate) changes the default at runtime. At most
+/// `capacity` keys have an override at a time (kept apart from the key states, which they
+/// outlive), so the memory of both tables is bounded by `capacity`.
+///
+/// Memory per key: the key, the state (8 bytes for GCRA; for [`SlidingLog`](crate::SlidingLog) a ring of `limit`
+/// timestamps and a gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots (the power of two
+/// ≥ `buckets + 1` slots), an unpadded header and a gate word), an 8-byte override pointer,
+/// plus the map's entry overhead
+/// (measured in `BENCHMARKS.md`: 70, 249 and 330 bytes per `u64` key for GCRA, a log of limit
+/// 10 and a window of 10 buckets).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let per_user: Keyed<&str, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(2)?)
+///     .capacity(10_000)
+///     .clock(clock.clone())
+///     .build()?;
+/// per_user.try_acquire(&"alice")?;
+/// per_user.try_acquire(&"alice")?;
+/// let denied = per_user.try_acquire(&"alice").unwrap_err();
+/// assert_eq!(denied.retry_after(), Some(Duration::from_millis(500)));
+/// per_user.try_acquire(&"bob")?; // every key has its own limit
+/// assert_eq!(per_user.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Keyed<K, L: KeyedState = Gcra, C = DefaultClock> {
+    pub(super) map: Map<K, Slot<L>>,
+    /// Per-key rate overrides, consulted only when a key's state is created.
+    pub(super) overrides: Map<K, Arc<L::Config>>,
+    /// The default configuration once [`set_default_rate`](Keyed::set_default_rate) ran,
+    /// under the key `()` (absent: `cfg`).
+    pub(super) default: Map<(), Arc<L::Config>>,
+    /// Overrides held plus places reserved by `set_rate`: ≤ `capacity` at all times.
+    pub(super) n_overrides: CachePadded<AtomicU64>,
+    /// Bumped by every rate change once it is stored, touched by every new key once it is
+    /// inserted (RMWs both): see [`sync_override`](Keyed::sync_override).
+    pub(super) rates: CachePadded<AtomicU64>,
+    pub(super) cfg: L::Config,
+    pub(super) capacity: u64,
+    /// The memory budget: `capacity` × [`key_bytes`] of every configuration fits in it.
+    pub(super) max_memory: usize,
+    /// Keys in the map plus places reserved by inserters: ≤ `capacity` at all times.
+    pub(super) len: CachePadded<AtomicU64>,
+    /// The greatest `now` any sweep ran at: fresh states treat no time before it as passed.
+    pub(super) floor: CachePadded<AtomicU64>,
+    /// The earliest time the next sweep may run, or [`SWEEPING`] while one runs.
+    pub(super) sweep: CachePadded<AtomicU64>,
+    pub(super) when_full: WhenFull,
+    pub(super) clock: C,
+}
+
+impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+    /// Take `permits` permits for `key` at time `now` (nanoseconds on this limiter's clock),
+    /// all or nothing; the key's state is created on its first request. This is the
+    /// algorithm; [`try_acquire_n`](Keyed::try_acquire_n) is this with the clock read.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] as the inner limiter denies (exact wait; `retry_after() == None` when
+    /// `permits` exceeds what the key's limiter can ever hold), or, for a new key while the
+    /// table is full and too few keys are idle ([`WhenFull::DenyNewKeys`]), with the earliest
+    /// time a sweep expects room. `permits == 0` always succeeds and creates nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<u32, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
+    /// assert!(k.try_acquire_n_at(&7, 2, 0).is_ok());
+    /// assert_eq!(k.try_acquire_n_at(&7, 1, 0).unwrap_err().retry_after_nanos(), Some(500_000_000));
+    /// assert!(k.try_acquire_n_at(&8, 2, 0).is_ok());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline(always)]
+    pub fn try_acquire_n_at(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
+        if permits == 0 {
+            return Ok(());
+        }
+        // The hot path, kept small so that it inlines without spilling registers: an
+        // existing, live key is one lookup (under the map's epoch guard, no shared write)
+        // and the limiter's own atomic. Everything else (a new key, a retired state) goes
+        // to `acquire_slow`, which starts over with a lookup of its own.
+        {
+            let map = self.map.pin();
+            if let Some(slot) = map.get(key) {
+                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                match L::acquire(cfg, &slot.state, permits, now) {
+                    Admit::Granted => return Ok(()),
+                    Admit::Denied(denied) => return Err(denied),
+                    Admit::Evicted | Admit::Moving => {}
+                }
+            }
+        }
+        self.acquire_slow(key, permits, now)
+    }
+
+    /// [`try_acquire_n_at`](Keyed::try_acquire_n_at) for a key that is missing or whose
+    /// state was retired: creates, helps remove, or waits out a rate change, and retries.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow(&self, key: &K, permits: u32, now: u64) -> Result<(), Denied> {
+        let guard = self.map.guard();
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: the count before the lookup, for `insert_new`'s refusal at a full
+            // table (pairs with the reservations' Release).
+            let len = self.len.load(Ordering::Acquire);
+            if let Some(slot) = self.map.get(key, &guard) {
+                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                match L::acquire(cfg, &slot.state, permits, now) {
+                    Admit::Granted => return Ok(()),
+                    Admit::Denied(denied) => return Err(denied),
+                    Admit::Evicted => self.remove_evicted(key, &guard),
+                    // A rate change is replacing the entry, or its creator is placing
+                    // it; look again after it.
+                    Admit::Moving => backoff.snooze_or_spin(),
+                }
+            } else {
+                // Its only refusals are for want of room.
+                self.insert_new(key, now, len, &guard)
+                    .map_err(Denied::table_full)?;
+            }
+        }
+    }
+
+    /// Take one permit for `key` at `now`: [`try_acquire_n_at`](Keyed::try_acquire_n_at)
+    /// with 1.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<u32, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert!(k.try_acquire_at(&1, 0).is_ok());
+    /// assert!(k.try_acquire_at(&1, 1).is_err());
+    /// assert!(k.try_acquire_at(&1, 1_000_000_000).is_ok());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_at(&self, key: &K, now: u64) -> Result<(), Denied> {
+        self.try_acquire_n_at(key, 1, now)
+    }
+
+    /// Removes `key`'s entry if it holds an evicted state (whoever succeeds counts it).
+    #[cold]
+    pub(super) fn remove_evicted(&self, key: &K, guard: &impl papaya::Guard) {
+        let removed = super::remove_retired(|| {
+            matches!(
+                self.map
+                    .remove_if(key, |_, slot| L::is_evicted(&slot.state), guard),
+                Ok(Some(_))
+            )
+        });
+        if removed {
+            // Relaxed: a counter; the map holds the entries themselves.
+            self.len.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Creates `key`'s fresh state (or finds that another thread just did), making room first
+    /// if the table is full.
+    ///
+    /// The entry goes into the map first, *pending* (admitters that find it look again), and
+    /// only the thread whose insert won reserves a place for it, then commits it. So every
+    /// place counted belongs to a distinct key, and a key that does not fit is refused only
+    /// when `capacity` other keys hold their places: racing creators of one key no longer
+    /// each reserve a place (which made the count read full for a moment, and refused other
+    /// new keys, or this one while its creator was preempted). The cost: a request on a key
+    /// being created waits for its creator's counter CAS, as one on a key being moved waits
+    /// for the mover's map store; and the map may briefly hold, beyond `capacity`, one
+    /// pending entry per thread creating a key (never admitted on; removed if refused).
+    ///
+    /// `len` is the count read (Acquire) before the lookup that found the key missing.
+    #[cold]
+    fn insert_new(
+        &self,
+        key: &K,
+        now: u64,
+        len: u64,
+        guard: &impl papaya::Guard,
+    ) -> Result<(), Denied> {
+        // Refuse without touching the map (a flood of new keys at a full table costs a few
+        // loads per request, not an insert and a removal each). The key's own creator cannot
+        // hold one of the counted places: a creator inserts before it counts (Release), so a
+        // place we counted (Acquire) before our lookup has its entry visible to that lookup.
+        if let Some(denied) = self.deferred(len, now) {
+            return Err(denied);
+        }
+        let cfg = self.rate_of(key);
+        let created = super::create::<L, _>(
+            &self.floor,
+            || {
+                let state = L::pending(cfg.as_deref().unwrap_or(&self.cfg));
+                let slot = Slot { state, cfg };
+                // Err: another thread created (or is creating) the key.
+                let ours = self.map.try_insert(key.clone(), slot, guard).ok()?;
+                Some(&ours.state)
+            },
+            || self.reserve_place(now, guard),
+            || {
+                let _ = self
+                    .map
+                    .remove_if(key, |_, slot| L::is_pending(&slot.state), guard);
+            },
+        );
+        created?;
+        // A `set_rate` may have raced with our read of the overrides: make sure the state
+        // we just published runs on the key's current rate.
+        // AcqRel: see `sync_override` (a rate change's RMW before ours is visible to the
+        // re-read there; one after ours sees our entry in its own sync).
+        self.rates.fetch_add(0, Ordering::AcqRel);
+        self.sync_override(key, now);
+        Ok(())
+    }
+
+    /// Reserves a place for one new key: ≤ `capacity` keys and reservations at all times.
+    fn reserve_place(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+        // Relaxed: a counter; the CAS below keeps it ≤ capacity.
+        let mut len = self.len.load(Ordering::Relaxed);
+        loop {
+            if len >= self.capacity {
+                self.make_room(now, guard)?;
+                // Relaxed: as above.
+                len = self.len.load(Ordering::Relaxed);
+                continue;
+            }
+            // Release on success: a creator that sees the count full (Acquire, in
+            // `insert_new`) then finds our pending entry, inserted before this. Relaxed on
+            // failure: we only retry.
+            match self
+                .len
+                .compare_exchange_weak(len, len + 1, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return Ok(()),
+                Err(current) => len = current,
+            }
+        }
+    }
+
+    /// The refusal for a new key while the table is full (`len` places counted) and the last
+    /// sweep, having found too few idle keys, deferred the next one to a time after `now`.
+    fn deferred(&self, len: u64, now: u64) -> Option<Denied> {
+        if len < self.capacity {
+            return None;
+        }
+        // Relaxed: a time hint, as in `make_room`.
+        let next = self.sweep.load(Ordering::Relaxed);
+        (next != SWEEPING && now < next).then(|| Denied::after_nanos(next - now))
+    }
+
+    /// The table is full: sweep it (one thread at a time), or deny.
+    #[cold]
+    fn make_room(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
+        // Relaxed: the sweep word is a try-lock on the (rare) sweep and a time hint; it guards
+        // no data (the sweep's effects are in the state words and the map).
+        let next = self.sweep.load(Ordering::Relaxed);
+        if next == SWEEPING {
+            return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
+        }
+        if now < next {
+            // Unless places were given back since (a refused creator's), still full.
+            // Relaxed: as in `reserve_place`.
+            return self
+                .deferred(self.len.load(Ordering::Relaxed), now)
+                .map_or(Ok(()), Err);
+        }
+        // Relaxed (both): see above.
+        if self
+            .sweep
+            .compare_exchange(next, SWEEPING, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
+        }
+        let (freed, next) = self.sweep_at(now, guard);
+        // Relaxed: see above.
+        self.sweep.store(next, Ordering::Relaxed);
+        // Relaxed: as in `reserve_place`: places given back during the sweep are room too.
+        if freed > 0 || self.len.load(Ordering::Relaxed) < self.capacity {
+            Ok(())
+        } else {
+            Err(Denied::after_nanos(next.saturating_sub(now).max(1)))
+        }
+    }
+
+    /// One sweep: evicts every idle key, then applies the [`WhenFull`] policy if fewer than an
+    /// eighth of the capacity went. Returns the keys freed and the earliest next sweep time.
+    #[cold]
+    fn sweep_at(&self, now: u64, guard: &impl papaya::Guard) -> (u64, u64) {
+        let target = (self.capacity / 8).max(1);
+        // The floor must be raised before any state is retired at `now` (see `create`).
+        super::raise_floor(&self.floor, now);
+        let mut freed = 0;
+        let mut busy: Vec<u64> = Vec::new();
+        for (key, slot) in self.map.iter(guard) {
+            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+            if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
+                self.remove_evicted(key, guard);
+                freed += 1;
+            } else {
+                // Pending, moving and evicted states (u64::MAX) do not go idle by waiting.
+                match L::idle_at(cfg, &slot.state) {
+                    u64::MAX => {}
+                    at => busy.push(at),
+                }
+            }
+        }
+        if freed >= target {
+            return (freed, 0);
+        }
+        // Too few idle keys: the time by which `target − freed` more will be idle.
+        let need = (target - freed) as usize;
+        let when = if busy.len() >= need {
+            *busy.select_nth_unstable(need - 1).1
+        } else {
+            busy.iter().copied().max().unwrap_or(now)
+        };
+        match self.when_full {
+            WhenFull::DenyNewKeys => (freed, when.max(now)),
+            WhenFull::EvictSoonestIdle => {
+                for (key, slot) in self.map.iter(guard) {
+                    if freed >= target {
+                        break;
+                    }
+                    let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                    if L::idle_at(cfg, &slot.state) <= when
+                        && L::retire(cfg, &slot.state, now, Retire::Force).is_some()
+                    {
+                        self.remove_evicted(key, guard);
+                        freed += 1;
+                    }
+                }
+                (freed, 0)
+            }
+        }
+    }
+
+    /// The number of keys held (including new keys whose creator has reserved a place and is
+    /// about to commit it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<u32, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert!(k.is_empty());
+    /// k.try_acquire_at(&1, 0).unwrap();
+    /// assert_eq!(k.len(), 1);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        // Relaxed: a snapshot of the counter.
+        self.len.load(Ordering::Relaxed) as usize
+    }
+
+    /// Whether no key is held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<u32, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert!(k.is_empty());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Evicts every idle key now (a sweep at `now`), returning how many went. Never needed for
+    /// bounded memory (new keys sweep a full table themselves); useful to shrink `len()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<u32, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// k.try_acquire_at(&1, 0).unwrap();
+    /// assert_eq!(k.evict_idle_at(500_000_000), 0); // key 1 is busy until 1 s
+    /// assert_eq!(k.evict_idle_at(1_000_000_000), 1);
+    /// assert!(k.is_empty());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn evict_idle_at(&self, now: u64) -> usize {
+        let guard = self.map.guard();
+        // As in `sweep_at`.
+        super::raise_floor(&self.floor, now);
+        let mut freed = 0;
+        for (key, slot) in self.map.iter(&guard) {
+            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+            if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
+                self.remove_evicted(key, &guard);
+                freed += 1;
+            }
+        }
+        freed
+    }
+
+    /// The most keys held at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, Rate};
+    /// let k = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?).capacity(64).build()?;
+    /// assert_eq!(k.capacity(), 64);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// The policy when the table is full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, Rate, WhenFull};
+    /// let k = Keyed::<u32, Gcra>::gcra(Rate::per_second(1)?).build()?;
+    /// assert_eq!(k.when_full(), WhenFull::DenyNewKeys);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn when_full(&self) -> WhenFull {
+        self.when_full
+    }
+
+    /// The limiter's clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, Gcra, Keyed, ManualClock, Rate};
+    /// let k: Keyed<u32, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(k.clock().now(), 0);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+}
+
+impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
+    /// Take one permit for `key` now.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, Rate};
+    ///
+    /// let per_user = Keyed::<String, Gcra>::gcra(Rate::per_second(10)?).build()?;
+    /// assert!(per_user.try_acquire(&"alice".to_string()).is_ok());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self, key: &K) -> Result<(), Denied> {
+        self.try_acquire_n_at(key, 1, self.clock.now())
+    }
+
+    /// Take `permits` permits for `key` now, all or nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_n_at`](Keyed::try_acquire_n_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, Rate};
+    ///
+    /// let per_user = Keyed::<u64, Gcra>::gcra(Rate::per_second(10)?).build()?;
+    /// assert!(per_user.try_acquire_n(&1, 10).is_ok());
+    /// assert!(per_user.try_acquire_n(&1, 11).unwrap_err().is_never());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_n(&self, key: &K, permits: u32) -> Result<(), Denied> {
+        self.try_acquire_n_at(key, permits, self.clock.now())
+    }
+}
+
+impl<K, L: KeyedState, C> fmt::Debug for Keyed<K, L, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keyed")
+            .field("config", &self.cfg)
+            .field("capacity", &self.capacity)
+            // Relaxed: a snapshot for display.
+            .field("len", &self.len.load(Ordering::Relaxed))
+            .field("when_full", &self.when_full)
+            .finish_non_exhaustive()
+    }
+}

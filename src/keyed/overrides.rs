@@ -1,0 +1,267 @@
+//! Rate overrides and rate changes of [`Keyed`]: `set_rate`, `clear_rate`,
+//! `set_default_rate`, and the sync that moves a key's live state onto its current rate.
+
+use core::hash::Hash;
+
+use super::builder::key_bytes;
+use super::map::{Keyed, Slot};
+use super::{KeyedState, Retire, SnoozeOrSpin};
+use crate::clock::Clock;
+use crate::error::{ConfigError, Value};
+use crate::rate::Rate;
+use crate::sync::{Arc, Backoff, Ordering};
+
+impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+    /// Refuses a rate whose states would not fit `capacity` times in the memory budget.
+    fn within_budget(&self, cfg: &L::Config, rate: Rate) -> Result<(), ConfigError> {
+        let need = u128::from(self.capacity) * key_bytes::<K, L>(cfg);
+        crate::memory::within("limit", u128::from(rate.limit()), need, self.max_memory)
+    }
+
+    /// Gives `key` its own rate from now on (a premium user, a throttled abuser), replacing
+    /// any earlier override; the other keys keep the default.
+    ///
+    /// What happens to the key's existing state: it is carried over. For GCRA the TAT (the
+    /// time at which the key is fully rested) is kept: grants already made are neither
+    /// refunded nor charged again, and every request from now on is judged with the new
+    /// interval and burst (burst = the new rate's `limit`). For a sliding log the newest
+    /// `limit` (new limit) grant times move into the new ring and keep counting until they
+    /// leave the new window. For a sliding window the permits still counted move into the
+    /// new window bucket by bucket, each recorded at its old bucket's last instant (or at the
+    /// newest call's time, if earlier), the newest new-`limit` of them. The override outlives
+    /// evictions of the key; at most [`capacity`](Keyed::capacity) keys have one at a time
+    /// (remove one with [`clear_rate`](Keyed::clear_rate)).
+    ///
+    /// Concurrent requests on this key wait for the entry's replacement (one map store); other
+    /// keys are unaffected.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as the inner limiter's builder for `rate`, naming `overrides` when
+    /// `capacity` other keys already have one, or naming `limit` when `capacity` states at
+    /// `rate` would not fit in [`max_memory`](crate::KeyedBuilder::max_memory) (the key is left
+    /// unchanged in every case).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<&str, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// k.set_rate("premium", Rate::per_second(100)?)?;
+    /// assert!(k.try_acquire_n_at(&"premium", 100, 0).is_ok());
+    /// assert!(k.try_acquire_n_at(&"free", 2, 0).unwrap_err().is_never());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn set_rate(&self, key: K, rate: Rate) -> Result<(), ConfigError>
+    where
+        C: Clock,
+    {
+        let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
+        self.within_budget(&cfg, rate)?;
+        let now = self.clock.now();
+        self.store_override(&key, cfg)?;
+        // AcqRel: see `sync_override`.
+        self.rates.fetch_add(1, Ordering::AcqRel);
+        self.sync_override(&key, now);
+        Ok(())
+    }
+
+    /// Returns `key` to the default rate, carrying its state over as
+    /// [`set_rate`](Keyed::set_rate) does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<&str, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// k.set_rate("trial", Rate::per_second(10)?)?;
+    /// k.clear_rate(&"trial");
+    /// assert!(k.try_acquire_n_at(&"trial", 10, 0).unwrap_err().is_never());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clear_rate(&self, key: &K)
+    where
+        C: Clock,
+    {
+        let now = self.clock.now();
+        if self.overrides.pin().remove(key).is_some() {
+            // Relaxed: a counter (see `store_override`).
+            self.n_overrides.fetch_sub(1, Ordering::Relaxed);
+        }
+        // AcqRel: see `sync_override`.
+        self.rates.fetch_add(1, Ordering::AcqRel);
+        self.sync_override(key, now);
+    }
+
+    /// Makes `key`'s live state (if any) run on the key's current override (or the default):
+    /// freezes it (CAS to `MOVING`), then replaces the entry with a carried state.
+    ///
+    /// Why every state ends on its key's current rate, also against concurrent rate changes
+    /// and new keys: a rate change stores its configuration, then RMWs `rates`, then syncs;
+    /// a new key is inserted, then RMWs `rates`, then syncs. RMWs on one word are totally
+    /// ordered, and the later one acquires the earlier: if the new key's RMW is later, its
+    /// sync reads the stored configuration; if the rate change's is later, its sync finds
+    /// the entry. A sync that read a stale configuration and moved a state installed by a
+    /// fresher sync acquired that install (map entry, Acquire), hence the fresher
+    /// configuration, and fixes the state on its next turn of this loop.
+    pub(super) fn sync_override(&self, key: &K, now: u64) {
+        let guard = self.map.guard();
+        let backoff = Backoff::new();
+        loop {
+            let want = self.rate_of(key);
+            let Some(slot) = self.map.get(key, &guard) else {
+                return; // the next state created for the key reads the override
+            };
+            let same = match (&want, &slot.cfg) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            };
+            if same {
+                return;
+            }
+            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+            match L::retire(cfg, &slot.state, now, Retire::Move) {
+                Some(carry) => {
+                    // Relaxed: the moved state carries its own history; the floor only adds
+                    // the evictions seen so far (never needed for the bound).
+                    let floor = self.floor.load(Ordering::Relaxed);
+                    let state = L::carried(want.as_deref().unwrap_or(&self.cfg), carry, floor);
+                    // Nobody else replaces or removes a MOVING entry: this store is ours.
+                    self.map
+                        .insert(key.clone(), Slot { state, cfg: want }, &guard);
+                }
+                None if L::is_evicted(&slot.state) => self.remove_evicted(key, &guard),
+                // Another rate change is moving it: look again after it.
+                None => backoff.snooze_or_spin(),
+            }
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+    /// The configuration a state for `key` should run on: its override, else the default.
+    pub(super) fn rate_of(&self, key: &K) -> Option<Arc<L::Config>> {
+        let key_rate = self.overrides.get(key, &self.overrides.guard()).cloned();
+        key_rate.or_else(|| self.default.get(&(), &self.default.guard()).cloned())
+    }
+
+    /// Stores `key`'s override, reserving a place for a new one: at most `capacity`
+    /// overrides at any time.
+    fn store_override(&self, key: &K, cfg: Arc<L::Config>) -> Result<(), ConfigError> {
+        let overrides = self.overrides.pin();
+        // An existing override is replaced in place (no new place).
+        if overrides.update(key.clone(), |_| cfg.clone()).is_some() {
+            return Ok(());
+        }
+        // Relaxed (all): a counter; the CAS keeps it ≤ capacity, and every override is
+        // reserved before its insert and released after its removal.
+        let mut n = self.n_overrides.load(Ordering::Relaxed);
+        loop {
+            if n >= self.capacity {
+                return Err(ConfigError::new(
+                    "overrides",
+                    Value::Count(u128::from(n)),
+                    "at most `capacity` keys may have a rate override (clear_rate one first)",
+                ));
+            }
+            match self.n_overrides.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(current) => n = current,
+            }
+        }
+        if overrides.insert(key.clone(), cfg).is_some() {
+            // Another `set_rate` stored one meanwhile: ours replaced it; one place is enough.
+            // Relaxed: as above.
+            self.n_overrides.fetch_sub(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The number of keys with a rate override ([`set_rate`](Keyed::set_rate)), at most
+    /// [`capacity`](Keyed::capacity).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<&str, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// k.set_rate("premium", Rate::per_second(100)?)?;
+    /// k.set_rate("premium", Rate::per_second(200)?)?; // replaced, not added
+    /// assert_eq!(k.overrides(), 1);
+    /// k.clear_rate(&"premium");
+    /// assert_eq!(k.overrides(), 0);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn overrides(&self) -> usize {
+        self.overrides.len()
+    }
+
+    /// Changes the default rate at runtime: every key without an override runs on `rate` from
+    /// now on (keys with an override keep it; [`clear_rate`](Keyed::clear_rate) returns a
+    /// key to the new default).
+    ///
+    /// Each live key's state is carried over exactly as [`set_rate`](Keyed::set_rate)
+    /// carries it: for GCRA the TAT is kept (grants already made are neither refunded nor
+    /// charged again; burst becomes the new rate's `limit`); for a sliding log the newest
+    /// `limit` (new limit) grant times move into the new ring; for a sliding window the
+    /// permits still counted move into the new window, bucket by bucket, each counted as if
+    /// granted at its old bucket's last instant (never earlier than it was granted), the
+    /// newest new-`limit` of them. So no key over-admits at the switch: every request after
+    /// it is judged by the new rate's guarantee with the grants made before it counted (see
+    /// the [`guide`](crate::guide#rate-overrides-and-rate-changes)).
+    ///
+    /// Cost: O(`len()`) map operations, on the calling thread. A request on a key being moved
+    /// waits for its move (one map store); keys are moved one at a time, so for a moment some
+    /// keys run on the new rate and some on the old.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as the inner limiter's builder for `rate`, or naming `limit` when
+    /// `capacity` states at `rate` would not fit in
+    /// [`max_memory`](crate::KeyedBuilder::max_memory) (nothing is changed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<&str, Gcra, ManualClock> =
+    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// k.try_acquire_at(&"alice", 0)?;
+    /// k.set_default_rate(Rate::per_second(10)?)?;
+    /// // Alice's TAT (1 s) is kept: under 10 per second (interval 100 ms, tolerance 1 s) the
+    /// // time her grant took is the whole burst, and her next permit is due at 100 ms.
+    /// let d = k.try_acquire_at(&"alice", 0).unwrap_err();
+    /// assert_eq!(d.retry_after_nanos(), Some(100_000_000));
+    /// assert!(k.try_acquire_n_at(&"bob", 10, 0).is_ok()); // new keys too
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_default_rate(&self, rate: Rate) -> Result<(), ConfigError>
+    where
+        C: Clock,
+    {
+        let cfg = Arc::new(L::rerate(&self.cfg, rate)?);
+        self.within_budget(&cfg, rate)?;
+        let now = self.clock.now();
+        self.default.pin().insert((), cfg);
+        // AcqRel: see `sync_override`.
+        self.rates.fetch_add(1, Ordering::AcqRel);
+        let guard = self.map.guard();
+        for (key, _) in self.map.iter(&guard) {
+            self.sync_override(key, now);
+        }
+        Ok(())
+    }
+}
