@@ -591,6 +591,30 @@ impl<C> GcraMulti<C> {
             .unwrap_or(0)
     }
 
+    /// How long until every rate is full again if nothing more is taken: the latest TAT, less
+    /// `now` (zero when all have passed). A snapshot; reads the state, never writes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraMulti, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = GcraMulti::builder()
+    ///     .rate(Rate::per_second(10)?)
+    ///     .rate(Rate::per_minute(6)?)
+    ///     .rate(Rate::per_hour(60)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire_n_at(2, 0).unwrap(); // TATs 200 ms, 20 s, 120 s
+    /// assert_eq!(limiter.reset_at(0), Duration::from_secs(120));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn reset_at(&self, now: u64) -> Duration {
+        let latest = self.tats()[..self.params.len()].iter().copied().max();
+        Duration::from_nanos(latest.unwrap_or(0).saturating_sub(now))
+    }
+
     /// The bursts, in the order the rates were added.
     ///
     /// # Examples
@@ -712,6 +736,28 @@ impl<C: Clock> GcraMulti<C> {
     /// ```
     pub fn remaining(&self) -> u64 {
         self.remaining_at(self.clock.now())
+    }
+
+    /// How long until every rate is full again: [`reset_at`](GcraMulti::reset_at) with the
+    /// clock read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraMulti, Limiter, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = GcraMulti::builder()
+    ///     .rate(Rate::per_second(4)?)
+    ///     .rate(Rate::per_hour(100)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire()?;
+    /// assert_eq!(limiter.reset(), Duration::from_secs(36));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reset(&self) -> Duration {
+        self.reset_at(self.clock.now())
     }
 }
 

@@ -455,6 +455,30 @@ impl<C> GcraPair<C> {
             .min(self.second.remaining(s2, now))
     }
 
+    /// How long until both rates are full again (their whole bursts available) if nothing
+    /// more is taken: the later of the two TATs, less `now` (zero when both have passed). A
+    /// snapshot; reads the state, never writes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraPair, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = GcraPair::builder(Rate::per_second(10)?, Rate::per_minute(6)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.reset_at(0), Duration::ZERO);
+    /// limiter.try_acquire_n_at(2, 0).unwrap(); // S₁ = 200 ms, S₂ = 20 s
+    /// assert_eq!(limiter.reset_at(0), Duration::from_secs(20));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn reset_at(&self, now: u64) -> Duration {
+        // Relaxed: a snapshot of the one state word.
+        let (s1, s2) = split(self.tats.load(Ordering::Relaxed));
+        Duration::from_nanos(s1.max(s2).saturating_sub(now))
+    }
+
     /// The two bursts (b₁, b₂). A request for more than the smaller one is never granted.
     ///
     /// # Examples
@@ -548,6 +572,26 @@ impl<C: Clock> GcraPair<C> {
     /// ```
     pub fn remaining(&self) -> u64 {
         self.remaining_at(self.clock.now())
+    }
+
+    /// How long until both rates are full again: [`reset_at`](GcraPair::reset_at) with the
+    /// clock read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraPair, Limiter, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = GcraPair::builder(Rate::per_second(4)?, Rate::per_hour(100)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire()?;
+    /// assert_eq!(limiter.reset(), Duration::from_secs(36));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reset(&self) -> Duration {
+        self.reset_at(self.clock.now())
     }
 }
 
