@@ -16,14 +16,14 @@ pub(crate) use loom::sync::{
 
 #[cfg(not(hotlimit_loom))]
 pub(crate) use alloc::sync::Arc;
-/// Fences, for `Keyed`'s creation protocol (the only user, which needs `std`).
-#[cfg(all(not(hotlimit_loom), feature = "std"))]
+/// Fences, for `Keyed`'s creation protocol and `GcraMulti`'s seqlock reads of its snapshots.
+#[cfg(not(hotlimit_loom))]
 pub(crate) use portable_atomic::fence;
 #[cfg(not(hotlimit_loom))]
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
-/// A 16-byte atomic (`IntKeyed`'s slots, `GcraPair`'s two TATs): portable-atomic's, which is `cmpxchg16b` (and a
-/// `vmovdqa` load where AVX is present) on x86-64, chosen at run time, and native on aarch64
+/// A 16-byte atomic (`IntKeyed`'s slots, `GcraPair`'s two TATs): portable-atomic's, which is
+/// `cmpxchg16b` (and a `vmovdqa` load where AVX is present) on x86-64, chosen at run time, and native on aarch64
 /// (also powerpc64 from POWER8, s390x). On a target or CPU without a 16-byte CAS it falls back
 /// to a lock (its `fallback` feature), so there `IntKeyed` is not lock-free: its docs say so.
 /// Every other limiter uses 64-bit atomics only. Available without `std` too (`GcraPair`).
