@@ -448,11 +448,34 @@ impl<C> GcraPair<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn remaining_at(&self, now: u64) -> u64 {
+        let (first, second) = self.remaining_each_at(now);
+        first.min(second)
+    }
+
+    /// How many permits each rate alone would let a request at `now` take, `(first, second)`:
+    /// what a response reports per policy (the pair grants the smaller,
+    /// [`remaining_at`](GcraPair::remaining_at)). A snapshot of one word, so the two are
+    /// consistent with each other; reads the state, never writes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraPair, ManualClock, Rate};
+    ///
+    /// let limiter = GcraPair::builder(Rate::per_second(10)?, Rate::per_minute(6)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.try_acquire_n_at(4, 0).unwrap();
+    /// assert_eq!(limiter.remaining_each_at(0), (6, 2));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn remaining_each_at(&self, now: u64) -> (u64, u64) {
         // Relaxed: a snapshot of the one state word.
         let (s1, s2) = split(self.tats.load(Ordering::Relaxed));
-        self.first
-            .remaining(s1, now)
-            .min(self.second.remaining(s2, now))
+        (
+            self.first.remaining(s1, now),
+            self.second.remaining(s2, now),
+        )
     }
 
     /// How long until both rates are full again (their whole bursts available) if nothing
@@ -681,11 +704,6 @@ pub mod planted {
 
     /// The pair's two remaining counts, `(first, second)`, for the models' final checks.
     pub fn remaining_each<C>(pair: &GcraPair<C>, now: u64) -> (u64, u64) {
-        // Relaxed: read after the model's threads are joined.
-        let (s1, s2) = split(pair.tats.load(Ordering::Relaxed));
-        (
-            pair.first.remaining(s1, now),
-            pair.second.remaining(s2, now),
-        )
+        pair.remaining_each_at(now)
     }
 }
