@@ -130,6 +130,12 @@ fn main() {
             run(SlidingWindow::new(s.rate()).unwrap(), path, iters)
         }
         "SlidingLog" if path != Path::Busy => run(SlidingLog::new(s.rate()).unwrap(), path, iters),
+        "GcraPair" => run(gcra_pair(&s), path, iters),
+        "GcraMulti2" => run(gcra_multi(&s, 2), path, iters),
+        "GcraMulti3" => run(gcra_multi(&s, 3), path, iters),
+        "Gcra-then-Gcra" => run(GcraThenGcra::new(&s), path, iters),
+        "governor-then-governor" => run(GovernorThenGovernor::new(&s), path, iters),
+        "throttle-net-hybrid2" => run(ThrottleNetHybrid::new(&s), path, iters),
         "governor" => run(GovernorDirect::new(&s), path, iters),
         "governor-keyed" => run(GovernorKeyed::new(&s), path, iters),
         "ratelimit" => run(RatelimitCrate::new(&s), path, iters),

@@ -4,6 +4,7 @@
 # callgrind counts only inside it; the `empty` row (the bare loop) is subtracted.
 #
 #   bash benches/callgrind.sh [ITERS]        # default 200000
+#   ROWS="Gcra GcraPair" bash benches/callgrind.sh   # only these rows
 #
 # Needs valgrind (apt-get install valgrind). Prints a markdown table.
 set -euo pipefail
@@ -29,9 +30,11 @@ echo "ITERS=$ITERS; empty loop: $(echo "scale=2; $base_a / $ITERS" | bc) instr/i
 echo
 echo "| row | allowed instr/call | busy instr/call | denied instr/call |"
 echo "|---|---|---|---|"
-for row in Gcra Gcra+CoarseClock ShardedGcra SlidingWindow SlidingLog governor governor-keyed ratelimit rate-net rate-net+CoarseClock rate-net-keyed mutex-log mutex-bucket \
-           Keyed-u64 Keyed-String Keyed-str IntKeyed-u64 IntKeyed-Ipv4Addr IntKeyed-IpAddr-v6 \
-           quanta-now coarse-now instant-now fetch-add cas-loop; do
+ROWS=${ROWS:-"Gcra Gcra+CoarseClock ShardedGcra SlidingWindow SlidingLog GcraPair GcraMulti2 GcraMulti3 Gcra-then-Gcra \
+           governor governor-keyed governor-then-governor throttle-net-hybrid2 ratelimit rate-net rate-net+CoarseClock rate-net-keyed \
+           mutex-log mutex-bucket Keyed-u64 Keyed-String Keyed-str IntKeyed-u64 IntKeyed-Ipv4Addr IntKeyed-IpAddr-v6 \
+           quanta-now coarse-now instant-now fetch-add cas-loop"}
+for row in $ROWS; do
     a=$(count "$row" allowed)
     d=$(count "$row" denied)
     if [ "$row" = mutex-log ] || [ "$row" = SlidingWindow ] || [ "$row" = SlidingLog ]; then

@@ -449,3 +449,32 @@ impl fmt::Display for Denied {
 
 #[cfg(feature = "std")]
 impl std::error::Error for Denied {}
+
+/// For limiters built of several rates, which report each rate's settings under its own name.
+impl ConfigError {
+    /// This error with its field renamed for one rate of several: `rate` becomes `rate_field`
+    /// and `burst` becomes `burst_field`; any other field is kept.
+    pub(crate) fn prefixed(self, rate_field: &'static str, burst_field: &'static str) -> Self {
+        let field = match self.field {
+            "rate" => rate_field,
+            "burst" => burst_field,
+            _ => self.field,
+        };
+        ConfigError { field, ..self }
+    }
+}
+
+/// For limiters built of several rates, which deny with the longest of their waits.
+impl Denied {
+    /// The later of two denials: the one with the longer wait, "never" beating any wait. Both
+    /// waits counted from the same call, so waiting the result satisfies both.
+    #[inline(always)]
+    pub(crate) const fn later(self, other: Denied) -> Denied {
+        // NEVER is u64::MAX, so the larger raw value is also the later denial.
+        if self.retry_after_ns >= other.retry_after_ns {
+            self
+        } else {
+            other
+        }
+    }
+}

@@ -1076,3 +1076,12 @@ impl<C> Gcra<C> {
         (p.interval, p.tolerance)
     }
 }
+
+/// What a state says about capacity, for the limiters built of several GCRA rates.
+impl Params {
+    /// The permits a rate with TAT `tat` lets through at `now`: (τ − max(S − now, 0)) / I.
+    #[inline]
+    pub(crate) fn remaining(&self, tat: u64, now: u64) -> u64 {
+        self.tolerance.saturating_sub(tat.saturating_sub(now)) / self.interval
+    }
+}

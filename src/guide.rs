@@ -9,6 +9,7 @@
 //! | pace a load generator | [`Pacer`] | N threads share one target rate: slots one interval apart, each caller returns at its own | one CAS to reserve a slot, then a sleep; 8 bytes |
 //! | rotate API keys | [`KeyPool`] | no key used more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key is spent | one CAS per key handed out; 8 bytes × keys × `max_uses` |
 //! | many cores hammering one limit | [`ShardedGcra`] | never more than one `Gcra`'s b + d/I in total; one busy thread still gets the whole rate | one CAS on the caller's own cache line; 128 bytes × shards |
+//! | several rates on one caller, all or nothing ("10 per second AND 1,000 per hour") | [`GcraPair`] for two rates, [`GcraMulti`] for up to eight; per key `Keyed::gcra_pair` | each rate's b + d/I bound; a request refused by one rate charges none of them (two limiters checked in sequence would burn the first) | `GcraPair`: one 16-byte CAS per grant, a denial one load, 16 bytes; `GcraMulti`: two CASes per grant, 72 bytes × snapshots |
 //! | limits shared across machines | `hotlimit-redis` (its own crate) | as [`Gcra`] or [`SlidingLog`], decided on the Redis server by its clock | one round trip per decision (a Lua script); one key per limited key |
 //!
 //! [`Gcra`] alone is the smooth rate: b at once, then one per I = period/limit. It is *not*
@@ -279,6 +280,142 @@
 //! [`ShardedGcra::set_rate_at`]: crate::ShardedGcra::set_rate_at
 //! [`SlidingWindow::set_limit_at`]: crate::SlidingWindow::set_limit_at
 //! [`SlidingLog::set_limit`]: crate::SlidingLog::set_limit
+//!
+//! # GcraPair: two rates in one word
+//!
+//! [`GcraPair`] holds "10 per second AND 1,000 per hour" for one caller. Its state is the two
+//! TATs side by side in one 16-byte word `{ second: S₂, first: S₁ }`; a request loads the word,
+//! applies the GCRA step of each rate to its half ([`Gcra`]'s own `decide`, with that rate's
+//! price), and installs both new halves with one 128-bit CAS, or returns the denial before any
+//! write.
+//!
+//! *Linearization.* The word changes only by successful CASes, and each one applies, to both
+//! halves at once, the GCRA step of one request whose two decisions were made on exactly the
+//! value it replaced. Order the grants by their CAS, and place each denial at its last load
+//! (the value it decided on is the word's value at that moment). On that sequence the
+//! decisions are those of two sequential GCRA models applied together: a request is granted
+//! iff both models grant it, and only then are both advanced. The property test
+//! `tests/gcra_pair.rs` checks that equivalence (decisions and `retry_after`) on 6,000 random
+//! weighted traces against `tests/model/gcra_pair.rs`, k GCRA models applied together.
+//!
+//! *Both bounds.* Half i's successive values are S_{i,k} = max(S_{i,k−1}, now_k) + n_k·Iᵢ with
+//! S_{i,k} ≤ now_k + τᵢ, over the grants in CAS order: exactly the two facts the GCRA proof
+//! above uses. So each rate keeps its own "at most bᵢ + d/Iᵢ in any interval of length d",
+//! under any concurrency, and a fresh pair on a frozen clock grants exactly min(b₁, b₂) single
+//! permits to any number of racing threads (the stress test runs 8).
+//!
+//! *Nothing burned.* A denial writes nothing, so a request refused by either rate costs the
+//! other nothing: there is no moment at which one half has been charged and the other not.
+//!
+//! *Exact retry.* Rate i's wait is rᵢ = 0 if it admits, else its exact GCRA wait; the denial
+//! returns r = max(r₁, r₂) ("never" if either is). A GCRA that admits a request at t also
+//! admits it at every t' > t on the same state (max(S, t') ≤ max(S, t) + (t' − t)), and one
+//! that denies with wait rᵢ denies before now + rᵢ (above). So at now + r both admit, and at
+//! any earlier time the rate whose wait is r denies: r is exact.
+//!
+//! *Why one word.* With the halves in two words, some call must write one before it knows the
+//! fate of the other. Writing S₁ and then meeting a denial from S₂ leaves S₁ charged for a
+//! refused request (the planted `SplitGcraPair` in `loom-tests/tests/gcra_pair.rs` does this,
+//! and its model fails). Giving S₁ back is exact only while nobody has written S₁ since (the
+//! reservation-cancel argument above); subtracting n·I after someone has over-admits (the
+//! `fetch_sub` interleaving in `loom-tests/tests/gcra.rs`). throttle-net's `Hybrid` peeks at
+//! every bucket, takes each, and refunds on a lost race; it costs about 9× the instructions of
+//! a `GcraPair` call here, and 5–7× its time (BENCHMARKS.md).
+//!
+//! *Cost.* One 16-byte load and one 16-byte CAS (`cmpxchg16b` on x86-64) instead of 8-byte
+//! ones, and both halves' arithmetic. portable-atomic picks the 16-byte instructions at run
+//! time, so each is an out-of-line call through a function pointer; built with
+//! `-C target-feature=+cmpxchg16b,+avx` (or `target-cpu=native` on such a CPU) they are
+//! inlined. Measured: 100 instructions per granted call and 63 per denial (`Gcra`: 44 and 38;
+//! 87 and 66 with the atomics inlined), and 1.1–1.2× `Gcra`'s time single-threaded when
+//! granting (1.0–1.36× when denying), the 16-byte CAS costing about what the 8-byte one does. Figures in BENCHMARKS.md ("Two rates
+//! on one caller").
+//!
+//! ## Three or more limits: why not claim, then give back
+//!
+//! The obvious protocol for k limiters is: claim from each in a fixed order, and if one
+//! refuses, give back what the earlier ones granted. It never over-admits (every claim is a
+//! real grant while it stands). It never leaves a limiter charged for a refused request only
+//! if every give-back is **exact**, and none of the limiters here has an exact give-back once
+//! another request has landed on it in between:
+//!
+//! - *GCRA.* Take τ = 2·I. Request r takes 1 at t = 0 (S = I). At t = I, x and y are granted
+//!   (S = 2I, then 3I = I + τ: full). Now r is given back by subtracting I: S = 2I, and z is
+//!   granted at t = I too. x, y and z at one instant with b = 2: over-admission. r's charge had
+//!   drained before x came, so the right give-back was 0; had x and y come at t = 0 instead,
+//!   it would have been I, with the same word. What to give back depends on history the word
+//!   does not hold. Giving back only while S is still the value r installed (the reservation
+//!   cancel above) is exact, and under contention it fails, leaving r charged.
+//! - *SlidingLog.* A claim reserves ring indices by moving the cursor, then stamps the slots.
+//!   Restoring the slots frees them, but the cursor has moved past them: the next request
+//!   looks at the slot after, which may hold a grant still in the window. With `limit` 2, a
+//!   grant at 0 and a claim at 1 given back, a request at 2 is refused while only one grant is
+//!   in the window, until the cursor comes round. Moving the cursor back is a CAS that succeeds
+//!   only if nobody reserved since: exact alone, not under contention.
+//! - *SlidingWindow.* Taking n back off the count is exact while the current bucket has not
+//!   turned; once a bucket end has recorded the count with the n in it, taking them off would
+//!   lower every later window's count below the truth (over-admission), so the give-back must
+//!   fail there too.
+//!
+//! Each give-back is exact exactly when the limiter's word has not moved since the claim, so
+//! the promise holds only if the decisions on all k limits and the commit are one atomic step.
+//! For two GCRA rates that step is [`GcraPair`]'s 16-byte CAS; for up to eight it is
+//! [`GcraMulti`]'s snapshot swap, below. **Mixes of a GCRA rate with a `SlidingWindow` or
+//! `SlidingLog` are not offered**: their rings are not a word that a snapshot can copy, and
+//! checking them in sequence keeps each limiter's own bound but burns the earlier ones' quota
+//! on a refusal (the row "Gcra then Gcra" in BENCHMARKS.md shows the cost of doing so). Where
+//! two or more of the limits are GCRA rates, put them in one `GcraPair` or `GcraMulti` and
+//! check it last, so that a refusal by the composite burns nothing in it.
+//!
+//! # GcraMulti: k rates by snapshot swap
+//!
+//! The state of [`GcraMulti`] is one word `current = { gen, slot }` naming a snapshot, and a
+//! pool of P ≥ 3 snapshots, each `{ seq, S₁ … S_k }`. seq = 2·g means the snapshot holds
+//! generation g and is complete; odd means a grant is writing it. Generations grow by one per
+//! grant, so `current` never repeats a value (no ABA).
+//!
+//! *A request* loads `current` = {g, i} and reads snapshot i as a seqlock reader: seq = 2·g
+//! (Acquire), the TATs, an Acquire fence, seq = 2·g again. It decides every rate on those
+//! TATs; a denial returns (loads only). A grant claims a *spare* snapshot j (seq even with
+//! generation < g) by CAS to odd, then a Release fence, stores the new TATs, stores seq =
+//! 2·(g + 1) (Release), and CASes `current` from {g, i} to {g + 1, j}; a failed CAS starts
+//! over.
+//!
+//! *Reads are consistent.* Generation g is written into exactly one snapshot that `current`
+//! ever names: a grant that publishes g + 1 wrote it into the snapshot it claimed, and a
+//! snapshot holding generation h is only claimed by a grant that read `current` with a
+//! generation above h. A snapshot is claimed again only when its generation is below the
+//! current one, so never while `current` names it; a reader holding an old name may still be
+//! reading it, and then (seqlock argument) if any of its TAT loads saw a store of the
+//! reclaiming grant, that grant's Release fence after its odd CAS synchronizes with the
+//! reader's Acquire fence, so the reader's second seq load sees the odd value or later and
+//! it starts over. A reader that passes both checks read exactly the TATs of generation g.
+//!
+//! *Linearization.* `current` changes only by CAS from the name a grant read to the next
+//! generation, so the grants are totally ordered by those CASes, and each one decided on
+//! the state the CAS replaced: each rate's sequence of TATs is exactly
+//! S_{i,k} = max(S_{i,k−1}, now_k) + n_k·Iᵢ ≤ now_k + τᵢ over the grants in CAS order. A
+//! denial decided on generation g, which was the state when it loaded `current`; place it
+//! there. So the decisions are those of k GCRA models applied together, every rate keeps its
+//! bᵢ + d/Iᵢ bound (the GCRA proof), a refused request charges no rate, and the wait is the
+//! latest of the k exact waits (the `GcraPair` argument, for k rates). The property test
+//! compares decisions and waits with k GCRA models on 5,000 random traces of 1 to 5 rates
+//! with P = 3 (spares reclaimed all the time); loom runs 2 and 3 threads on 3 rates and P = 3,
+//! frozen and advancing clock, and a planted version that publishes with a store instead of
+//! the CAS fails its model.
+//!
+//! *Progress.* A grant needs a spare. Beside the current snapshot, each thread holds at most
+//! one it is writing and one it wrote but failed to publish (spare again after the next
+//! grant): with P ≥ 2 × threads + 2 (the default is 2 × cores + 2) a spare always exists,
+//! and a request starts over only because another was granted (lock-free). With fewer, a
+//! request may spin while a thread stopped in the middle of a grant holds the last spare.
+//!
+//! *Cost.* A denial: 3 + k loads and a fence. A grant: that, a claim CAS, k + 1 stores and the
+//! CAS of `current`: two CASes on two lines, against one for `GcraPair`. Memory: 72 bytes per
+//! snapshot plus a cache line. Figures in BENCHMARKS.md ("Two rates on one caller").
+//!
+//! [`GcraMulti`]: crate::GcraMulti
+//! [`GcraPair`]: crate::GcraPair
 //!
 //! # SlidingLog: the exact sliding window
 //!
@@ -1273,6 +1410,35 @@
 //! and its 128-byte alignment per key (1,050 bytes per key, measured).
 //!
 //! [`WhenFull`]: crate::WhenFull
+//!
+//! ## GcraPair per key
+//!
+//! `Keyed::gcra_pair(first, second)` holds every key to two rates at once. The key's state is
+//! the pair's 16-byte word `{ second: S₂, first: S₁ }`, and Keyed's markers (pending, moving,
+//! evicted) live in the first half exactly where GCRA's per-key word keeps them (the top three
+//! values of S₁; the last 3 ns of the clock's range are given up, as for `Gcra`). Every step
+//! of the protocol is then GCRA's on one word: a grant is one CAS of the whole word (a marker
+//! written meanwhile makes it fail), a retire is one CAS to a marker, a new key's state is
+//! committed from pending to `{ floor, floor }`. The state is idle when both TATs have passed
+//! (`max(S₁, S₂) ≤ now`): only then does a fresh state decide the same. So the eviction and
+//! creation proofs above carry over word for word, and the loom models of both
+//! (`loom-tests/tests/keyed.rs`, `keyed_creation.rs`) run on the pair's state too, with their
+//! planted twins failing. The 16-byte word is loom's stand-in (see `src/sync.rs`): it checks
+//! every interleaving of whole-word operations but behaves as `SeqCst` whatever the ordering
+//! named, so the pair's Release retire and Acquire read of the evicted marker are argued as
+//! for `Gcra` rather than model-checked.
+//!
+//! Per key: 16 bytes of state instead of GCRA's 8, 16-byte aligned (the map entry may pad to
+//! it; not measured yet). Rate overrides and default-rate changes take one rate, so on a pair they
+//! return an error; changing a pair's rates at run time is not built.
+//!
+//! *IntKeyed cannot hold a pair.* Its slot is one 16-byte atomic `{ key: 64 bits, meta: 64
+//! bits }` updated by one 128-bit CAS, so that key and state change together; a pair needs
+//! 128 bits of state beside the key, 192 bits in all, and no mainstream CPU has a 24- or
+//! 32-byte CAS (x86-64 stops at `cmpxchg16b`, aarch64 at `casp`). Splitting key and state
+//! over two words loses the property that makes IntKeyed safe (an eviction between the load
+//! and the CAS makes the CAS fail); shrinking the TATs to fit would make the rates inexact.
+//! Use `Keyed::gcra_pair` for pairs.
 //!
 //! # IntKeyed: integer keys inline
 //!

@@ -110,6 +110,18 @@ pub trait KeyedState: sealed::Sealed + 'static {
         let _ = base;
         Self::config(rate, None)
     }
+    /// The configuration for `rate` and, for a limiter of two rates
+    /// ([`GcraPair`](crate::GcraPair)), its `second` rate and burst; the others have no second
+    /// rate and ignore it.
+    #[doc(hidden)]
+    fn config_with(
+        rate: Rate,
+        burst: Option<u64>,
+        second: Option<(Rate, Option<u64>)>,
+    ) -> Result<Self::Config, ConfigError> {
+        let _ = second;
+        Self::config(rate, burst)
+    }
     /// A state under `cfg` continuing from `carry` (taken from a retired state).
     #[doc(hidden)]
     fn carried(cfg: &Self::Config, carry: Self::Carry, floor: u64) -> Self::State;
@@ -155,6 +167,7 @@ pub trait KeyedState: sealed::Sealed + 'static {
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Gcra {}
+    impl Sealed for crate::GcraPair {}
     impl Sealed for super::SlidingLog {}
     impl Sealed for super::SlidingWindow {}
 }
@@ -191,6 +204,7 @@ pub enum Retire {
 mod builder;
 mod gate;
 mod gcra;
+mod gcra_pair;
 mod log;
 #[cfg(feature = "std")]
 mod map;

@@ -16,18 +16,18 @@ pub(crate) use loom::sync::{
 
 #[cfg(not(hotlimit_loom))]
 pub(crate) use alloc::sync::Arc;
-/// Fences, for `Keyed`'s creation protocol (the only user, which needs `std`).
-#[cfg(all(not(hotlimit_loom), feature = "std"))]
+/// Fences, for `Keyed`'s creation protocol and `GcraMulti`'s seqlock reads of its snapshots.
+#[cfg(not(hotlimit_loom))]
 pub(crate) use portable_atomic::fence;
 #[cfg(not(hotlimit_loom))]
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
-/// A 16-byte atomic (`IntKeyed`'s slots): portable-atomic's, which is `cmpxchg16b` (and a
-/// `vmovdqa` load where AVX is present) on x86-64, chosen at run time, and native on aarch64
+/// A 16-byte atomic (`IntKeyed`'s slots, `GcraPair`'s two TATs): portable-atomic's, which is
+/// `cmpxchg16b` (and a `vmovdqa` load where AVX is present) on x86-64, chosen at run time, and native on aarch64
 /// (also powerpc64 from POWER8, s390x). On a target or CPU without a 16-byte CAS it falls back
 /// to a lock (its `fallback` feature), so there `IntKeyed` is not lock-free: its docs say so.
-/// Every other limiter uses 64-bit atomics only.
-#[cfg(all(not(hotlimit_loom), feature = "std"))]
+/// Every other limiter uses 64-bit atomics only. Available without `std` too (`GcraPair`).
+#[cfg(not(hotlimit_loom))]
 pub(crate) use portable_atomic::AtomicU128;
 
 /// An atomic that loom never models: only for hints outside every limiter's state (the
@@ -44,7 +44,9 @@ pub(crate) use portable_atomic::AtomicU64 as HintU64;
 /// schedules at each lock), i.e. the slot protocol under sequential consistency. What it does
 /// not check: the orderings passed in (every operation behaves as `SeqCst`, whatever it
 /// names), and a torn 16-byte read (the real atomic never tears either). `IntKeyed` uses
-/// `SeqCst` for every slot access, which is exactly what the emulation models; the words
+/// `SeqCst` for every slot access, which is exactly what the emulation models; `GcraPair` uses
+/// `Relaxed` on its one word, which is enough for a single location's coherence order (every
+/// access to one atomic, whatever its ordering, is totally ordered), and publishes nothing; the words
 /// around the slots (`len`, the floor, the clock) are real loom atomics with their orderings.
 #[cfg(hotlimit_loom)]
 #[derive(Debug)]

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use hotlimit::{
-    Clock, CoarseClock, Denied, Gcra, Limiter, QuantaClock, Rate, ShardedGcra, SlidingLog,
-    SlidingWindow,
+    Clock, CoarseClock, Denied, Gcra, GcraMulti, GcraPair, Limiter, QuantaClock, Rate, ShardedGcra,
+    SlidingLog, SlidingWindow,
 };
 
 /// Which path a run measures.
@@ -168,8 +168,15 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
                 .build()
                 .unwrap(),
         ),
+        Row::ours("GcraPair", gcra_pair(&s)),
+        Row::ours("GcraMulti (3 rates)", gcra_multi(&s, 3)),
         // ---- peers ----
         Row::peer(BASELINE, GovernorDirect::new(&s)),
+        // Two rates on one caller, for GcraPair: both rates are the path's setup, so every
+        // row does the full work of both (none can stop at a rate that never binds).
+        Row::peer("Gcra then Gcra (burns quota)", GcraThenGcra::new(&s)),
+        Row::peer("governor then governor", GovernorThenGovernor::new(&s)),
+        Row::peer("throttle-net Hybrid of 2", ThrottleNetHybrid::new(&s)),
         Row::peer("governor keyed (1 key)", GovernorKeyed::new(&s)),
         Row::peer("ratelimit 2", RatelimitCrate::new(&s)),
         Row::peer(
@@ -291,6 +298,111 @@ impl Limiter for GovernorDirect {
                 Ok(Ok(())) => Ok(()),
                 _ => Err(Denied::new(None)),
             },
+        }
+    }
+}
+
+/// [`GcraPair`] with both rates the path's setup.
+pub(crate) fn gcra_pair(s: &Setup) -> GcraPair {
+    GcraPair::builder(s.rate(), s.rate())
+        .first_burst(s.burst)
+        .second_burst(s.burst)
+        .build()
+        .unwrap()
+}
+
+/// [`GcraMulti`] with `k` rates, each the path's setup.
+pub(crate) fn gcra_multi(s: &Setup, k: usize) -> GcraMulti {
+    (0..k)
+        .fold(GcraMulti::builder(), |b, _| {
+            b.rate_with_burst(s.rate(), s.burst)
+        })
+        .build()
+        .unwrap()
+}
+
+/// Two `Gcra`s checked one after the other at one clock reading: what a user writes without a
+/// composite. A denial by the second leaves the first charged (the wrong way; here for scale).
+pub(crate) struct GcraThenGcra(Gcra, Gcra);
+
+impl GcraThenGcra {
+    pub(crate) fn new(s: &Setup) -> Self {
+        let g = || Gcra::builder(s.rate()).burst(s.burst).build().unwrap();
+        GcraThenGcra(g(), g())
+    }
+}
+
+impl Limiter for GcraThenGcra {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        let now = self.0.clock().now();
+        self.0.try_acquire_at(now)?;
+        self.1.try_acquire_at(now)
+    }
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        let now = self.0.clock().now();
+        self.0.try_acquire_n_at(permits, now)?;
+        self.1.try_acquire_n_at(permits, now)
+    }
+}
+
+/// Two `governor` direct limiters checked one after the other (governor has no composite:
+/// its issues #156, #117 and #167 ask for one); burns the first's quota like `GcraThenGcra`.
+pub(crate) struct GovernorThenGovernor(GovernorDirect, GovernorDirect);
+
+impl GovernorThenGovernor {
+    pub(crate) fn new(s: &Setup) -> Self {
+        GovernorThenGovernor(GovernorDirect::new(s), GovernorDirect::new(s))
+    }
+}
+
+impl Limiter for GovernorThenGovernor {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        self.0.try_acquire()?;
+        self.1.try_acquire()
+    }
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.0.try_acquire_n(permits)?;
+        self.1.try_acquire_n(permits)
+    }
+}
+
+/// throttle-net 2's `Hybrid` of two token buckets (`Throttle`): all or nothing across them by
+/// peeking every one, then taking each and refunding on a lost race.
+pub(crate) struct ThrottleNetHybrid(throttle_net::Hybrid);
+
+impl ThrottleNetHybrid {
+    pub(crate) fn new(s: &Setup) -> Self {
+        let bucket = || {
+            throttle_net::Throttle::builder()
+                .rate(u32::try_from(s.limit).expect("limit fits u32"), s.period)
+                .burst(u32::try_from(s.burst).expect("burst fits u32"))
+                .build()
+        };
+        ThrottleNetHybrid(
+            throttle_net::Hybrid::builder()
+                .limiter(bucket())
+                .limiter(bucket())
+                .build(),
+        )
+    }
+}
+
+impl Limiter for ThrottleNetHybrid {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        if self.0.try_acquire() {
+            Ok(())
+        } else {
+            Err(Denied::new(None))
+        }
+    }
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        if self.0.try_acquire_with_cost(permits) {
+            Ok(())
+        } else {
+            Err(Denied::new(None))
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use hotlimit::__planted_keyed::{Admit, GcraKey, LogKey, WindowKey};
+use hotlimit::__planted_keyed::{Admit, GcraKey, LogKey, PairKey, WindowKey};
 use hotlimit::Rate;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::{Arc, Mutex};
@@ -61,6 +61,7 @@ macro_rules! key_state {
 key_state!(GcraKey);
 key_state!(LogKey);
 key_state!(WindowKey);
+key_state!(PairKey);
 
 /// The abstract map for one key: the entry currently stored, if any.
 type Entry<S> = Arc<Mutex<Option<Arc<S>>>>;
@@ -194,6 +195,20 @@ fn gcra_admitter_and_evictor_then_admitter() {
 #[should_panic(expected = "over-admission across an eviction")]
 fn planted_gcra_two_thread_model_fails() {
     admitter_and_evictor_then_admitter::<GcraKey>(true);
+}
+
+/// The per-key GcraPair (one 16-byte word, its markers in the first half): the same models,
+/// and its planted evictor (no marker CAS) fails them.
+#[test]
+fn pair_eviction_never_loses_an_admission() {
+    two_admitters_and_an_evictor::<PairKey>(false);
+    admitter_and_evictor_then_admitter::<PairKey>(false);
+}
+
+#[test]
+#[should_panic(expected = "over-admission across an eviction")]
+fn planted_pair_eviction_without_marker_over_admits() {
+    two_admitters_and_an_evictor::<PairKey>(true);
 }
 
 /// An admission at a later time after the key went idle, racing an eviction: the grant either
@@ -363,6 +378,7 @@ fn racing_creators_of_one_key_are_both_admitted() {
     two_creators_of_one_key::<GcraKey>(false);
     two_creators_of_one_key::<LogKey>(false);
     two_creators_of_one_key::<WindowKey>(false);
+    two_creators_of_one_key::<PairKey>(false);
 }
 
 #[test]

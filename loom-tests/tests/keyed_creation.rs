@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use hotlimit::__planted_keyed::{
     create, create_floor_first, raise_floor, remove_retired, Admit, GcraKey, LogKey, ModelKey,
-    WindowKey,
+    PairKey, WindowKey,
 };
 use hotlimit::Rate;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -50,6 +50,8 @@ key!(GcraKey, 10);
 key!(LogKey, 10);
 // One bucket [0, 10 ns), counted until its last instant + the period.
 key!(WindowKey, 19);
+// GcraPair: I₁ = 10 ns, I₂ = 20 ns, bursts 1: idle when S₂ = 20 ns has passed.
+key!(PairKey, 20);
 
 /// One key's map entry: 0 empty, i + 1 the state `states[i]` (each thread's own pending
 /// state, made before the model's threads start, inserted at most once).
@@ -175,4 +177,15 @@ fn window_creation_racing_eviction() {
 #[should_panic(expected = "over-admission")]
 fn planted_window_floor_read_before_insert_over_admits() {
     creation_racing_eviction::<WindowKey>(true);
+}
+
+#[test]
+fn pair_creation_racing_eviction() {
+    creation_racing_eviction::<PairKey>(false);
+}
+
+#[test]
+#[should_panic(expected = "over-admission")]
+fn planted_pair_floor_read_before_insert_over_admits() {
+    creation_racing_eviction::<PairKey>(true);
 }

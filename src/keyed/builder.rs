@@ -11,6 +11,7 @@ use super::KeyedState;
 use crate::clock::{Clock, DefaultClock};
 use crate::error::{ConfigError, Value};
 use crate::gcra::Gcra;
+use crate::gcra_pair::GcraPair;
 use crate::rate::Rate;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
@@ -35,6 +36,8 @@ use crate::sync::AtomicU64;
 pub struct KeyedBuilder<K, L, C> {
     rate: Rate,
     burst: Option<u64>,
+    /// A `GcraPair`'s second rate and burst (`None` for every other limiter).
+    second: Option<(Rate, Option<u64>)>,
     capacity: usize,
     max_memory: usize,
     when_full: WhenFull,
@@ -47,6 +50,7 @@ impl<K, L, C: fmt::Debug> fmt::Debug for KeyedBuilder<K, L, C> {
         f.debug_struct("KeyedBuilder")
             .field("rate", &self.rate)
             .field("burst", &self.burst)
+            .field("second", &self.second)
             .field("capacity", &self.capacity)
             .field("when_full", &self.when_full)
             .field("clock", &self.clock)
@@ -68,6 +72,7 @@ impl<K, L> KeyedBuilder<K, L, DefaultClock> {
         KeyedBuilder {
             rate,
             burst: None,
+            second: None,
             capacity: DEFAULT_CAPACITY,
             max_memory: crate::memory::DEFAULT_MAX_MEMORY,
             when_full: WhenFull::DenyNewKeys,
@@ -244,6 +249,7 @@ impl<K, L, C> KeyedBuilder<K, L, C> {
         KeyedBuilder {
             rate: self.rate,
             burst: self.burst,
+            second: self.second,
             capacity: self.capacity,
             max_memory: self.max_memory,
             when_full: self.when_full,
@@ -283,7 +289,7 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> KeyedBuilder<K, L, C> {
                 "must be at least 1 key",
             ));
         }
-        let cfg = L::config(self.rate, self.burst)?;
+        let cfg = L::config_with(self.rate, self.burst, self.second)?;
         let capacity = self.capacity as u128;
         let need = capacity * key_bytes::<K, L>(&cfg);
         crate::memory::within("capacity", capacity, need, self.max_memory)?;
@@ -366,6 +372,88 @@ impl<K, C> KeyedBuilder<K, SlidingWindow, C> {
     pub fn buckets(mut self, buckets: usize) -> Self {
         // The one per-algorithm knob (GCRA's burst) carries the bucket count here.
         self.burst = Some(buckets as u64);
+        self
+    }
+}
+
+impl<K> Keyed<K, GcraPair> {
+    /// A builder for per-key [`GcraPair`] limits: every key held to `first` AND `second`, all
+    /// or nothing, its state one 16-byte word updated by one 128-bit CAS (bursts the rates'
+    /// limits, capacity 100,000 keys, [`WhenFull::DenyNewKeys`], the default clock).
+    /// [`set_rate`](Keyed::set_rate) and [`set_default_rate`](Keyed::set_default_rate) take
+    /// one rate, so on a pair they return an error (field `rate`): a pair's rates are fixed at
+    /// build.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraPair, Keyed, ManualClock, Rate};
+    ///
+    /// // Per user: 2 per second AND 3 per minute.
+    /// let k: Keyed<u32, GcraPair, ManualClock> =
+    ///     Keyed::gcra_pair(Rate::per_second(2)?, Rate::per_minute(3)?)
+    ///         .clock(ManualClock::new())
+    ///         .build()?;
+    /// assert!(k.try_acquire_n_at(&7, 2, 0).is_ok());
+    /// assert!(k.try_acquire_at(&7, 1_000_000_000).is_ok()); // the minute's third
+    /// let d = k.try_acquire_at(&7, 2_000_000_000).unwrap_err(); // the minute is spent
+    /// assert_eq!(d.retry_after_nanos(), Some(18_000_000_000));
+    /// assert!(k.try_acquire_at(&8, 2_000_000_000).is_ok()); // another user
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn gcra_pair(first: Rate, second: Rate) -> KeyedBuilder<K, GcraPair, DefaultClock> {
+        let mut b = KeyedBuilder::defaults(first);
+        b.second = Some((second, None));
+        b
+    }
+}
+
+impl<K, C> KeyedBuilder<K, GcraPair, C> {
+    /// Every key's first burst (see
+    /// [`GcraPairBuilder::first_burst`](crate::GcraPairBuilder::first_burst)). Default: the
+    /// first rate's `limit`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraPair, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<u8, GcraPair, ManualClock> =
+    ///     Keyed::gcra_pair(Rate::per_second(100)?, Rate::per_hour(1_000)?)
+    ///         .first_burst(1)
+    ///         .clock(ManualClock::new())
+    ///         .build()?;
+    /// assert!(k.try_acquire(&1).is_ok());
+    /// assert!(k.try_acquire(&1).is_err());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn first_burst(mut self, burst: u64) -> Self {
+        self.burst = Some(burst);
+        self
+    }
+
+    /// Every key's second burst (see
+    /// [`GcraPairBuilder::second_burst`](crate::GcraPairBuilder::second_burst)). Default: the
+    /// second rate's `limit`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraPair, Keyed, ManualClock, Rate};
+    ///
+    /// let k: Keyed<u8, GcraPair, ManualClock> =
+    ///     Keyed::gcra_pair(Rate::per_second(100)?, Rate::per_hour(1_000)?)
+    ///         .second_burst(2)
+    ///         .clock(ManualClock::new())
+    ///         .build()?;
+    /// assert!(k.try_acquire_n(&1, 2).is_ok());
+    /// assert!(k.try_acquire(&1).is_err());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn second_burst(mut self, burst: u64) -> Self {
+        if let Some((_, b)) = &mut self.second {
+            *b = Some(burst);
+        }
         self
     }
 }

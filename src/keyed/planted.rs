@@ -21,6 +21,7 @@ pub struct GcraKey {
     state: GcraState,
 }
 
+pub use super::gcra_pair::planted::PairKey;
 /// What an admission saw.
 pub use super::Admit;
 

@@ -3,8 +3,10 @@
 #![allow(dead_code)]
 
 pub(crate) mod gcra;
+pub(crate) mod gcra_pair;
 pub(crate) mod int_keyed;
 pub(crate) mod log;
 pub(crate) mod reservation;
 pub(crate) mod sharded;
+pub(crate) mod trace;
 pub(crate) mod window;

@@ -1,0 +1,123 @@
+//! GcraMulti under loom: k rates in a pool of snapshots, the current one named by one word.
+//! With the fewest snapshots allowed (3), spares run out and snapshots are reclaimed while
+//! other threads read them: grants never exceed any rate's bound, a denial charges no rate,
+//! and no grant is lost. The planted `StoreNotCas` (publishing with a store) must fail.
+#![cfg(hotlimit_loom)]
+
+use std::time::Duration;
+
+use hotlimit::__planted_gcra_multi::{remaining_each, StoreNotCas};
+use hotlimit::{Clock, GcraMulti, Limiter, ManualClock, Rate};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Three rates with I = 10, 20, 30 ns and the given bursts; 3 snapshots.
+fn limiter(bursts: [u64; 3], clock: &ManualClock) -> GcraMulti<ManualClock> {
+    let mut b = GcraMulti::builder().snapshots(3).clock(clock.clone());
+    for (i, burst) in bursts.into_iter().enumerate() {
+        let rate = Rate::new(1, Duration::from_nanos(10 * (i as u64 + 1))).unwrap();
+        b = b.rate_with_burst(rate, burst);
+    }
+    b.build().unwrap()
+}
+
+/// Three threads race for single permits on a frozen clock with bursts 3, 2, 4: exactly 2 are
+/// granted, and every rate holds exactly two grants' worth (the refused call charged none).
+#[test]
+fn frozen_clock_three_threads_exactly_the_smallest_burst() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let g = Arc::new(limiter([3, 2, 4], &clock));
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let g = g.clone();
+                thread::spawn(move || g.try_acquire().is_ok())
+            })
+            .collect();
+        let granted = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&ok| ok)
+            .count();
+        assert_eq!(granted, 2);
+        assert_eq!(remaining_each(&g, 0), vec![1, 0, 2]);
+    });
+}
+
+/// Two threads ask for 2 each with bursts 3, 4, 5: exactly one wins, and the loser charged
+/// nothing.
+#[test]
+fn frozen_clock_weighted_all_or_nothing() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let g = Arc::new(limiter([3, 4, 5], &clock));
+        let g2 = g.clone();
+        let t = thread::spawn(move || g2.try_acquire_n(2).is_ok());
+        let mine = g.try_acquire_n(2).is_ok();
+        let theirs = t.join().unwrap();
+        assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
+        assert_eq!(remaining_each(&g, 0), vec![1, 2, 3]);
+    });
+}
+
+/// Two workers take single permits (reading the clock before each call) while the main thread
+/// advances it by 10 ns; bursts 1, 2, 2. The grants keep every bound, and the final state is
+/// the replay of the grants in time order (no grant lost, no refused call charged).
+#[test]
+fn advancing_clock_keeps_every_bound_and_loses_nothing() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let g = Arc::new(limiter([1, 2, 2], &clock));
+        let workers: Vec<_> = [2, 1]
+            .into_iter()
+            .map(|tries| {
+                let (g, clock) = (g.clone(), clock.clone());
+                thread::spawn(move || {
+                    let mut grants = Vec::new();
+                    for _ in 0..tries {
+                        let now = clock.now();
+                        if g.try_acquire_at(now).is_ok() {
+                            grants.push(now);
+                        }
+                    }
+                    grants
+                })
+            })
+            .collect();
+        clock.advance(Duration::from_nanos(10));
+        let mut grants: Vec<u64> = workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        grants.sort_unstable();
+        // Times in [0, 10]: rate 1 allows 1 + 10/10 = 2.
+        assert!((1..=2).contains(&grants.len()), "grants {grants:?}");
+        let expect: Vec<u64> = [(10u64, 10u64), (20, 40), (30, 60)]
+            .into_iter()
+            .map(|(i, tol)| {
+                let s = grants.iter().fold(0u64, |s, &t| s.max(t) + i);
+                tol.saturating_sub(s.saturating_sub(10)) / i
+            })
+            .collect();
+        assert_eq!(remaining_each(&g, 10), expect, "grants {grants:?}");
+    });
+}
+
+/// The planted bug: publishing by a store instead of a CAS. Two threads decide on the same
+/// snapshot with bursts 1, 1, 1, both store their own, and both are granted.
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn store_instead_of_cas_is_caught() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let g = Arc::new(StoreNotCas(limiter([1, 1, 1], &clock)));
+        let g2 = g.clone();
+        let t = thread::spawn(move || g2.try_acquire_at(0).is_ok());
+        let mine = g.try_acquire_at(0).is_ok();
+        let theirs = t.join().unwrap();
+        assert!(
+            !(mine && theirs),
+            "over-admitted: both granted with burst 1"
+        );
+    });
+}

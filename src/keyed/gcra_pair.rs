@@ -1,0 +1,273 @@
+//! [`GcraPair`] per key: the key's state is the pair's 16-byte word, with the per-key
+//! markers (pending, moving, evicted) in its first half, as [`Gcra`](crate::Gcra)'s per-key
+//! word holds them in its one TAT.
+//!
+//! ```text
+//! live:    { second: S₂, first: S₁ }      S₁ ≤ GCRA_MAX_TAT
+//! marker:  { second: 0,  first: GCRA_PENDING | GCRA_MOVING | GCRA_EVICTED }
+//! ```
+//!
+//! Every protocol step is `Gcra`'s on one word (see the [`guide`](crate::guide)): a grant is
+//! one CAS of the whole word, so a marker written meanwhile makes it fail; a retire is one CAS
+//! to a marker. The only difference is that the word is 16 bytes and carries two TATs.
+#![allow(unreachable_pub)]
+
+use super::gcra::{GCRA_EVICTED, GCRA_MAX_TAT, GCRA_MOVING, GCRA_PENDING};
+use super::{Admit, KeyedState, Retire};
+use crate::error::ConfigError;
+use crate::gcra::{price, Params};
+use crate::gcra_pair::{decide_pair, join, split};
+use crate::sync::{AtomicU128, Backoff, Ordering};
+use crate::{Denied, GcraPair, Rate};
+
+/// A pair's shared configuration: both rates' parameters.
+#[derive(Debug)]
+pub struct PairConfig {
+    first: Params,
+    second: Params,
+}
+
+/// One key's pair state: the 16-byte word.
+#[derive(Debug)]
+pub struct PairState(AtomicU128);
+
+/// The outcome for a word whose first half is a marker.
+fn retired(state: &PairState, s1: u64) -> Admit {
+    if s1 == GCRA_EVICTED {
+        // Acquire: reads the terminal marker from the evictor's Release CAS, so the floor it
+        // raised before is visible when the caller creates the key's fresh state.
+        let _ = state.0.load(Ordering::Acquire);
+        Admit::Evicted
+    } else {
+        Admit::Moving
+    }
+}
+
+impl KeyedState for GcraPair {
+    type Config = PairConfig;
+    type State = PairState;
+    type Carry = (u64, u64);
+
+    /// A pair needs two rates: only [`config_with`](KeyedState::config_with) with a second
+    /// rate makes one (`Keyed::gcra_pair` passes it).
+    fn config(rate: Rate, _: Option<u64>) -> Result<PairConfig, ConfigError> {
+        Err(ConfigError::new(
+            "second_rate",
+            rate.as_value(),
+            "a GcraPair per key needs two rates: build it with Keyed::gcra_pair",
+        ))
+    }
+
+    fn config_with(
+        rate: Rate,
+        burst: Option<u64>,
+        second: Option<(Rate, Option<u64>)>,
+    ) -> Result<PairConfig, ConfigError> {
+        let Some((second_rate, second_burst)) = second else {
+            return Self::config(rate, burst);
+        };
+        Ok(PairConfig {
+            first: Params::new(rate, burst).map_err(|e| e.prefixed("first_rate", "first_burst"))?,
+            second: Params::new(second_rate, second_burst)
+                .map_err(|e| e.prefixed("second_rate", "second_burst"))?,
+        })
+    }
+
+    /// Per-key overrides and default-rate changes take one rate; a pair's two are not
+    /// changed at run time yet.
+    fn rerate(_: &PairConfig, rate: Rate) -> Result<PairConfig, ConfigError> {
+        Err(ConfigError::new(
+            "rate",
+            rate.as_value(),
+            "a GcraPair key's rates cannot be changed at run time",
+        ))
+    }
+
+    fn carried(_: &PairConfig, (s1, s2): (u64, u64), floor: u64) -> PairState {
+        PairState(AtomicU128::new(join(
+            s1.max(floor).min(GCRA_MAX_TAT),
+            s2.max(floor),
+        )))
+    }
+
+    #[inline]
+    fn acquire(cfg: &PairConfig, state: &PairState, permits: u32, now: u64) -> Admit {
+        let n = u64::from(permits);
+        let (f, s) = (&cfg.first, &cfg.second);
+        let (Some(first), Some(second)) = (
+            price(n, f.burst, f.interval, f.tolerance),
+            price(n, s.burst, s.interval, s.tolerance),
+        ) else {
+            return Admit::Denied(Denied::never());
+        };
+        // Relaxed: the word is the key's whole state; the CAS below fails if this is stale.
+        let mut word = state.0.load(Ordering::Relaxed);
+        let backoff = Backoff::new();
+        loop {
+            let (s1, _) = split(word);
+            if s1 >= GCRA_PENDING {
+                return retired(state, s1);
+            }
+            // A denial returns here, before any write: neither rate is charged.
+            let next = match decide_pair(word, now, first, second) {
+                Ok(next) if split(next).0 <= GCRA_MAX_TAT => next,
+                // The top of the first half's range is reserved for the markers: never.
+                Ok(_) => return Admit::Denied(Denied::never()),
+                Err(denied) => return Admit::Denied(denied),
+            };
+            // Relaxed (both): grants are linearized by the CAS on this one word, as in
+            // `GcraPair`; a marker written meanwhile makes it fail, and the loop sees it above.
+            match state
+                .0
+                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Admit::Granted,
+                Err(current) => {
+                    word = current;
+                    backoff.spin();
+                }
+            }
+        }
+    }
+
+    fn idle_at(_: &PairConfig, state: &PairState) -> u64 {
+        // Relaxed: a snapshot to rank eviction candidates; the retire CAS decides.
+        match split(state.0.load(Ordering::Relaxed)) {
+            (s1, _) if s1 >= GCRA_PENDING => u64::MAX,
+            (s1, s2) => s1.max(s2),
+        }
+    }
+
+    fn retire(_: &PairConfig, state: &PairState, now: u64, how: Retire) -> Option<(u64, u64)> {
+        let marker = if how == Retire::Move {
+            GCRA_MOVING
+        } else {
+            GCRA_EVICTED
+        };
+        // Relaxed: the CAS below checks the value.
+        let mut word = state.0.load(Ordering::Relaxed);
+        loop {
+            let (s1, s2) = split(word);
+            if s1 >= GCRA_PENDING || (how == Retire::IfIdle && s1.max(s2) > now) {
+                return None;
+            }
+            // Release on success: publishes the raised floor to an admitter that
+            // Acquire-loads the marker (as for `Gcra`). Relaxed on failure: we only re-check.
+            match state.0.compare_exchange_weak(
+                word,
+                join(marker, 0),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some((s1, s2)),
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    fn is_evicted(state: &PairState) -> bool {
+        // Relaxed: the marker is terminal; a stale read only delays the removal.
+        split(state.0.load(Ordering::Relaxed)).0 == GCRA_EVICTED
+    }
+
+    fn pending(_: &PairConfig) -> PairState {
+        PairState(AtomicU128::new(join(GCRA_PENDING, 0)))
+    }
+
+    fn commit(state: &PairState, floor: u64) {
+        // Relaxed: only the creator writes a pending word, once; the state has no other data
+        // to publish (the entry itself was published by the map's insert). A CAS, as the
+        // 16-byte atomic has no plain store in every build (loom's stand-in).
+        let committed = state.0.compare_exchange(
+            join(GCRA_PENDING, 0),
+            join(floor.min(GCRA_MAX_TAT), floor),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        debug_assert!(
+            committed.is_ok(),
+            "a pending state is changed only by its commit"
+        );
+    }
+
+    fn is_pending(state: &PairState) -> bool {
+        // Relaxed: only the creator asks, about its own entry.
+        split(state.0.load(Ordering::Relaxed)).0 == GCRA_PENDING
+    }
+
+    fn bytes_per_state(_: &PairConfig) -> u128 {
+        core::mem::size_of::<PairState>() as u128
+    }
+}
+
+/// The pair's per-key state for the loom models of `Keyed`'s eviction and creation protocols
+/// (`loom-tests/tests/keyed.rs`). Compiled only under `--cfg hotlimit_loom`.
+#[cfg(hotlimit_loom)]
+pub mod planted {
+    use super::*;
+
+    /// One key's pair state and its configuration, as a `Keyed` entry holds them: the first
+    /// rate is the model's, the second has the same limit over twice the period.
+    #[derive(Debug)]
+    pub struct PairKey {
+        cfg: PairConfig,
+        state: PairState,
+    }
+
+    impl crate::keyed::planted::ModelKey for PairKey {
+        type L = GcraPair;
+        fn state(&self) -> &PairState {
+            &self.state
+        }
+    }
+
+    impl PairKey {
+        fn cfg(rate: Rate) -> PairConfig {
+            let slower = Rate::new(rate.limit(), rate.period() * 2).expect("valid rate");
+            <GcraPair as KeyedState>::config_with(rate, None, Some((slower, None)))
+                .expect("valid rates")
+        }
+
+        /// A new key's state as its creator inserts it: pending until [`commit`](PairKey::commit).
+        pub fn pending(rate: Rate) -> Self {
+            let cfg = Self::cfg(rate);
+            let state = <GcraPair as KeyedState>::pending(&cfg);
+            PairKey { cfg, state }
+        }
+
+        /// The creator's commit once its place is reserved.
+        pub fn commit(&self, floor: u64) {
+            <GcraPair as KeyedState>::commit(&self.state, floor);
+        }
+
+        /// Whether the state is still pending.
+        pub fn is_pending(&self) -> bool {
+            <GcraPair as KeyedState>::is_pending(&self.state)
+        }
+
+        /// A fresh state (bursts = limits) with floor `floor`: pending, then committed.
+        pub fn new(rate: Rate, floor: u64) -> Self {
+            let key = Self::pending(rate);
+            key.commit(floor);
+            key
+        }
+
+        /// The real admission on the 16-byte word.
+        pub fn acquire_at(&self, now: u64) -> Admit {
+            <GcraPair as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
+        }
+
+        /// The real eviction: CAS an idle word to the marker.
+        pub fn evict_at(&self, now: u64) -> bool {
+            <GcraPair as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle).is_some()
+        }
+
+        /// The planted bug: idleness checked with a load, the entry removed without the marker
+        /// CAS, so an admitter holding the old state can still grant on it.
+        pub fn evict_racy_at(&self, now: u64) -> bool {
+            // Relaxed: deliberately broken; the missing marker CAS is the bug.
+            let (s1, s2) = split(self.state.0.load(Ordering::Relaxed));
+            s1.max(s2) <= now
+        }
+    }
+}

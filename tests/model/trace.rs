@@ -1,0 +1,62 @@
+//! Random weighted request traces for the GCRA-family property tests: a valid rate, and steps
+//! that move the clock forward, back, or near the end of its range before each request.
+
+use proptest::prelude::*;
+
+/// One step of a random trace.
+#[derive(Debug, Clone)]
+pub(crate) enum Step {
+    /// Advance the clock, then ask for n permits.
+    Forward { gap: u64, n: u32 },
+    /// Set the clock back by `back` (saturating at 0), then ask.
+    Back { back: u64, n: u32 },
+    /// Jump near the end of the clock's range, then ask.
+    NearEnd { below_max: u64, n: u32 },
+}
+
+impl Step {
+    /// Moves `now` as the step says and returns the permits to ask for.
+    pub(crate) fn apply(&self, now: &mut u64) -> u32 {
+        match *self {
+            Step::Forward { gap, n } => {
+                *now = now.saturating_add(gap);
+                n
+            }
+            Step::Back { back, n } => {
+                *now = now.saturating_sub(back);
+                n
+            }
+            Step::NearEnd { below_max, n } => {
+                *now = u64::MAX - below_max;
+                n
+            }
+        }
+    }
+}
+
+/// (limit, period_ns, burst), valid for GCRA: period ≥ limit and b·I fits.
+pub(crate) fn rate() -> impl Strategy<Value = (u64, u64, u64)> {
+    (1u64..=1_000, 1u64..=1_000_000_000_000, 1u64..=2_000).prop_filter_map(
+        "valid rate",
+        |(limit, period, burst)| {
+            if period < limit {
+                return None;
+            }
+            burst.checked_mul(period.div_ceil(limit))?;
+            Some((limit, period, burst))
+        },
+    )
+}
+
+/// Up to `len` steps with sizes up to `burst` + 2 (and u32::MAX), gaps scaled to `period`.
+pub(crate) fn trace(burst: u64, period: u64, len: usize) -> impl Strategy<Value = Vec<Step>> {
+    let n_max = (burst + 2).min(u64::from(u32::MAX)) as u32;
+    let n = prop_oneof![8 => 0..=n_max, 1 => Just(u32::MAX), 2 => Just(1)];
+    let step = prop_oneof![
+        12 => (0..=period / 2 + 1, n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
+        3 => (0..=period.saturating_mul(3), n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
+        2 => (0..=period, n.clone()).prop_map(|(back, n)| Step::Back { back, n }),
+        1 => (0..=period.saturating_mul(4), n).prop_map(|(below_max, n)| Step::NearEnd { below_max, n }),
+    ];
+    prop::collection::vec(step, 1..len)
+}
