@@ -46,7 +46,11 @@ use crate::{Clock, QuantaClock};
 /// let limiter = Gcra::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
 /// assert!(limiter.try_acquire().is_ok());
 /// let a = clock.now();
-/// std::thread::sleep(Duration::from_millis(5));
+/// // The upkeep thread moves the clock every 500 µs (later on a busy machine: wait up to 5 s).
+/// let start = std::time::Instant::now();
+/// while clock.now() == a && start.elapsed() < Duration::from_secs(5) {
+///     std::thread::sleep(Duration::from_millis(1));
+/// }
 /// assert!(clock.now() > a, "the upkeep thread moved the clock");
 /// # Ok::<(), hotlimit::ConfigError>(())
 /// ```
