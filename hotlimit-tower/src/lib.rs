@@ -55,7 +55,7 @@
 //!
 //! # Features
 //!
-//! - `axum`: [`PeerIp`] reads axum's `ConnectInfo` / `MockConnectInfo`, [`Route`] its
+//! - `axum` (default): [`PeerIp`] reads axum's `ConnectInfo` / `MockConnectInfo`, [`Route`] its
 //!   `MatchedPath`.
 //! - `tonic`: [`PeerIp`] reads tonic's `TcpConnectInfo`.
 //! - `metrics`: the counters are also exported through the `metrics` facade (install the
