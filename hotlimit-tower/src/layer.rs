@@ -435,13 +435,17 @@ impl RateLimitLayerBuilder {
             }
             policies.push(Entry {
                 counters: Counters::new(policy.name()),
+                quota: policy.quota(),
                 quoted,
                 policy,
             });
         }
+        let policy_field =
+            crate::response::policy_field(policies.iter().map(|e| (e.quoted.as_str(), e.quota)));
         Ok(RateLimitLayer {
             shared: Arc::new(Shared {
                 policies,
+                policy_field,
                 status: self.status,
                 table_full_status: self.table_full_status,
                 error_status: self.error_status,

@@ -316,6 +316,8 @@ pub(crate) trait ErasedPolicy: Send + Sync + 'static {
     fn decide(&self, parts: &Parts) -> Step;
     /// The status keyless requests are rejected with, if they are.
     fn missing_status(&self) -> Option<StatusCode>;
+    /// The limiter's quota.
+    fn quota(&self) -> hotlimit::Quota;
 }
 
 impl<D, X> Policy<D, X>
@@ -358,6 +360,10 @@ where
         &self.name
     }
 
+    fn quota(&self) -> hotlimit::Quota {
+        self.limiter.quota()
+    }
+
     fn missing_status(&self) -> Option<StatusCode> {
         match self.missing {
             MissingKey::Reject(status) => Some(status),
@@ -395,6 +401,8 @@ pub(crate) struct Entry {
     pub(crate) policy: Box<dyn ErasedPolicy>,
     /// The name as a structured-field string, quotes included.
     pub(crate) quoted: String,
+    /// The limiter's quota when the layer was built.
+    pub(crate) quota: hotlimit::Quota,
     pub(crate) counters: Counters,
 }
 

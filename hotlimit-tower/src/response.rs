@@ -278,8 +278,7 @@ fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// The headers of one response: `(name, value)` pairs, applied after the inner service or the
-/// rejection handler.
+/// The headers of one response, applied after the inner service or the rejection handler.
 #[derive(Debug, Default)]
 pub(crate) struct HeaderBlock {
     policy: Option<HeaderValue>,
@@ -288,39 +287,115 @@ pub(crate) struct HeaderBlock {
     legacy: Option<(u64, u64, u64)>,
 }
 
+/// Text for a header value, on the stack unless it is long.
+struct Buf {
+    bytes: [u8; 96],
+    len: usize,
+    spill: Vec<u8>,
+}
+
+impl Buf {
+    fn new() -> Buf {
+        Buf {
+            bytes: [0; 96],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    fn value(&self) -> Option<HeaderValue> {
+        let text = if self.spill.is_empty() {
+            &self.bytes[..self.len]
+        } else {
+            &self.spill[..]
+        };
+        // One allocation, of the exact size. The layer writes visible ASCII only.
+        (!text.is_empty())
+            .then(|| HeaderValue::from_bytes(text).ok())
+            .flatten()
+    }
+}
+
+impl std::fmt::Write for Buf {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.spill.is_empty() && self.len + s.len() <= self.bytes.len() {
+            self.bytes[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
+            self.len += s.len();
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.bytes[..self.len]);
+            }
+            self.spill.extend_from_slice(s.as_bytes());
+        }
+        Ok(())
+    }
+}
+
+/// `"name";q=…;w=…` for every `(quoted name, quota)`, comma-separated.
+fn write_policies<'a>(buf: &mut Buf, items: impl Iterator<Item = (&'a str, hotlimit::Quota)>) {
+    for (i, (quoted, q)) in items.enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        let w = ceil_secs(q.window()).max(1);
+        // Writing to a Buf cannot fail.
+        let _ = write!(buf, "{sep}{quoted};q={};w={w}", q.limit());
+    }
+}
+
+/// The `RateLimit-Policy` value of a layer's policies, built once: a value from static text,
+/// so that every response clones it for free (no allocation, no shared counter). The text is
+/// allocated once per layer built and never freed (tens of bytes per policy).
+pub(crate) fn policy_field<'a>(
+    items: impl Iterator<Item = (&'a str, hotlimit::Quota)>,
+) -> HeaderValue {
+    let mut buf = Buf::new();
+    write_policies(&mut buf, items);
+    let text = if buf.spill.is_empty() {
+        buf.bytes[..buf.len].to_vec()
+    } else {
+        buf.spill
+    };
+    let text: &'static str =
+        Box::leak(String::from_utf8(text).unwrap_or_default().into_boxed_str());
+    // Policy names are checked printable ASCII; numbers are digits.
+    HeaderValue::from_static(text)
+}
+
 impl HeaderBlock {
-    /// The fields for `decisions` (each with its policy's quoted name); `denied` is the one
-    /// that refused, if any; `legacy` adds `X-RateLimit-*` for the most restrictive policy.
+    /// The fields for `decisions` (each with its policy's quoted name); `policy` is the
+    /// precomputed `RateLimit-Policy` when it applies; `denied` is the decision that refused,
+    /// if any; `legacy` adds `X-RateLimit-*` for the most restrictive policy.
     pub(crate) fn new<'a>(
         decisions: impl Iterator<Item = (&'a str, &'a Decision)> + Clone,
+        policy: Option<HeaderValue>,
         denied: Option<&Decision>,
         legacy: bool,
     ) -> HeaderBlock {
-        let mut policy = String::new();
-        let mut state = String::new();
+        let policy = policy.or_else(|| {
+            let mut buf = Buf::new();
+            write_policies(&mut buf, decisions.clone().map(|(q, d)| (q, d.quota())));
+            buf.value()
+        });
+        let mut state = Buf::new();
         let mut tightest: Option<(u64, u64, u64)> = None;
         for (i, (quoted, d)) in decisions.enumerate() {
             let sep = if i == 0 { "" } else { ", " };
-            let q = d.quota();
-            let w = ceil_secs(q.window()).max(1);
             let mut t = ceil_secs(d.reset());
             if let Some(s) = d.denial().and_then(|x| x.retry_after_secs_ceil()) {
                 t = t.max(s);
             }
-            // Writing to a String cannot fail.
-            let _ = write!(policy, "{sep}{quoted};q={};w={w}", q.limit());
+            // Writing to a Buf cannot fail.
             let _ = write!(state, "{sep}{quoted};r={};t={t}", d.remaining());
-            if tightest.is_none_or(|(_, r, _)| d.remaining() < r) {
-                tightest = Some((q.limit(), d.remaining(), t));
+            if legacy && tightest.is_none_or(|(_, r, _)| d.remaining() < r) {
+                tightest = Some((d.quota().limit(), d.remaining(), t));
             }
         }
         HeaderBlock {
-            policy: value(policy),
-            state: value(state),
+            policy,
+            state: state.value(),
             retry_after: denied
                 .and_then(Decision::denial)
                 .and_then(|d| d.retry_after_secs_ceil()),
-            legacy: if legacy { tightest } else { None },
+            legacy: tightest,
         }
     }
 
@@ -331,7 +406,7 @@ impl HeaderBlock {
 
     /// Adds the fields to `headers`: appended on an admitted response (an inner layer's own
     /// fields stay: these are lists), inserted over anything a rejection handler set.
-    pub(crate) fn apply(&self, headers: &mut HeaderMap, overwrite: bool) {
+    pub(crate) fn apply(self, headers: &mut HeaderMap, overwrite: bool) {
         let mut put = |name: &HeaderName, v: HeaderValue| {
             if overwrite {
                 headers.insert(name.clone(), v);
@@ -339,11 +414,11 @@ impl HeaderBlock {
                 headers.append(name.clone(), v);
             }
         };
-        if let Some(v) = &self.policy {
-            put(&RATELIMIT_POLICY, v.clone());
+        if let Some(v) = self.policy {
+            put(&RATELIMIT_POLICY, v);
         }
-        if let Some(v) = &self.state {
-            put(&RATELIMIT, v.clone());
+        if let Some(v) = self.state {
+            put(&RATELIMIT, v);
         }
         if let Some(s) = self.retry_after {
             headers.insert(RETRY_AFTER, HeaderValue::from(s));
@@ -354,14 +429,6 @@ impl HeaderBlock {
             headers.insert(X_RESET.clone(), HeaderValue::from(reset));
         }
     }
-}
-
-/// A header value from text the layer wrote (visible ASCII); `None` when empty.
-fn value(s: String) -> Option<HeaderValue> {
-    if s.is_empty() {
-        return None;
-    }
-    HeaderValue::from_maybe_shared(Bytes::from(s)).ok()
 }
 
 /// A JSON string literal.

@@ -166,8 +166,8 @@ fn decided<S, ReqB>(
 where
     S: Service<Request<ReqB>>,
 {
-    let headers = shared.headers(verdict);
-    if let Some(resp) = shared.rejection(verdict, is_grpc(&parts), &headers) {
+    let mut headers = Some(shared.headers(verdict));
+    if let Some(resp) = shared.rejection(verdict, is_grpc(&parts), &mut headers) {
         return State::Rejected { resp: Some(resp) };
     }
     if let Some(ext) = shared.extension(verdict) {
@@ -175,7 +175,7 @@ where
     }
     State::Calling {
         fut: svc.call(Request::from_parts(parts, body)),
-        headers: Some(headers),
+        headers,
     }
 }
 

@@ -22,6 +22,8 @@ pub(crate) type Handler = dyn Fn(&Rejection) -> Response<Bytes> + Send + Sync;
 /// Everything the layer was configured with, and the counters.
 pub(crate) struct Shared {
     pub(crate) policies: Vec<Entry>,
+    /// `RateLimit-Policy` when every policy decides on its own quota (the usual response).
+    pub(crate) policy_field: http::HeaderValue,
     pub(crate) status: StatusCode,
     pub(crate) table_full_status: StatusCode,
     pub(crate) error_status: StatusCode,
@@ -62,8 +64,37 @@ pub(crate) enum End {
 #[derive(Debug)]
 pub(crate) struct Verdict {
     /// `(policy index, decision)` in the order made.
-    pub(crate) decisions: Vec<(usize, Decision)>,
+    pub(crate) decisions: Decisions,
     pub(crate) end: End,
+}
+
+/// `(policy index, decision)` pairs: the first two inline (no allocation for one or two
+/// policies), the rest in a `Vec`.
+#[derive(Debug, Default)]
+pub(crate) struct Decisions {
+    inline: [Option<(usize, Decision)>; 2],
+    more: Vec<(usize, Decision)>,
+}
+
+impl Decisions {
+    pub(crate) fn push(&mut self, d: (usize, Decision)) {
+        match self.inline.iter_mut().find(|x| x.is_none()) {
+            Some(slot) => *slot = Some(d),
+            None => self.more.push(d),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.inline.iter().flatten().count() + self.more.len()
+    }
+
+    pub(crate) fn get(&self, at: usize) -> Option<&(usize, Decision)> {
+        self.iter().nth(at)
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &(usize, Decision)> + Clone {
+        self.inline.iter().flatten().chain(self.more.iter())
+    }
 }
 
 /// Where a synchronous evaluation stopped.
@@ -89,7 +120,7 @@ impl Shared {
     /// in order and the first refusal stops the rest (they are not charged, those before are).
     pub(crate) fn evaluate(&self, parts: &Parts) -> Progress {
         let mut verdict = Verdict {
-            decisions: Vec::with_capacity(self.policies.len()),
+            decisions: Decisions::default(),
             end: End::Admit,
         };
         let mut first = None;
@@ -212,14 +243,22 @@ impl Shared {
     /// The rate-limit headers of `verdict`.
     pub(crate) fn headers(&self, verdict: &Verdict) -> HeaderBlock {
         let denied = match verdict.end {
-            End::Denied { at, .. } => Some(&verdict.decisions[at].1),
+            End::Denied { at, .. } => verdict.decisions.get(at).map(|(_, d)| d),
             _ => None,
         };
+        // Every policy decided, in order, on its own quota: the precomputed field.
+        let all = verdict.decisions.len() == self.policies.len()
+            && verdict
+                .decisions
+                .iter()
+                .enumerate()
+                .all(|(k, (i, d))| k == *i && d.quota() == self.policies[k].quota);
         HeaderBlock::new(
             verdict
                 .decisions
                 .iter()
                 .map(|(i, d)| (self.policies[*i].quoted.as_str(), d)),
+            all.then(|| self.policy_field.clone()),
             denied,
             self.legacy,
         )
@@ -237,17 +276,18 @@ impl Shared {
         })
     }
 
-    /// The response for a rejected request (`None`: it is admitted), headers included.
+    /// The response for a rejected request, with the headers taken from `headers`; `None`
+    /// (headers left in place) when it is admitted.
     pub(crate) fn rejection(
         &self,
         verdict: &Verdict,
         grpc: bool,
-        headers: &HeaderBlock,
+        headers: &mut Option<HeaderBlock>,
     ) -> Option<Response<Bytes>> {
         let (policy, kind, status, decision) = match verdict.end {
             End::Admit => return None,
             End::Denied { policy, at } => {
-                let d = verdict.decisions[at].1;
+                let &(_, d) = verdict.decisions.get(at)?;
                 let kind = d
                     .denial()
                     .map_or(RejectionKind::OverLimit, |x| RejectionKind::of(x.reason()));
@@ -267,7 +307,7 @@ impl Shared {
             status,
             policy: self.policies[policy].policy.name().to_owned(),
             kind,
-            retry_after: headers.retry_after(),
+            retry_after: headers.as_ref().and_then(HeaderBlock::retry_after),
             decision,
             grpc,
         };
@@ -276,7 +316,9 @@ impl Shared {
             None => default_response(&rejection, self.body),
         };
         // After the handler: it cannot drop or change them.
-        headers.apply(resp.headers_mut(), true);
+        if let Some(h) = headers.take() {
+            h.apply(resp.headers_mut(), true);
+        }
         Some(resp)
     }
 }
