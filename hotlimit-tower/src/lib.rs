@@ -87,3 +87,8 @@ pub use response::{
     RateLimitDecision, Rejection, RejectionBody, RejectionKind, QUOTA_EXCEEDED_TYPE,
 };
 pub use service::{RateLimit, ResponseFuture};
+
+/// The README's examples, compiled (and, where they need no server, run) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

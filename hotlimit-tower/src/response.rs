@@ -589,7 +589,10 @@ mod tests {
             b.separate(n == 0);
             b.push_u64(n);
         }
-        assert_eq!(b.value().unwrap(), "0, 7, 10, 1000000007, 18446744073709551615");
+        assert_eq!(
+            b.value().unwrap(),
+            "0, 7, 10, 1000000007, 18446744073709551615"
+        );
         let mut long = Buf::new();
         for i in 0..40u64 {
             long.separate(i == 0);

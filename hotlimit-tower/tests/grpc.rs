@@ -1,6 +1,5 @@
 //! tonic over a real loopback connection: a gRPC call over the limit gets
 //! `RESOURCE_EXHAUSTED` with the rate-limit metadata, keyed by the peer address tonic reports.
-#![cfg(feature = "tonic")]
 
 #[path = "../examples/echo/mod.rs"]
 mod echo;

@@ -3,7 +3,6 @@
 //! exactly 5 admitted; two client IPs (127.0.0.1 and 127.0.0.2) are limited independently; a
 //! forged leftmost `X-Forwarded-For` does not buy a fresh limit; a flood of distinct client
 //! IPs leaves the key table at its capacity. Each test stops its server and is bounded in time.
-#![cfg(feature = "axum")]
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
