@@ -711,3 +711,39 @@ async fn quoted_names_round_trip_through_sfv() {
         r#"a "quoted" \ name"#
     );
 }
+
+#[tokio::test]
+async fn axum_mock_connect_info_and_matched_path_are_keys() {
+    use axum::extract::connect_info::MockConnectInfo;
+    use axum::routing::get;
+    use hotlimit_tower::{KeyExtractor, Route};
+
+    let clock = ManualClock::new();
+    let per_ip =
+        RateLimitLayer::new(Policy::new("per-ip", per_ip(&clock, 1), PeerIp::new())).unwrap();
+    let app = axum::Router::new()
+        .route("/", get(|| async { "hi" }))
+        .layer(per_ip)
+        .layer(MockConnectInfo(SocketAddr::from(([192, 0, 2, 9], 1))));
+    let get_root = || Request::get("/").body(axum::body::Body::empty()).unwrap();
+    assert_eq!(app.clone().oneshot(get_root()).await.unwrap().status(), 200);
+    assert_eq!(app.oneshot(get_root()).await.unwrap().status(), 429);
+
+    // The route key is the matched path, so /users/1 and /users/2 share one limit.
+    let per_route = Keyed::<String, Gcra, _>::gcra(Rate::per_second(1).unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let app = axum::Router::new()
+        .route("/users/{id}", get(|| async { "user" }))
+        .route_layer(RateLimitLayer::new(Policy::new("per-route", per_route, Route)).unwrap());
+    let user = |id: u32| {
+        Request::get(format!("/users/{id}"))
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    assert_eq!(app.clone().oneshot(user(1)).await.unwrap().status(), 200);
+    assert_eq!(app.oneshot(user(2)).await.unwrap().status(), 429);
+    let (parts, ()) = Request::get("/users/3").body(()).unwrap().into_parts();
+    assert_eq!(Route.extract(&parts).as_deref(), Some("GET /users/3"));
+}
