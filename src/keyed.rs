@@ -2147,6 +2147,37 @@ mod table {
 
         fn decide(&self, key: &K, permits: u32) -> Self::Future {
             let now = self.clock.now();
+            // An existing, live key: decide and read back under one lookup (the common case
+            // of an HTTP layer). Anything else takes the full path, then reads.
+            if permits > 0 {
+                let map = self.map.pin();
+                if let Some(slot) = map.get(key) {
+                    let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                    let outcome = match L::acquire(cfg, &slot.state, permits, now) {
+                        Admit::Granted => Some(Ok(())),
+                        Admit::Denied(denied) => Some(Err(denied)),
+                        Admit::Evicted | Admit::Moving => None,
+                    };
+                    if let Some(outcome) = outcome {
+                        if let Some((remaining, reset)) = L::read(cfg, &slot.state, now) {
+                            return crate::decide::ready(
+                                crate::decide::quota_of(L::rate(cfg)),
+                                outcome,
+                                remaining,
+                                core::time::Duration::from_nanos(reset),
+                            );
+                        }
+                        // Retired right after the decision: read it as the key reads now.
+                        let (remaining, reset, rate) = self.read_key(key, now);
+                        return crate::decide::ready(
+                            crate::decide::quota_of(rate),
+                            outcome,
+                            remaining,
+                            core::time::Duration::from_nanos(reset),
+                        );
+                    }
+                }
+            }
             let outcome = self.try_acquire_n_at(key, permits, now);
             let (remaining, reset, rate) = self.read_key(key, now);
             crate::decide::ready(
