@@ -747,3 +747,32 @@ async fn axum_mock_connect_info_and_matched_path_are_keys() {
     let (parts, ()) = Request::get("/users/3").body(()).unwrap().into_parts();
     assert_eq!(Route.extract(&parts).as_deref(), Some("GET /users/3"));
 }
+
+#[test]
+fn counters_add_up_across_threads() {
+    let g = Gcra::builder(Rate::per_second(1_000).unwrap())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    let layer = RateLimitLayer::new(Policy::new("g", g, Global)).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let svc = layer.layer(inner());
+            s.spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    for _ in 0..300 {
+                        svc.clone()
+                            .oneshot(Request::new(String::new()))
+                            .await
+                            .unwrap();
+                    }
+                });
+            });
+        }
+    });
+    let c = &layer.counters()[0];
+    assert_eq!((c.allowed, c.denied), (1_000, 200));
+}
