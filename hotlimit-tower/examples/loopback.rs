@@ -1,5 +1,6 @@
 //! Requests per second through axum on loopback: no limiter, this layer (per peer IP, headers
-//! on every response), and `tower-governor` (per peer IP), every request admitted. Server and
+//! on every response), and `tower-governor` (per peer IP, without and with its headers), every
+//! request admitted. Headers cost on both sides here: the client parses what the server sends. Server and
 //! client share the process (a multi-thread tokio runtime) and the cores; the rows run
 //! interleaved, round after round, so that a noisy neighbour hits them alike; the ratios are
 //! the result.
@@ -24,7 +25,12 @@ use hyper_util::rt::TokioExecutor;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::GovernorLayer;
 
-const ROWS: [&str; 3] = ["no limiter", "hotlimit-tower", "tower-governor"];
+const ROWS: [&str; 4] = [
+    "no limiter",
+    "hotlimit-tower",
+    "tower-governor",
+    "tower-governor +headers",
+];
 
 fn app(row: usize) -> Router {
     let app = Router::new().route("/", get(|| async { "hello" }));
@@ -36,10 +42,21 @@ fn app(row: usize) -> Router {
                 .unwrap();
             app.layer(RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new())).unwrap())
         }
+        2 => {
+            let config = GovernorConfigBuilder::default()
+                .per_nanosecond(1)
+                .burst_size(u32::MAX)
+                .finish()
+                .unwrap();
+            app.layer(GovernorLayer {
+                config: Arc::new(config),
+            })
+        }
         _ => {
             let config = GovernorConfigBuilder::default()
                 .per_nanosecond(1)
                 .burst_size(u32::MAX)
+                .use_headers()
                 .finish()
                 .unwrap();
             app.layer(GovernorLayer {
