@@ -1,6 +1,7 @@
 //! Requests per second through axum on loopback: no limiter, this layer (per peer IP, headers
 //! on every response), and `tower-governor` (per peer IP, without and with its headers), every
-//! request admitted. Headers cost on both sides here: the client parses what the server sends. Server and
+//! request admitted, and this layer with one global key. Headers cost on both sides here: the
+//! client parses what the server sends. Server and
 //! client share the process (a multi-thread tokio runtime) and the cores; the rows run
 //! interleaved, round after round, so that a noisy neighbour hits them alike; the ratios are
 //! the result.
@@ -25,11 +26,12 @@ use hyper_util::rt::TokioExecutor;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::GovernorLayer;
 
-const ROWS: [&str; 4] = [
+const ROWS: [&str; 5] = [
     "no limiter",
     "hotlimit-tower",
     "tower-governor",
     "tower-governor +headers",
+    "hotlimit-tower global",
 ];
 
 fn app(row: usize) -> Router {
@@ -41,6 +43,12 @@ fn app(row: usize) -> Router {
                 .build()
                 .unwrap();
             app.layer(RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new())).unwrap())
+        }
+        4 => {
+            let g = hotlimit::Gcra::new(Rate::per_second(1_000_000_000).unwrap()).unwrap();
+            app.layer(
+                RateLimitLayer::new(Policy::new("global", g, hotlimit_tower::Global)).unwrap(),
+            )
         }
         2 => {
             let config = GovernorConfigBuilder::default()
