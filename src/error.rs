@@ -236,9 +236,11 @@ impl std::error::Error for ParseRateError {
 pub struct Denied {
     /// Nanoseconds until the request can succeed; `NEVER` when it cannot.
     retry_after_ns: u64,
-    /// Why. A byte beside the wait: `Result<(), Denied>` keeps its size (16 bytes, returned
-    /// in two registers) by using the enum's spare values as its `Ok`.
-    reason: DenialReason,
+    /// A new key refused for want of room ([`DenialReason::TableFull`]); the other reasons
+    /// follow from the wait. A byte beside the wait: `Result<(), Denied>` keeps its size (16
+    /// bytes, returned in two registers) by using the bool's spare values as its `Ok`, and
+    /// every other denial writes the same constant `false`.
+    table_full: bool,
 }
 
 /// Why a request was refused: see [`Denied::reason`].
@@ -303,7 +305,7 @@ impl Denied {
             } else {
                 ns
             },
-            reason: DenialReason::OverRate,
+            table_full: false,
         }
     }
 
@@ -312,12 +314,9 @@ impl Denied {
     #[cfg(any(feature = "std", hotlimit_loom))]
     #[inline]
     pub(crate) const fn table_full(self) -> Denied {
-        match self.reason {
-            DenialReason::Never => self,
-            _ => Denied {
-                retry_after_ns: self.retry_after_ns,
-                reason: DenialReason::TableFull,
-            },
+        Denied {
+            retry_after_ns: self.retry_after_ns,
+            table_full: self.retry_after_ns != Self::NEVER,
         }
     }
 
@@ -326,7 +325,7 @@ impl Denied {
     pub(crate) const fn never() -> Denied {
         Denied {
             retry_after_ns: Self::NEVER,
-            reason: DenialReason::Never,
+            table_full: false,
         }
     }
 
@@ -414,7 +413,13 @@ impl Denied {
     /// ```
     #[inline]
     pub fn reason(&self) -> DenialReason {
-        self.reason
+        if self.retry_after_ns == Self::NEVER {
+            DenialReason::Never
+        } else if self.table_full {
+            DenialReason::TableFull
+        } else {
+            DenialReason::OverRate
+        }
     }
 }
 
@@ -431,14 +436,14 @@ impl fmt::Debug for Denied {
             Some(wait) => d.field("retry_after", &wait),
             None => d.field("retry_after", &Never),
         };
-        d.field("reason", &self.reason).finish()
+        d.field("reason", &self.reason()).finish()
     }
 }
 
 impl fmt::Display for Denied {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.retry_after() {
-            Some(d) if self.reason == DenialReason::TableFull => {
+            Some(d) if self.table_full => {
                 write!(f, "no room for a new key: retry after {d:?}")
             }
             Some(d) => write!(f, "rate limited: retry after {d:?}"),

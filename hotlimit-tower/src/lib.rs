@@ -1,1 +1,94 @@
-//! Rate limiting for `tower` servers (axum, tonic, hyper) with hotlimit. Work in progress.
+//! Rate limiting for `tower` servers (axum, tonic, hyper) with
+//! [hotlimit](https://docs.rs/hotlimit)'s lock-free limiters, and the rate-limit headers done
+//! right.
+//!
+//! A [`RateLimitLayer`] holds one or more named [`Policy`]s: a limiter (any `hotlimit`
+//! limiter, or anything that implements [`hotlimit::Decide`], such as a Redis backend), a
+//! [`KeyExtractor`] (client IP, forwarded IP, header, bearer token, route, global, pairs, your
+//! own closure) and a cost per request. Every response, admitted or not, carries the fields of
+//! draft-ietf-httpapi-ratelimit-headers:
+//!
+//! ```text
+//! RateLimit-Policy: "per-ip";q=5;w=1
+//! RateLimit: "per-ip";r=4;t=1
+//! ```
+//!
+//! (`q` the quota, `w` its window in seconds, `r` what is left, `t` seconds until the limiter
+//! is full again.) A rejection is 429 (configurable) with `Retry-After` in whole seconds
+//! rounded **up** and never 0, a plain-text, JSON or `application/problem+json` body, and for
+//! gRPC requests `grpc-status: 8` (`RESOURCE_EXHAUSTED`) with the same metadata.
+//!
+//! | what | how |
+//! |---|---|
+//! | shared state | one `Arc`: every clone of the layer and of its services is one limit |
+//! | `poll_ready` | the inner service's; a rejection is a ready response, never a wait |
+//! | several policies | admitted only if all admit; in-process limiters are previewed first, so a denial charges no policy |
+//! | dry-run | decide, count, send headers, admit; the decisions in the request's extensions |
+//! | counters | per policy ([`RateLimitLayer::counters`]); `metrics` feature: `hotlimit_tower_decisions_total` |
+//! | bad configuration | a [`ConfigError`] from `build()`, never a panic at request time |
+//!
+//! # Examples
+//!
+//! ```
+//! use hotlimit::{Gcra, Keyed, ManualClock, Rate};
+//! use hotlimit_tower::{Policy, RateLimitLayer, HeaderKey};
+//! use tower::{service_fn, Layer, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let per_key: Keyed<String, Gcra, ManualClock> =
+//!     Keyed::gcra(Rate::per_second(2)?).clock(ManualClock::new()).build()?;
+//! let layer = RateLimitLayer::new(Policy::new("per-key", per_key, HeaderKey::new("x-api-key")?))?;
+//! let svc = layer.layer(service_fn(|_: http::Request<String>| async {
+//!     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+//! }));
+//! let req = || http::Request::get("/").header("x-api-key", "k1").body(String::new()).unwrap();
+//! for r in [1, 0] {
+//!     let resp = svc.clone().oneshot(req()).await?;
+//!     assert_eq!(resp.headers()["ratelimit-policy"], r#""per-key";q=2;w=1"#);
+//!     assert_eq!(resp.headers()["ratelimit"], format!(r#""per-key";r={r};t=1"#).as_str());
+//! }
+//! let denied = svc.oneshot(req()).await?;
+//! assert_eq!(denied.status(), 429);
+//! assert_eq!(denied.headers()["retry-after"], "1");
+//! # Ok(()) }
+//! ```
+//!
+//! # Features
+//!
+//! - `axum` (default): [`PeerIp`] reads axum's `ConnectInfo` / `MockConnectInfo`, [`Route`] its
+//!   `MatchedPath`.
+//! - `tonic`: [`PeerIp`] reads tonic's `TcpConnectInfo`.
+//! - `metrics`: the counters are also exported through the `metrics` facade (install the
+//!   recorder before building the layer).
+
+#![forbid(unsafe_code)]
+
+mod body;
+mod counters;
+mod error;
+mod ip;
+mod key;
+mod layer;
+mod policy;
+mod response;
+mod service;
+mod shared;
+
+pub use body::ResponseBody;
+pub use counters::PolicyCounts;
+#[cfg(feature = "metrics")]
+pub use counters::METRIC_NAME;
+pub use error::ConfigError;
+pub use ip::{ForwardedIp, PeerIp, DEFAULT_IPV6_PREFIX};
+pub use key::{key_fn, Bearer, FnKey, Global, HeaderKey, KeyExtractor, Pair, Route};
+pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
+pub use policy::{BoxError, MissingKey, Peek, Policy};
+pub use response::{
+    RateLimitDecision, Rejection, RejectionBody, RejectionKind, QUOTA_EXCEEDED_TYPE,
+};
+pub use service::{RateLimit, ResponseFuture};
+
+/// The README's examples, compiled (and, where they need no server, run) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

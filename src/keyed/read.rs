@@ -146,6 +146,7 @@ mod on_keyed {
 
     use super::super::map::Keyed;
     use super::KeyedRead;
+    use crate::keyed::Admit;
     use crate::clock::Clock;
     use crate::rate::Rate;
 
@@ -383,6 +384,32 @@ mod on_keyed {
 
         fn decide(&self, key: &K, permits: u32) -> Self::Future {
             let now = self.clock.now();
+            // An existing, live key: decide and read back under one lookup (the common case
+            // of an HTTP layer). Anything else takes the full path, then reads.
+            if permits > 0 {
+                let map = self.map.pin();
+                if let Some(slot) = map.get(key) {
+                    let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+                    let outcome = match L::acquire(cfg, &slot.state, permits, now) {
+                        Admit::Granted => Some(Ok(())),
+                        Admit::Denied(denied) => Some(Err(denied)),
+                        Admit::Evicted | Admit::Moving => None,
+                    };
+                    if let Some(outcome) = outcome {
+                        let (remaining, reset, rate) = match L::read(cfg, &slot.state, now) {
+                            Some((remaining, reset)) => (remaining, reset, L::rate(cfg)),
+                            // Retired right after the decision: read it as the key reads now.
+                            None => self.read_key(key, now),
+                        };
+                        return crate::decide::ready(
+                            crate::decide::quota_of(rate),
+                            outcome,
+                            remaining,
+                            core::time::Duration::from_nanos(reset),
+                        );
+                    }
+                }
+            }
             let outcome = self.try_acquire_n_at(key, permits, now);
             let (remaining, reset, rate) = self.read_key(key, now);
             crate::decide::ready(

@@ -1,0 +1,125 @@
+//! The rows compared by `benches/layer.rs` (criterion) and `examples/layer_callgrind.rs`
+//! (instruction counts): a trivial axum-bodied service with no limiter, with this layer, and
+//! with `tower-governor`, every request admitted.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use hotlimit::{Gcra, Keyed, Rate};
+use hotlimit_tower::{Global, PeerIp, Policy, RateLimitLayer};
+use http::{Request, Response};
+use tower::{service_fn, Layer, Service, ServiceExt};
+use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::GovernorLayer;
+
+/// Polls a future that is ready at once (every service here answers synchronously).
+pub(crate) fn now<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => panic!("the benchmarked services are synchronous"),
+    }
+}
+
+/// A request from one of 256 clients, with the peer address axum would attach.
+pub(crate) fn request(i: u32) -> Request<Body> {
+    let mut req = Request::get("/").body(Body::empty()).unwrap();
+    let ip = IpAddr::from([10, 0, 0, i as u8]);
+    req.extensions_mut()
+        .insert(ConnectInfo(SocketAddr::new(ip, 40_000)));
+    req
+}
+
+/// One request through `svc`: whether it was admitted.
+#[inline(always)]
+pub(crate) fn one<S, B>(svc: &S, i: u32) -> bool
+where
+    S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone,
+{
+    now(svc.clone().oneshot(request(i))).is_ok_and(|r| r.status() == 200)
+}
+
+fn trivial() -> impl Service<Request<Body>, Response = Response<Body>, Error = Infallible> + Clone {
+    service_fn(|_req: Request<Body>| async { Ok::<_, Infallible>(Response::new(Body::empty())) })
+}
+
+/// What to do with each row.
+pub(crate) trait Row {
+    fn row<S, B>(&mut self, name: &str, svc: S)
+    where
+        S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone;
+}
+
+/// The row names, in order.
+pub(crate) const ROWS: [&str; 6] = [
+    "none",
+    "hotlimit-tower global",
+    "hotlimit-tower per-ip",
+    "hotlimit-tower per-ip +legacy",
+    "tower-governor per-ip",
+    "tower-governor per-ip +headers",
+];
+
+/// Builds row `name` and hands it to `f`.
+pub(crate) fn with_row(name: &str, f: &mut impl Row) {
+    // Every request admitted: a rate no benchmark reaches.
+    let rate = || Rate::per_second(1_000_000_000).unwrap();
+    let per_ip = || Keyed::<IpAddr, Gcra>::gcra(rate()).build().unwrap();
+    match name {
+        "none" => f.row(name, trivial()),
+        "hotlimit-tower global" => {
+            let g = Gcra::new(rate()).unwrap();
+            let layer = RateLimitLayer::new(Policy::new("global", g, Global)).unwrap();
+            f.row(name, layer.layer(trivial()));
+        }
+        "hotlimit-tower per-ip" => {
+            let layer =
+                RateLimitLayer::new(Policy::new("per-ip", per_ip(), PeerIp::new())).unwrap();
+            f.row(name, layer.layer(trivial()));
+        }
+        "hotlimit-tower per-ip +legacy" => {
+            let layer = RateLimitLayer::builder()
+                .policy(Policy::new("per-ip", per_ip(), PeerIp::new()))
+                .legacy_headers(true)
+                .build()
+                .unwrap();
+            f.row(name, layer.layer(trivial()));
+        }
+        "tower-governor per-ip" => {
+            let config = GovernorConfigBuilder::default()
+                .per_nanosecond(1)
+                .burst_size(u32::MAX)
+                .finish()
+                .unwrap();
+            f.row(
+                name,
+                GovernorLayer {
+                    config: Arc::new(config),
+                }
+                .layer(trivial()),
+            );
+        }
+        "tower-governor per-ip +headers" => {
+            let config = GovernorConfigBuilder::default()
+                .per_nanosecond(1)
+                .burst_size(u32::MAX)
+                .use_headers()
+                .finish()
+                .unwrap();
+            f.row(
+                name,
+                GovernorLayer {
+                    config: Arc::new(config),
+                }
+                .layer(trivial()),
+            );
+        }
+        other => panic!("no row {other}"),
+    }
+}

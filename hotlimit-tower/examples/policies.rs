@@ -1,0 +1,61 @@
+//! Several policies on one server: per client IP (10 per second), per API key (100 per minute,
+//! keyless requests share one limit), and a global cap (1,000 per second over a sliding
+//! window), with JSON rejection bodies and the legacy `X-RateLimit-*` headers too. A request
+//! is admitted only if all three admit it; a denial charges no policy.
+//!
+//!     cargo run -p hotlimit-tower --example policies -- 127.0.0.1:3001
+//!
+//! Prints one line once it listens, and the counters every 10 s; serves until killed.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use axum::routing::get;
+use axum::Router;
+use hotlimit::{Gcra, Keyed, Rate, SlidingLog, SlidingWindow};
+use hotlimit_tower::{
+    Global, HeaderKey, MissingKey, PeerIp, Policy, RateLimitLayer, RejectionBody,
+};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let addr: SocketAddr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:3001".to_owned())
+        .parse()?;
+    let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(10)?).build()?;
+    let per_key = Keyed::<String, SlidingLog>::sliding_log(Rate::per_minute(100)?)
+        .capacity(10_000)
+        .build()?;
+    let global = SlidingWindow::new(Rate::per_second(1_000)?)?;
+    let layer = RateLimitLayer::builder()
+        .policy(Policy::new("per-ip", per_ip, PeerIp::new()))
+        .policy(
+            Policy::new("per-key", per_key, HeaderKey::new("x-api-key")?)
+                .on_missing_key(MissingKey::Shared("anonymous".to_owned())),
+        )
+        .policy(Policy::new("global", global, Global))
+        .body(RejectionBody::Json)
+        .legacy_headers(true)
+        .build()?;
+    let counters = layer.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            for c in counters.counters() {
+                eprintln!("{}: {} allowed, {} denied", c.policy, c.allowed, c.denied);
+            }
+        }
+    });
+    let app = Router::new()
+        .route("/", get(|| async { "hello\n" }))
+        .layer(layer);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("listening on http://{}", listener.local_addr()?);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! An axum server limited per client IP to 5 requests per second, bursts of 5, with the
+//! rate-limit headers on every response.
+//!
+//!     cargo run -p hotlimit-tower --example server -- 127.0.0.1:3000
+//!
+//! Prints one line once it listens and serves until killed. Try:
+//!
+//!     for i in $(seq 7); do curl -si http://127.0.0.1:3000/ | grep -iE '^(HTTP|ratelimit|retry)'; done
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::routing::get;
+use axum::Router;
+use hotlimit::{Gcra, Keyed, Rate};
+use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let addr: SocketAddr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:3000".to_owned())
+        .parse()?;
+    // 5 per second per client IP, burst 5; at most 100,000 clients remembered at once.
+    let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?)
+        .burst(5)
+        .capacity(100_000)
+        .build()?;
+    let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new()))?;
+    let app = Router::new()
+        .route("/", get(|| async { "hello\n" }))
+        .layer(layer);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("listening on http://{}", listener.local_addr()?);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await?;
+    Ok(())
+}

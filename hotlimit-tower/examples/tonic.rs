@@ -1,0 +1,52 @@
+//! A tonic gRPC server limited per client IP (3 calls per minute), then a client on the same
+//! loopback calling it until it gets `RESOURCE_EXHAUSTED`. The service is written by hand
+//! (`echo/mod.rs`) so that no `protoc` is needed.
+//!
+//!     cargo run -p hotlimit-tower --features tonic --example tonic
+
+mod echo;
+
+use std::net::IpAddr;
+
+use hotlimit::{Gcra, Keyed, Rate};
+use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Endpoint, Server};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_minute(3)?).build()?;
+    let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new()))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(
+        Server::builder()
+            .layer(layer)
+            .add_service(echo::EchoServer)
+            .serve_with_incoming_shutdown(TcpIncoming::from(listener), async {
+                let _ = stopped.await;
+            }),
+    );
+    println!("gRPC server on {addr}");
+    let channel = Endpoint::from_shared(format!("http://{addr}"))?
+        .connect()
+        .await?;
+    for i in 1..=4 {
+        match echo::ping(channel.clone(), "hello").await {
+            Ok(resp) => println!(
+                "call {i}: ok, ratelimit: {:?}",
+                resp.metadata().get("ratelimit")
+            ),
+            Err(status) => println!(
+                "call {i}: {:?} ({}), retry-after: {:?}",
+                status.code(),
+                status.message(),
+                status.metadata().get("retry-after")
+            ),
+        }
+    }
+    let _ = stop.send(());
+    server.await??;
+    Ok(())
+}

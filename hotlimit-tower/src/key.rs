@@ -1,0 +1,267 @@
+//! [`KeyExtractor`]: what a request is limited by, read from its [`Parts`], and the
+//! extractors that need no network knowledge (a global key, a header, a bearer token, the
+//! route, a pair of extractors, a closure). The IP extractors are in `ip.rs`.
+
+use std::fmt;
+
+use http::header::{HeaderName, AUTHORIZATION};
+use http::request::Parts;
+
+use crate::error::ConfigError;
+
+/// Reads the key a request is limited by from its head. `None` means the request has no key
+/// (no such header, no peer address): the policy's [`MissingKey`](crate::MissingKey) choice
+/// then applies.
+///
+/// Implement it for your own keys, or wrap a closure with [`key_fn`].
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::KeyExtractor;
+/// use http::request::Parts;
+///
+/// /// The tenant from the first path segment: `/acme/orders` → `acme`.
+/// struct Tenant;
+///
+/// impl KeyExtractor for Tenant {
+///     type Key = String;
+///     fn extract(&self, parts: &Parts) -> Option<String> {
+///         let first = parts.uri.path().trim_start_matches('/').split('/').next()?;
+///         (!first.is_empty()).then(|| first.to_owned())
+///     }
+/// }
+///
+/// let (parts, ()) = http::Request::get("/acme/orders").body(()).unwrap().into_parts();
+/// assert_eq!(Tenant.extract(&parts).as_deref(), Some("acme"));
+/// ```
+pub trait KeyExtractor: Send + Sync + 'static {
+    /// The key.
+    type Key: Send + Sync + 'static;
+
+    /// The request's key, or `None` when it has none.
+    fn extract(&self, parts: &Parts) -> Option<Self::Key>;
+
+    /// This extractor combined with `other`: the key is the pair of both keys (missing if
+    /// either is missing), e.g. per user *and* route.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::{Bearer, KeyExtractor, Route};
+    ///
+    /// let key = Bearer.and(Route);
+    /// let req = http::Request::post("/upload").header("authorization", "Bearer t0k").body(()).unwrap();
+    /// let (parts, ()) = req.into_parts();
+    /// assert_eq!(key.extract(&parts), Some(("t0k".to_owned(), "POST /upload".to_owned())));
+    /// ```
+    fn and<B: KeyExtractor>(self, other: B) -> Pair<Self, B>
+    where
+        Self: Sized,
+    {
+        Pair(self, other)
+    }
+}
+
+/// One key for every request: a global limit.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{Global, KeyExtractor};
+///
+/// let (parts, ()) = http::Request::get("/").body(()).unwrap().into_parts();
+/// assert_eq!(Global.extract(&parts), Some(()));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Global;
+
+impl KeyExtractor for Global {
+    type Key = ();
+
+    #[inline]
+    fn extract(&self, _: &Parts) -> Option<()> {
+        Some(())
+    }
+}
+
+/// The value of a request header (e.g. an API key), as a `String`; missing when the header is
+/// absent or not visible ASCII. The first value counts if the header repeats.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{HeaderKey, KeyExtractor};
+///
+/// let key = HeaderKey::new("x-api-key")?;
+/// let req = http::Request::get("/").header("x-api-key", "k-123").body(()).unwrap();
+/// let (parts, ()) = req.into_parts();
+/// assert_eq!(key.extract(&parts).as_deref(), Some("k-123"));
+/// # Ok::<(), hotlimit_tower::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct HeaderKey {
+    name: HeaderName,
+}
+
+impl HeaderKey {
+    /// The header called `name` (case-insensitive).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `header` when `name` is not a valid header name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::HeaderKey;
+    ///
+    /// assert!(HeaderKey::new("X-Api-Key").is_ok());
+    /// assert_eq!(HeaderKey::new("bad header").unwrap_err().field(), "header");
+    /// ```
+    pub fn new(name: &str) -> Result<HeaderKey, ConfigError> {
+        HeaderName::from_bytes(name.as_bytes())
+            .map(|name| HeaderKey { name })
+            .map_err(|_| ConfigError::new("header", name, "not a valid HTTP header name"))
+    }
+}
+
+impl KeyExtractor for HeaderKey {
+    type Key = String;
+
+    fn extract(&self, parts: &Parts) -> Option<String> {
+        let value = parts.headers.get(&self.name)?.to_str().ok()?;
+        Some(value.to_owned())
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive); missing
+/// when there is none.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{Bearer, KeyExtractor};
+///
+/// let req = http::Request::get("/").header("authorization", "bearer abc.def").body(()).unwrap();
+/// let (parts, ()) = req.into_parts();
+/// assert_eq!(Bearer.extract(&parts).as_deref(), Some("abc.def"));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bearer;
+
+impl KeyExtractor for Bearer {
+    type Key = String;
+
+    fn extract(&self, parts: &Parts) -> Option<String> {
+        let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+        let (scheme, token) = value.split_once(' ')?;
+        let token = token.trim();
+        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
+    }
+}
+
+/// The route: the method and the matched path (`"GET /users/{id}"`, from axum's
+/// `MatchedPath` with the `axum` feature), so every user shares one limit per endpoint. Without
+/// a matched path (no `axum` feature, or a service that is not an axum route) it is the
+/// request's path, which a client controls: then bound the keys with the limiter's capacity.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{KeyExtractor, Route};
+///
+/// let (parts, ()) = http::Request::delete("/items/7").body(()).unwrap().into_parts();
+/// assert_eq!(Route.extract(&parts).as_deref(), Some("DELETE /items/7"));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Route;
+
+impl KeyExtractor for Route {
+    type Key = String;
+
+    fn extract(&self, parts: &Parts) -> Option<String> {
+        #[cfg(feature = "axum")]
+        if let Some(path) = parts.extensions.get::<axum::extract::MatchedPath>() {
+            return Some(format!("{} {}", parts.method, path.as_str()));
+        }
+        Some(format!("{} {}", parts.method, parts.uri.path()))
+    }
+}
+
+/// Two extractors combined: the key is both keys (see [`KeyExtractor::and`]).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{Global, HeaderKey, KeyExtractor, Pair};
+///
+/// let pair = Pair(HeaderKey::new("x-tenant")?, Global);
+/// let (parts, ()) = http::Request::get("/").header("x-tenant", "a").body(()).unwrap().into_parts();
+/// assert_eq!(pair.extract(&parts), Some(("a".to_owned(), ())));
+/// # Ok::<(), hotlimit_tower::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pair<A, B>(pub A, pub B);
+
+impl<A: KeyExtractor, B: KeyExtractor> KeyExtractor for Pair<A, B> {
+    type Key = (A::Key, B::Key);
+
+    fn extract(&self, parts: &Parts) -> Option<Self::Key> {
+        Some((self.0.extract(parts)?, self.1.extract(parts)?))
+    }
+}
+
+/// A key extractor from a closure over the request's head: see [`key_fn`].
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{key_fn, KeyExtractor};
+///
+/// let by_host = key_fn(|parts: &http::request::Parts| parts.uri.host().map(str::to_owned));
+/// let (parts, ()) = http::Request::get("http://example.com/").body(()).unwrap().into_parts();
+/// assert_eq!(by_host.extract(&parts).as_deref(), Some("example.com"));
+/// ```
+#[derive(Clone, Copy)]
+pub struct FnKey<F>(F);
+
+impl<F> fmt::Debug for FnKey<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FnKey")
+    }
+}
+
+/// Wraps `f` as a [`KeyExtractor`]: your own key from `&http::request::Parts`.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{key_fn, KeyExtractor};
+///
+/// // The `tenant` query parameter.
+/// let tenant = key_fn(|parts: &http::request::Parts| {
+///     parts.uri.query()?.split('&').find_map(|kv| kv.strip_prefix("tenant=")).map(str::to_owned)
+/// });
+/// let (parts, ()) = http::Request::get("/x?tenant=acme").body(()).unwrap().into_parts();
+/// assert_eq!(tenant.extract(&parts).as_deref(), Some("acme"));
+/// ```
+pub fn key_fn<F, K>(f: F) -> FnKey<F>
+where
+    F: Fn(&Parts) -> Option<K> + Send + Sync + 'static,
+    K: Send + Sync + 'static,
+{
+    FnKey(f)
+}
+
+impl<F, K> KeyExtractor for FnKey<F>
+where
+    F: Fn(&Parts) -> Option<K> + Send + Sync + 'static,
+    K: Send + Sync + 'static,
+{
+    type Key = K;
+
+    fn extract(&self, parts: &Parts) -> Option<K> {
+        (self.0)(parts)
+    }
+}

@@ -1,0 +1,461 @@
+//! [`RateLimitLayer`] and its builder: the configuration, checked once, shared by every service
+//! the layer makes.
+
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hotlimit::Decide;
+use http::{Response, StatusCode};
+use tower_layer::Layer;
+
+use crate::counters::{Counters, PolicyCounts};
+use crate::error::ConfigError;
+use crate::key::KeyExtractor;
+use crate::policy::{quote_name, BoxError, Entry, ErasedPolicy, Policy};
+use crate::response::{Rejection, RejectionBody};
+use crate::service::RateLimit;
+use crate::shared::{Handler, Shared};
+
+/// A `tower` layer that rate-limits requests under one or more named [`Policy`]s and reports
+/// them in the `RateLimit-Policy` / `RateLimit` headers of every response.
+///
+/// All state (limiters, counters) lives behind one `Arc`: every clone of the layer and every
+/// service it makes share it, so a router that clones its services per connection still has
+/// one limit (unlike tower's own `RateLimit`).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, Keyed, Rate};
+/// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+/// use std::net::IpAddr;
+///
+/// // 5 requests per second per client IP, bursts of 5.
+/// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).build()?;
+/// let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new()))?;
+/// // axum: Router::new().route("/", get(handler)).layer(layer)
+/// # let _ = layer;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct RateLimitLayer {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for RateLimitLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitLayer")
+            .field("shared", &self.shared)
+            .finish()
+    }
+}
+
+impl RateLimitLayer {
+    /// A layer with one policy and the defaults (429, plain-text bodies, no legacy headers).
+    ///
+    /// # Errors
+    ///
+    /// As [`RateLimitLayerBuilder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    ///
+    /// let layer = RateLimitLayer::new(Policy::new("global", Gcra::new(Rate::per_second(100)?)?, Global))?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new<D, X>(policy: Policy<D, X>) -> Result<RateLimitLayer, ConfigError>
+    where
+        D: Decide + 'static,
+        D::Future: Unpin + 'static,
+        D::Error: Into<BoxError>,
+        X: KeyExtractor,
+        X::Key: Borrow<D::Key>,
+    {
+        RateLimitLayer::builder().policy(policy).build()
+    }
+
+    /// A builder: policies, statuses, bodies, headers, dry-run, a rejection handler.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer, RejectionBody};
+    /// use http::StatusCode;
+    ///
+    /// let layer = RateLimitLayer::builder()
+    ///     .policy(Policy::new("global", Gcra::new(Rate::per_second(100)?)?, Global))
+    ///     .status(StatusCode::SERVICE_UNAVAILABLE)
+    ///     .body(RejectionBody::Json)
+    ///     .legacy_headers(true)
+    ///     .build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder() -> RateLimitLayerBuilder {
+        RateLimitLayerBuilder {
+            policies: Vec::new(),
+            status: StatusCode::TOO_MANY_REQUESTS,
+            table_full_status: StatusCode::SERVICE_UNAVAILABLE,
+            error_status: StatusCode::SERVICE_UNAVAILABLE,
+            body: RejectionBody::Text,
+            legacy: false,
+            dry_run: false,
+            extensions: false,
+            fail_open: false,
+            handler: None,
+        }
+    }
+
+    /// What each policy has decided so far, in the layer's order (shared by every clone and
+    /// every service the layer made).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    ///
+    /// let layer = RateLimitLayer::new(Policy::new("global", Gcra::new(Rate::per_second(100)?)?, Global))?;
+    /// let counts = layer.counters();
+    /// assert_eq!((counts[0].policy.as_str(), counts[0].allowed), ("global", 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn counters(&self) -> Vec<PolicyCounts> {
+        counters_of(&self.shared)
+    }
+}
+
+pub(crate) fn counters_of(shared: &Shared) -> Vec<PolicyCounts> {
+    shared
+        .policies
+        .iter()
+        .map(|e| e.counters.snapshot(e.policy.name()))
+        .collect()
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimit<S>;
+
+    fn layer(&self, inner: S) -> RateLimit<S> {
+        RateLimit::new(inner, Arc::clone(&self.shared))
+    }
+}
+
+/// Builds a [`RateLimitLayer`]: see [`RateLimitLayer::builder`]. Every setting is checked in
+/// [`build`](RateLimitLayerBuilder::build).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::{Gcra, Rate};
+/// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+///
+/// let b = RateLimitLayer::builder().policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global));
+/// assert!(b.build().is_ok());
+/// # Ok::<(), hotlimit::ConfigError>(())
+/// ```
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct RateLimitLayerBuilder {
+    policies: Vec<Box<dyn ErasedPolicy>>,
+    status: StatusCode,
+    table_full_status: StatusCode,
+    error_status: StatusCode,
+    body: RejectionBody,
+    legacy: bool,
+    dry_run: bool,
+    extensions: bool,
+    fail_open: bool,
+    handler: Option<Arc<Handler>>,
+}
+
+impl fmt::Debug for RateLimitLayerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitLayerBuilder")
+            .field("policies", &self.policies.len())
+            .field("status", &self.status)
+            .field("body", &self.body)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RateLimitLayerBuilder {
+    /// Adds a policy. A request is admitted only if every policy admits it.
+    ///
+    /// **What a denial by one policy costs the others.** Policies over in-process limiters
+    /// ([`Policy::new`]) are first previewed, read-only, in order: if one would deny, it alone
+    /// decides (a denial writes nothing) and **no policy is charged**. Otherwise they decide
+    /// in order, and the first that denies stops the evaluation: later policies are not
+    /// charged; earlier ones keep the permits they granted. That happens only when the
+    /// preview was wrong (another request took the last permits between the preview and the
+    /// charge: at most one request's cost per earlier policy, per such race), or for a
+    /// policy without a preview ([`Policy::from_decide`], e.g. Redis): put those last. In
+    /// dry-run mode there is no preview: every policy decides and is charged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Keyed, Rate};
+    /// use hotlimit_tower::{Global, PeerIp, Policy, RateLimitLayer};
+    /// use std::net::IpAddr;
+    ///
+    /// let layer = RateLimitLayer::builder()
+    ///     .policy(Policy::new("per-ip", Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).build()?, PeerIp::new()))
+    ///     .policy(Policy::new("global", Gcra::new(Rate::per_second(1_000)?)?, Global))
+    ///     .build()?;
+    /// assert_eq!(layer.counters().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn policy<D, X>(mut self, policy: Policy<D, X>) -> Self
+    where
+        D: Decide + 'static,
+        D::Future: Unpin + 'static,
+        D::Error: Into<BoxError>,
+        X: KeyExtractor,
+        X::Key: Borrow<D::Key>,
+    {
+        self.policies.push(Box::new(policy));
+        self
+    }
+
+    /// The status of a rejection for being over a limit (default 429 Too Many Requests; 503
+    /// Service Unavailable is the other common choice).
+    ///
+    /// # Examples
+    ///
+    /// See [`RateLimitLayer::builder`].
+    pub fn status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// The status when a keyed limiter has no room for a new key (its capacity is reached
+    /// and too few keys are idle): the client is not over its limit, the server is full
+    /// (default 503 Service Unavailable).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use http::StatusCode;
+    ///
+    /// let layer = RateLimitLayer::builder()
+    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+    ///     .table_full_status(StatusCode::TOO_MANY_REQUESTS)
+    ///     .build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn table_full_status(mut self, status: StatusCode) -> Self {
+        self.table_full_status = status;
+        self
+    }
+
+    /// The body of a rejection (default: plain text). gRPC requests always get gRPC's
+    /// `RESOURCE_EXHAUSTED`.
+    ///
+    /// # Examples
+    ///
+    /// See [`RateLimitLayer::builder`].
+    pub fn body(mut self, body: RejectionBody) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// Also send `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`
+    /// (seconds until full again) for the policy with the least remaining (default: off).
+    ///
+    /// # Examples
+    ///
+    /// See [`RateLimitLayer::builder`].
+    pub fn legacy_headers(mut self, on: bool) -> Self {
+        self.legacy = on;
+        self
+    }
+
+    /// Dry-run: decide and count as usual, send the headers, but admit every request; the
+    /// decisions are in the request's extensions ([`RateLimitDecision`](crate::RateLimitDecision))
+    /// so a handler can log what would have happened (default: off).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    ///
+    /// let layer = RateLimitLayer::builder()
+    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+    ///     .dry_run(true)
+    ///     .build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dry_run(mut self, on: bool) -> Self {
+        self.dry_run = on;
+        self
+    }
+
+    /// Put the decisions ([`RateLimitDecision`](crate::RateLimitDecision)) in every admitted
+    /// request's extensions, outside dry-run mode too (default: off; it costs an allocation
+    /// per request).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    ///
+    /// let layer = RateLimitLayer::builder()
+    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+    ///     .decision_in_extensions(true)
+    ///     .build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decision_in_extensions(mut self, on: bool) -> Self {
+        self.extensions = on;
+        self
+    }
+
+    /// When a limiter fails to decide (a networked backend's error): admit the request
+    /// (`true`, fail open) or reject it with 503 (`false`, fail closed: the default).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    ///
+    /// let layer = RateLimitLayer::builder()
+    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+    ///     .fail_open(true)
+    ///     .build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fail_open(mut self, on: bool) -> Self {
+        self.fail_open = on;
+        self
+    }
+
+    /// Makes rejection responses with `handler` instead of the default bodies. The layer then
+    /// adds its headers (`RateLimit-Policy`, `RateLimit`, `Retry-After`, legacy), replacing
+    /// any of the same name, so a handler cannot drop them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    ///
+    /// let layer = RateLimitLayer::builder()
+    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+    ///     .on_rejection(|r| {
+    ///         http::Response::builder()
+    ///             .status(r.status())
+    ///             .body(format!("<h1>Slow down</h1> ({})", r.policy()).into())
+    ///             .unwrap()
+    ///     })
+    ///     .build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn on_rejection(
+        mut self,
+        handler: impl Fn(&Rejection) -> Response<Bytes> + Send + Sync + 'static,
+    ) -> Self {
+        self.handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Checks the configuration and builds the layer.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `policies` (none given), `name` (empty, not printable ASCII, or
+    /// used twice), `status` / `table_full_status` / `missing_key` (not a 4xx or 5xx status).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use http::StatusCode;
+    ///
+    /// let err = RateLimitLayer::builder()
+    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+    ///     .status(StatusCode::OK)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid status = 200: must be a 4xx or 5xx status");
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<RateLimitLayer, ConfigError> {
+        if self.policies.is_empty() {
+            return Err(ConfigError::new(
+                "policies",
+                0,
+                "at least one policy is needed",
+            ));
+        }
+        let check = |field, s: StatusCode| {
+            if s.is_client_error() || s.is_server_error() {
+                Ok(())
+            } else {
+                Err(ConfigError::new(
+                    field,
+                    s.as_u16(),
+                    "must be a 4xx or 5xx status",
+                ))
+            }
+        };
+        check("status", self.status)?;
+        check("table_full_status", self.table_full_status)?;
+        let mut seen = HashSet::new();
+        let mut policies = Vec::with_capacity(self.policies.len());
+        for policy in self.policies {
+            let quoted = quote_name(policy.name())?;
+            if !seen.insert(policy.name().to_owned()) {
+                return Err(ConfigError::new(
+                    "name",
+                    policy.name(),
+                    "two policies of one layer have this name",
+                ));
+            }
+            if let Some(s) = policy.missing_status() {
+                check("missing_key", s)?;
+            }
+            policies.push(Entry {
+                counters: Counters::new(policy.name()),
+                quota: policy.quota(),
+                quoted,
+                policy,
+            });
+        }
+        let policy_field =
+            crate::response::policy_field(policies.iter().map(|e| (e.quoted.as_str(), e.quota)));
+        Ok(RateLimitLayer {
+            shared: Arc::new(Shared {
+                policies,
+                policy_field,
+                status: self.status,
+                table_full_status: self.table_full_status,
+                error_status: self.error_status,
+                body: self.body,
+                legacy: self.legacy,
+                dry_run: self.dry_run,
+                extensions: self.extensions,
+                fail_open: self.fail_open,
+                handler: self.handler,
+            }),
+        })
+    }
+}
