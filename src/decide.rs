@@ -345,7 +345,7 @@ pub(crate) fn ready(
 
 /// The quota of a limiter whose rate is its policy: `limit` per `period`.
 #[inline]
-pub(crate) fn quota_of(rate: crate::Rate) -> Quota {
+pub(crate) fn quota_of(rate: crate::rate::Rate) -> Quota {
     Quota::new(rate.limit(), rate.period())
 }
 

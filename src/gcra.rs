@@ -9,9 +9,12 @@
 
 use core::{fmt, time::Duration};
 
+use crate::clock::{Clock, DefaultClock};
+use crate::error::Denied;
 use crate::error::{ConfigError, Value};
+use crate::limiter::Limiter;
+use crate::rate::Rate;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 
 /// A smooth-rate limiter (GCRA, "leaky score"): one `AtomicU64` of state, one CAS per grant,
 /// a single load per denial.

@@ -35,10 +35,12 @@
 
 use core::{fmt, time::Duration};
 
+use crate::clock::{Clock, DefaultClock};
 use crate::error::{ConfigError, Denied, Value};
 use crate::gcra::{decide, price, Params};
+use crate::limiter::Limiter;
+use crate::rate::Rate;
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
-use crate::{Clock, DefaultClock, Limiter, Rate};
 
 /// The most rates one `GcraMulti` holds ([`GcraMulti::MAX_RATES`]).
 const MAX_RATES: usize = 8;

@@ -26,10 +26,12 @@
 
 use core::{fmt, time::Duration};
 
+use crate::clock::{Clock, DefaultClock};
 use crate::error::{ConfigError, Denied};
 use crate::gcra::{decide, price, Params};
+use crate::limiter::Limiter;
+use crate::rate::Rate;
 use crate::sync::{AtomicU128, Backoff, Ordering};
-use crate::{Clock, DefaultClock, Limiter, Rate};
 
 /// Bits 0..64 of the word: S₁, the first rate's TAT.
 const FIRST_MASK: u128 = u64::MAX as u128;

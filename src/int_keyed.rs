@@ -60,10 +60,12 @@ use core::{
 
 use crossbeam_utils::CachePadded;
 
+use crate::clock::{Clock, DefaultClock};
+use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::gcra::{decide, price, Params};
+use crate::rate::Rate;
 use crate::sync::{AtomicU128, AtomicU64, Backoff, Ordering};
-use crate::{Clock, DefaultClock, Denied, Rate};
 
 /// The value bits of a slot's meta word: a TAT or a tag.
 const VALUE: u64 = (1 << 62) - 1;

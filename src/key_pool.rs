@@ -18,11 +18,14 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
+use crate::clock::{Clock, DefaultClock};
+use crate::error::Denied;
 use crate::error::{ConfigError, Value};
+use crate::rate::Rate;
 use crate::sliding_log::{new_slots, SlidingLog};
 use crate::sliding_window::KeyWindow;
+use crate::sliding_window::SlidingWindow;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{Clock, DefaultClock, Denied, Rate, SlidingWindow};
 
 /// The inner windows' clock: never read (the pool calls their `*_at` methods with its own
 /// `now`), zero-sized.

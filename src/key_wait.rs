@@ -20,9 +20,10 @@
 use core::future::Future;
 use core::time::Duration;
 
+use crate::clock::Clock;
+use crate::error::Denied;
 use crate::key_pool::KeyPool;
 use crate::wait::{retry_async, retry_blocking, Sleep};
-use crate::{Clock, Denied};
 
 #[cfg(feature = "std")]
 mod keyed {
@@ -33,8 +34,9 @@ mod keyed {
     use core::time::Duration;
 
     use super::{retry_async, retry_blocking, Sleep};
+    use crate::clock::Clock;
+    use crate::error::Denied;
     use crate::keyed::{Keyed, KeyedState};
-    use crate::{Clock, Denied};
 
     /// Waiting for a key's permits: blocking, with any [`Sleep`], and async. They retry after
     /// each denial's `retry_after` (also a full table's wait for room), hold nothing while
@@ -69,7 +71,7 @@ mod keyed {
         {
             match self.try_acquire_n(key, permits) {
                 Err(denied) if !denied.is_never() => {
-                    self.acquire_blocking_with(key, permits, &crate::Precise::new())
+                    self.acquire_blocking_with(key, permits, &crate::wait::Precise::new())
                 }
                 decided => decided,
             }
@@ -163,8 +165,9 @@ mod int_keyed {
     use core::time::Duration;
 
     use super::{retry_async, retry_blocking, Sleep};
+    use crate::clock::Clock;
+    use crate::error::Denied;
     use crate::int_keyed::{IntKey, IntKeyed};
-    use crate::{Clock, Denied};
 
     /// Waiting for a key's permits: blocking, with any [`Sleep`], and async. They retry after
     /// each denial's `retry_after` (also a full table's wait for room), hold nothing while
@@ -195,7 +198,7 @@ mod int_keyed {
         pub fn acquire_blocking(&self, key: K, permits: u32) -> Result<(), Denied> {
             match self.try_acquire_n(key, permits) {
                 Err(denied) if !denied.is_never() => {
-                    self.acquire_blocking_with(key, permits, &crate::Precise::new())
+                    self.acquire_blocking_with(key, permits, &crate::wait::Precise::new())
                 }
                 decided => decided,
             }
@@ -304,7 +307,7 @@ impl<K, C: Clock> KeyPool<K, C> {
     pub fn get_next_key_blocking(&self) -> Result<&K, Denied> {
         match self.get_next_key() {
             Err(denied) if !denied.is_never() => {
-                self.get_next_key_blocking_with(&crate::Precise::new())
+                self.get_next_key_blocking_with(&crate::wait::Precise::new())
             }
             decided => decided,
         }

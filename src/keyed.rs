@@ -167,7 +167,7 @@ pub trait KeyedState: sealed::Sealed + 'static {
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Gcra {}
-    impl Sealed for crate::GcraPair {}
+    impl Sealed for crate::gcra_pair::GcraPair {}
     impl Sealed for super::SlidingLog {}
     impl Sealed for super::SlidingWindow {}
 }

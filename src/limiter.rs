@@ -1,6 +1,6 @@
 //! The [`Limiter`] trait every limiter implements.
 
-use crate::Denied;
+use crate::error::Denied;
 
 /// A rate limiter: take permits now, or be told when to retry.
 ///

@@ -7,9 +7,12 @@
 
 use core::{fmt, time::Duration};
 
+use crate::clock::{Clock, DefaultClock};
+use crate::error::Denied;
 use crate::error::{ConfigError, Value};
+use crate::gcra::Gcra;
+use crate::rate::Rate;
 use crate::wait::Sleep;
-use crate::{Clock, DefaultClock, Denied, Gcra, Rate};
 
 /// Paces one or many threads to a shared target rate: for load generators and benchmark
 /// drivers that must send at a precise rate.
@@ -60,7 +63,7 @@ pub struct Pacer<C = DefaultClock> {
     /// at the current rate.
     catch_up: Option<u64>,
     #[cfg(feature = "std")]
-    sleeper: crate::Precise,
+    sleeper: crate::wait::Precise,
 }
 
 /// Builds a [`Pacer`]: see [`Pacer::builder`].
@@ -243,7 +246,7 @@ impl<C: Clock> PacerBuilder<C> {
             gcra,
             catch_up: self.catch_up,
             #[cfg(feature = "std")]
-            sleeper: crate::Precise::new(),
+            sleeper: crate::wait::Precise::new(),
         })
     }
 }

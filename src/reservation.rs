@@ -23,8 +23,10 @@ use core::{fmt, time::Duration};
 
 use alloc::boxed::Box;
 
+use crate::clock::Clock;
+use crate::error::Denied;
+use crate::gcra::Gcra;
 use crate::wait::{nanos, wait_until, Sleep};
-use crate::{Clock, Denied, Gcra};
 
 /// Permits reserved on a [`Gcra`] for a time that may lie in the future: the caller's place in
 /// line. Made by [`Gcra::reserve`] / [`Gcra::reserve_n_at`].
@@ -674,7 +676,7 @@ impl<C: Clock> Reservation<'_, C> {
             // Ready already (the common case under light load): no sleeper needed.
             return self.keep();
         }
-        self.wait_blocking_with(&crate::Precise::new())
+        self.wait_blocking_with(&crate::wait::Precise::new())
     }
 
     /// Block until the permits are the caller's, letting time pass with `sleeper` (a

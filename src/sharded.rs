@@ -16,10 +16,13 @@ use core::{fmt, time::Duration};
 
 use crossbeam_utils::CachePadded;
 
+use crate::clock::{Clock, DefaultClock};
+use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::gcra::{Params, FROZEN};
+use crate::limiter::Limiter;
+use crate::rate::Rate;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 
 /// A smooth-rate limiter (GCRA) split into S cache-padded shards, one per core by default, so
 /// that threads on different cores do not share a hot cache line; a thread whose home shard

@@ -37,9 +37,12 @@ use core::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use crate::clock::{Clock, DefaultClock};
+use crate::error::Denied;
 use crate::error::{ConfigError, Value};
+use crate::limiter::Limiter;
+use crate::rate::Rate;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 
 /// The most slots one log may allocate: 2²⁸ (268,435,456 slots, 2 GiB of timestamps).
 pub(crate) const MAX_SLOTS: u64 = 1 << 28;

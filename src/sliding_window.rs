@@ -36,9 +36,12 @@ use core::{fmt, time::Duration};
 
 use alloc::boxed::Box;
 
+use crate::clock::{Clock, DefaultClock};
+use crate::error::Denied;
 use crate::error::{ConfigError, Value};
+use crate::limiter::Limiter;
+use crate::rate::Rate;
 use crate::sync::{AtomicU64, Ordering};
-use crate::{Clock, DefaultClock, Denied, Limiter, Rate};
 
 mod closed;
 mod time;

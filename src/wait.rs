@@ -28,7 +28,10 @@ use core::{fmt, time::Duration};
 
 use alloc::boxed::Box;
 
-use crate::{Clock, Denied, Limiter, ManualClock};
+use crate::clock::Clock;
+use crate::clock::ManualClock;
+use crate::error::Denied;
+use crate::limiter::Limiter;
 
 /// A clock that a thread can wait on: how a blocking waiter lets time pass.
 ///
@@ -160,7 +163,7 @@ pub(crate) fn wait_until<C: Clock + ?Sized, S: Sleep + ?Sized>(
 /// ```
 #[cfg(feature = "std")]
 #[derive(Clone, Debug)]
-pub struct Precise<C = crate::DefaultClock> {
+pub struct Precise<C = crate::clock::DefaultClock> {
     clock: C,
     /// `None`: adaptive (wake the learned oversleep early, spin at most
     /// [`Precise::GUARD`]); `Some(m)`: fixed.
@@ -191,7 +194,7 @@ impl Precise {
     /// timer's error.
     pub const MAX_LEARNED: Duration = Duration::from_micros(100);
 
-    /// A precise sleeper on a new [`DefaultClock`](crate::DefaultClock) with the adaptive
+    /// A precise sleeper on a new [`DefaultClock`](crate::clock::DefaultClock) with the adaptive
     /// margin.
     ///
     /// # Examples
@@ -202,7 +205,7 @@ impl Precise {
     /// assert!(sleeper.spin() <= hotlimit::Precise::MAX_LEARNED);
     /// ```
     pub fn new() -> Precise {
-        Precise::with_clock(crate::DefaultClock::default())
+        Precise::with_clock(crate::clock::DefaultClock::default())
     }
 }
 

@@ -5,9 +5,10 @@ use std::sync::{Arc, Weak};
 
 use crossbeam_utils::CachePadded;
 
+use crate::clock::quanta::QuantaClock;
+use crate::clock::Clock;
 use crate::error::{ConfigError, Value};
 use crate::sync::{AtomicU64, Ordering};
-use crate::{Clock, QuantaClock};
 
 /// A clock for the hottest paths: `now()` is one relaxed load of a word that a background
 /// upkeep thread refreshes from a [`QuantaClock`] every `resolution` (default 1 ms).

@@ -1,7 +1,7 @@
 use core::{fmt, time::Duration};
 
+use crate::clock::Clock;
 use crate::sync::{Arc, AtomicU64, Ordering};
-use crate::Clock;
 
 /// A clock that moves only when told to: for tests, simulations, loom models and replaying
 /// traces.

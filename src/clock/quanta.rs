@@ -1,6 +1,6 @@
 use core::fmt;
 
-use crate::Clock;
+use crate::clock::Clock;
 
 /// The default clock: [`quanta`](https://docs.rs/quanta)'s TSC-based clock where the CPU has
 /// a stable TSC (calibrated once per process), `clock_gettime(CLOCK_MONOTONIC)` elsewhere.

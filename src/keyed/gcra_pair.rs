@@ -15,10 +15,12 @@
 use super::gcra::{GCRA_EVICTED, GCRA_MAX_TAT, GCRA_MOVING, GCRA_PENDING};
 use super::{Admit, KeyedState, Retire};
 use crate::error::ConfigError;
+use crate::error::Denied;
 use crate::gcra::{price, Params};
+use crate::gcra_pair::GcraPair;
 use crate::gcra_pair::{decide_pair, join, split};
+use crate::rate::Rate;
 use crate::sync::{AtomicU128, Backoff, Ordering};
-use crate::{Denied, GcraPair, Rate};
 
 /// A pair's shared configuration: both rates' parameters.
 #[derive(Debug)]

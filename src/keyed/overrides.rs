@@ -24,7 +24,7 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// any earlier override; the other keys keep the default.
     ///
     /// What happens to the key's existing state: it is carried over. For GCRA as a live
-    /// [`Gcra::set_rate_at`](crate::Gcra::set_rate_at) does: the permits free before the
+    /// [`Gcra::set_rate_at`](crate::gcra::Gcra::set_rate_at) does: the permits free before the
     /// change stay free, at most the new burst (burst = the new rate's `limit`; see
     /// [`set_rate_and_burst`](Keyed::set_rate_and_burst) for another), and time owed is never
     /// forgiven (the TAT never moves earlier); every request from now on is judged with the
@@ -236,7 +236,7 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// key to the new default).
     ///
     /// Each live key's state is carried over exactly as [`set_rate`](Keyed::set_rate)
-    /// carries it: for GCRA as a live [`Gcra::set_rate_at`](crate::Gcra::set_rate_at) does
+    /// carries it: for GCRA as a live [`Gcra::set_rate_at`](crate::gcra::Gcra::set_rate_at) does
     /// (free permits stay free up to the new burst, the new rate's `limit`; time owed is never
     /// forgiven); for a sliding log the newest
     /// `limit` (new limit) grant times move into the new ring; for a sliding window the
@@ -290,7 +290,7 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     }
 }
 
-impl<K: Hash + Eq + Clone, C> Keyed<K, crate::Gcra, C> {
+impl<K: Hash + Eq + Clone, C> Keyed<K, crate::gcra::Gcra, C> {
     /// Gives `key` its own rate and burst from now on: [`set_rate`](Keyed::set_rate) with a
     /// burst other than the rate's `limit` (a premium user allowed bursts of 500 at 100/s).
     /// The key's state is carried over as `set_rate` says.
@@ -316,7 +316,7 @@ impl<K: Hash + Eq + Clone, C> Keyed<K, crate::Gcra, C> {
     where
         C: Clock,
     {
-        let cfg = <crate::Gcra as KeyedState>::config(rate, Some(burst))?;
+        let cfg = <crate::gcra::Gcra as KeyedState>::config(rate, Some(burst))?;
         self.set_override(key, cfg, rate)
     }
 }

@@ -146,8 +146,8 @@ mod on_keyed {
 
     use super::super::map::Keyed;
     use super::KeyedRead;
-    use crate::keyed::Admit;
     use crate::clock::Clock;
+    use crate::keyed::Admit;
     use crate::rate::Rate;
 
     impl<K: Hash + Eq + Clone, L: KeyedRead, C> Keyed<K, L, C> {

@@ -19,7 +19,7 @@ mod window_state {
     #![allow(unreachable_pub)]
     use super::*;
     use crate::key_pool::Unclocked;
-    use crate::SlidingWindowBuilder;
+    use crate::sliding_window::SlidingWindowBuilder;
 
     /// SlidingWindow's shared configuration: the (validated) builder every key's window is
     /// built from.

@@ -28,9 +28,9 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
+use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::Denied;
 
 /// Bits of a packed word that hold a count (the low half).
 const COUNT_BITS: u32 = 32;

@@ -52,8 +52,8 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
+use crate::error::Denied;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::Denied;
 
 /// `state`'s flag: bucket `epoch` is closed and the roll to `target` is under way.
 const FROZEN: u64 = 1;
