@@ -802,3 +802,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn debug_shows_the_default_rate_in_force() {
+    let k = keyed(Rate::per_second(3).unwrap(), 10, WhenFull::DenyNewKeys);
+    assert!(format!("{k:?}").contains("limit: 3"), "{k:?}");
+    k.set_default_rate(Rate::per_second(100).unwrap()).unwrap();
+    let shown = format!("{k:?}");
+    assert!(
+        shown.contains("limit: 100") && !shown.contains("limit: 3,"),
+        "{shown}"
+    );
+}

@@ -654,8 +654,15 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
 
 impl<K, L: KeyedState, C> fmt::Debug for Keyed<K, L, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The default in force: after `set_default_rate`, the new one (issue 17: `Debug` kept
+        // printing the configuration the limiter was built with).
+        let default = self.default.pin();
+        let config: &dyn fmt::Debug = match default.get(&()) {
+            Some(cfg) => cfg,
+            None => &self.cfg,
+        };
         f.debug_struct("Keyed")
-            .field("config", &self.cfg)
+            .field("config", config)
             .field("capacity", &self.capacity)
             // Relaxed: a snapshot for display.
             .field("len", &self.len.load(Ordering::Relaxed))
