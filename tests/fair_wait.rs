@@ -107,16 +107,29 @@ struct Served {
     granted_at: u64,
 }
 
+/// A 10/s, burst-1 `Gcra` (I = 100 ms) on `clock`.
+fn ten_per_second(clock: &ManualClock) -> Gcra<ManualClock> {
+    Gcra::builder(Rate::per_second(10).unwrap())
+        .burst(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+}
+
+/// A fresh `ManualClock` and [`ten_per_second`] on it with its one permit taken at 0.
+fn one_taken_at_zero() -> (ManualClock, Gcra<ManualClock>) {
+    let clock = ManualClock::new();
+    let g = ten_per_second(&clock);
+    g.try_acquire_at(0).unwrap();
+    (clock, g)
+}
+
 /// `tasks` tasks arrive `gap` apart and each acquires one permit `rounds` times on a
 /// 10/s, burst-1 `Gcra` (I = 100 ms), through `fair` (the inherent, reservation-based
 /// `acquire_async`) or the retrying `LimiterExt::acquire_async`. Returns the log in grant order.
 fn simulate(fair: bool, tasks: usize, rounds: usize, gap: u64, max_late: u64) -> Vec<Served> {
     let clock = ManualClock::new();
-    let limiter = Gcra::builder(Rate::per_second(10).unwrap())
-        .burst(1)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let limiter = ten_per_second(&clock);
     let timer = SimTimer::new(&clock, max_late);
     let asked = RefCell::new(0usize);
     let log = RefCell::new(Vec::new());
@@ -205,14 +218,8 @@ fn the_harness_catches_the_retrying_waiter_overtaking() {
 
 #[test]
 fn dropping_an_async_acquire_gives_back_exactly_when_last_in_line() {
-    let clock = ManualClock::new();
-    let g = Gcra::builder(Rate::per_second(10).unwrap())
-        .burst(1)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let (clock, g) = one_taken_at_zero();
     let mut cx = Context::from_waker(Waker::noop());
-    g.try_acquire_at(0).unwrap();
     // Not polled: holds nothing.
     drop(g.acquire_async(1, |_| pending::<()>()));
     assert_eq!(g.remaining_at(100 * MS), 1);
@@ -255,14 +262,8 @@ fn dropping_an_async_acquire_gives_back_exactly_when_last_in_line() {
 
 #[test]
 fn async_timeout_refuses_up_front_and_takes_nothing() {
-    let clock = ManualClock::new();
-    let g = Gcra::builder(Rate::per_second(10).unwrap())
-        .burst(1)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let (clock, g) = one_taken_at_zero();
     let mut cx = Context::from_waker(Waker::noop());
-    g.try_acquire_at(0).unwrap();
     let mut short = pin!(g.acquire_async_timeout(1, Duration::from_millis(50), |_| pending()));
     match short.as_mut().poll(&mut cx) {
         Poll::Ready(Err(d)) => assert_eq!(d.retry_after_nanos(), Some(50 * MS)),
@@ -284,13 +285,7 @@ fn async_timeout_refuses_up_front_and_takes_nothing() {
 fn a_timer_that_wakes_early_is_slept_again() {
     // The runtime's clock and the limiter's may disagree: a timer that fires before the
     // limiter's clock reaches the slot must not resolve early.
-    let clock = ManualClock::new();
-    let g = Gcra::builder(Rate::per_second(10).unwrap())
-        .burst(1)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    g.try_acquire_at(0).unwrap();
+    let (clock, g) = one_taken_at_zero();
     let sleeps = RefCell::new(0);
     let sleep = |d: Duration| {
         *sleeps.borrow_mut() += 1;

@@ -10,18 +10,14 @@ use std::time::Duration;
 
 use hotlimit::{Gcra, Keyed, ManualClock, Rate, SlidingLog, WhenFull};
 use model::gcra::GcraModel;
+use model::keyed_table::keyed_table;
 use model::log::LogModel;
 use proptest::prelude::*;
 
 const S: u64 = 1_000_000_000;
 
 fn keyed(rate: Rate, capacity: usize, when_full: WhenFull) -> Keyed<u64, Gcra, ManualClock> {
-    Keyed::gcra(rate)
-        .capacity(capacity)
-        .when_full(when_full)
-        .clock(ManualClock::new())
-        .build()
-        .unwrap()
+    keyed_table(Keyed::gcra(rate), capacity, when_full)
 }
 
 #[test]

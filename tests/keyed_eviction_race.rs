@@ -11,9 +11,38 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use hotlimit::{Clock, Keyed, KeyedState, ManualClock, Rate};
+use hotlimit::{
+    Clock, DefaultClock, Gcra, Keyed, KeyedBuilder, KeyedState, ManualClock, Rate, SlidingLog,
+    SlidingWindow,
+};
 
 const S: u64 = 1_000_000_000;
+
+/// `builder` on a `ManualClock`, built.
+fn on_manual_clock<K: Hash + Eq + Clone, L: KeyedState>(
+    builder: KeyedBuilder<K, L, DefaultClock>,
+) -> Keyed<K, L, ManualClock> {
+    builder.clock(ManualClock::new()).build().unwrap()
+}
+
+/// Keyed GCRA at `rate`, burst 1, on a `ManualClock`.
+fn gcra<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, Gcra, ManualClock> {
+    on_manual_clock(Keyed::gcra(rate).burst(1))
+}
+
+/// Keyed sliding log at `rate` on a `ManualClock`.
+fn log<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, SlidingLog, ManualClock> {
+    on_manual_clock(Keyed::sliding_log(rate))
+}
+
+/// Keyed sliding window at `rate` on a `ManualClock` (default buckets).
+fn window<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, SlidingWindow, ManualClock> {
+    on_manual_clock(Keyed::sliding_window(rate))
+}
+
+fn one_per_second() -> Rate {
+    Rate::per_second(1).unwrap()
+}
 
 /// A key equal to others of the same `id`, whose first `clone` (if `hold` is set) tells the
 /// test it is inside the map's insert and waits until released.
@@ -96,35 +125,22 @@ where
 
 #[test]
 fn gcra_creator_held_across_an_eviction_starts_at_the_floor() {
-    let k = Keyed::gcra(Rate::per_second(1).unwrap())
-        .burst(1)
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
     // Before the fix A read the floor (0) before its insert and was granted at 1 µs: two
     // grants within 1 µs with burst 1.
-    let denied = creator_held_across_an_eviction(k, S).unwrap_err();
+    let denied = creator_held_across_an_eviction(gcra(one_per_second()), S).unwrap_err();
     assert_eq!(denied.retry_after_nanos(), Some(S - 1_000));
 }
 
 #[test]
 fn log_creator_held_across_an_eviction_is_denied_below_the_floor() {
-    let k = Keyed::sliding_log(Rate::per_second(1).unwrap())
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
-    let denied = creator_held_across_an_eviction(k, S).unwrap_err();
+    let denied = creator_held_across_an_eviction(log(one_per_second()), S).unwrap_err();
     assert_eq!(denied.retry_after_nanos(), Some(S - 1_000));
 }
 
 #[test]
 fn window_creator_held_across_an_eviction_is_denied_below_the_floor() {
-    let k = Keyed::sliding_window(Rate::per_second(1).unwrap())
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
     // The grant at 0 is counted in bucket [0, 100 ms) until 1.1 s.
-    let denied = creator_held_across_an_eviction(k, 2 * S).unwrap_err();
+    let denied = creator_held_across_an_eviction(window(one_per_second()), 2 * S).unwrap_err();
     assert_eq!(denied.retry_after_nanos(), Some(2 * S - 1_000));
 }
 
@@ -141,10 +157,7 @@ fn clock_behind_the_floor<L: KeyedState>(
 
 #[test]
 fn log_key_evicted_then_asked_below_the_floor_is_denied_until_the_floor() {
-    let k = Keyed::sliding_log(Rate::per_second(1).unwrap())
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
+    let k = log(one_per_second());
     // Was granted: two grants within one period. The unkeyed log denies the same sequence.
     let denied = clock_behind_the_floor(&k, S).unwrap_err();
     // What it reports agrees: nothing left below the floor, full again at the floor.
@@ -157,10 +170,7 @@ fn log_key_evicted_then_asked_below_the_floor_is_denied_until_the_floor() {
 
 #[test]
 fn window_key_evicted_then_asked_below_the_floor_is_denied_until_the_floor() {
-    let k = Keyed::sliding_window(Rate::per_second(1).unwrap())
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
+    let k = window(one_per_second());
     let denied = clock_behind_the_floor(&k, 2 * S).unwrap_err();
     assert_eq!(denied.retry_after_nanos(), Some(2 * S - S / 2));
     assert_eq!(k.remaining_at(&1, S / 2), 0);
@@ -169,10 +179,7 @@ fn window_key_evicted_then_asked_below_the_floor_is_denied_until_the_floor() {
 
 #[test]
 fn gcra_key_evicted_then_asked_below_the_floor_is_no_more_permissive() {
-    let k = Keyed::gcra(Rate::per_second(1).unwrap())
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
+    let k = on_manual_clock(Keyed::gcra(one_per_second()));
     // The evicted state's TAT was 1 s: at 500 ms it would have denied for 500 ms; so does the
     // fresh state, which starts at the floor.
     let denied = clock_behind_the_floor(&k, S).unwrap_err();
@@ -269,13 +276,12 @@ fn run_length() -> Duration {
     Duration::from_millis(ms)
 }
 
-#[test]
-fn gcra_keys_keep_their_bound_with_a_sweeping_evictor() {
-    let k = Keyed::gcra(rate_one_per_interval())
-        .burst(1)
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
+/// Races `k` with a sweeper and asserts that no two grants of a key, at the callers' clock
+/// reads, are closer than `INTERVAL`.
+fn no_two_grants_closer_than_the_interval<L: KeyedState>(k: Keyed<u64, L, ManualClock>)
+where
+    Keyed<u64, L, ManualClock>: Send + Sync,
+{
     for (key, grants) in race_with_a_sweeper(k, run_length()) {
         let times = grants.iter().map(|g| g.0).collect();
         if let Some((a, b)) = closest_pair(times) {
@@ -285,17 +291,13 @@ fn gcra_keys_keep_their_bound_with_a_sweeping_evictor() {
 }
 
 #[test]
+fn gcra_keys_keep_their_bound_with_a_sweeping_evictor() {
+    no_two_grants_closer_than_the_interval(gcra(rate_one_per_interval()));
+}
+
+#[test]
 fn log_keys_keep_their_bound_with_a_sweeping_evictor() {
-    let k = Keyed::sliding_log(rate_one_per_interval())
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
-    for (key, grants) in race_with_a_sweeper(k, run_length()) {
-        let times = grants.iter().map(|g| g.0).collect();
-        if let Some((a, b)) = closest_pair(times) {
-            assert!(b - a >= INTERVAL, "key {key}: grants at {a} and {b} ns");
-        }
-    }
+    no_two_grants_closer_than_the_interval(log(rate_one_per_interval()));
 }
 
 #[test]
@@ -303,11 +305,7 @@ fn window_keys_keep_their_bound_with_a_sweeping_evictor() {
     // The window counts a grant at its effective time (at most the clock after the call, at
     // least the caller's read): two grants of a key whose calls both lie wholly inside one
     // window of length `period` never happen (limit 1).
-    let k = Keyed::sliding_window(rate_one_per_interval())
-        .buckets(1)
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
+    let k = on_manual_clock(Keyed::sliding_window(rate_one_per_interval()).buckets(1));
     for (key, mut grants) in race_with_a_sweeper(k, run_length()) {
         grants.sort_unstable();
         for j in 0..grants.len() {

@@ -12,18 +12,18 @@ use std::time::Duration;
 
 use hotlimit::{GcraPair, Keyed, ManualClock, Rate, WhenFull};
 use model::gcra_pair::AllGcraModel;
+use model::keyed_table::keyed_table;
 use proptest::prelude::*;
 
 const S: u64 = 1_000_000_000;
 
 /// 2 per second (burst 2) AND 3 per minute (burst 3).
 fn keyed(capacity: usize, when_full: WhenFull) -> Keyed<u64, GcraPair, ManualClock> {
-    Keyed::gcra_pair(Rate::per_second(2).unwrap(), Rate::per_minute(3).unwrap())
-        .capacity(capacity)
-        .when_full(when_full)
-        .clock(ManualClock::new())
-        .build()
-        .unwrap()
+    keyed_table(
+        Keyed::gcra_pair(Rate::per_second(2).unwrap(), Rate::per_minute(3).unwrap()),
+        capacity,
+        when_full,
+    )
 }
 
 #[test]

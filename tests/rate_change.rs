@@ -24,6 +24,75 @@ fn gcra(limit: u64, period_ns: u64, burst: u64) -> Gcra<ManualClock> {
         .unwrap()
 }
 
+/// The bound over every interval [t, e] between grant times that contains at most one change
+/// s (t ≤ s ≤ e): N·I·I' ≤ b·I·I' + (s − t)·I' + (e − s)·I, exactly in u128. `grants` are
+/// (time, permits), `epochs` (time, I, b) of every change, the first at 0. Returns the first
+/// interval over the bound as (N, t, e, s).
+fn first_excess_across_a_change(
+    epochs: &[(u64, u128, u64)],
+    grants: &[(u64, u64)],
+) -> Option<(u128, u64, u64, u64)> {
+    for k in 0..epochs.len() {
+        let (s, i2, _) = epochs[k];
+        let (i1, b1) = if k == 0 {
+            (i2, epochs[0].2)
+        } else {
+            (epochs[k - 1].1, epochs[k - 1].2)
+        };
+        let start = if k == 0 { 0 } else { epochs[k - 1].0 };
+        let end = epochs.get(k + 1).map_or(u64::MAX, |e| e.0);
+        for (a, &(t, _)) in grants.iter().enumerate() {
+            if t < start || t > s {
+                continue;
+            }
+            let mut n = 0u128;
+            for &(e, m) in &grants[a..] {
+                if e >= end {
+                    break;
+                }
+                n += u128::from(m);
+                if e < s {
+                    continue;
+                }
+                let bound =
+                    u128::from(b1) * i1 * i2 + u128::from(s - t) * i2 + u128::from(e - s) * i1;
+                if n * i1 * i2 > bound {
+                    return Some((n, t, e, s));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Four threads each call `acquire(limiter, thread, i)` for i in 0..2,000 (it returns the
+/// permits granted) while this thread calls `change(limiter, k)` for k in 0..200; returns the
+/// permits granted.
+fn granted_while_changing<L: Send + Sync + 'static>(
+    limiter: &Arc<L>,
+    acquire: fn(&L, u32, u32) -> u64,
+    change: impl Fn(&L, u64),
+) -> u64 {
+    let granted = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (l, granted) = (limiter.clone(), granted.clone());
+            std::thread::spawn(move || {
+                for i in 0..2_000u32 {
+                    granted.fetch_add(acquire(&l, t, i), Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for k in 0..200u64 {
+        change(limiter, k);
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    granted.load(Ordering::Relaxed)
+}
+
 #[test]
 fn a_faster_rate_frees_nothing_at_once() {
     // 10/s, 4 taken at 0: 6 free. At 100/s (burst 100) still 6 free, then one per 10 ms.
@@ -159,28 +228,15 @@ fn racing_threads_on_a_frozen_clock_never_pass_the_first_burst() {
     // the start, b = 50, however the changes and grants interleave.
     let g = Arc::new(gcra(50, 1_000_000, 50));
     g.try_acquire_at(0).unwrap();
-    let granted = Arc::new(AtomicU64::new(1));
-    let threads: Vec<_> = (0..4)
-        .map(|_| {
-            let (g, granted) = (g.clone(), granted.clone());
-            std::thread::spawn(move || {
-                for _ in 0..2_000 {
-                    if g.try_acquire_at(0).is_ok() {
-                        granted.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            })
-        })
-        .collect();
-    for k in 0..200u64 {
-        let limit = 10 + (k * 37) % 200;
-        g.set_rate_at(rate(limit, 1_000_000), Some(1 + (k * 13) % 100), 0)
-            .unwrap();
-    }
-    for t in threads {
-        t.join().unwrap();
-    }
-    let granted = granted.load(Ordering::Relaxed);
+    let granted = 1 + granted_while_changing(
+        &g,
+        |g, _, _| u64::from(g.try_acquire_at(0).is_ok()),
+        |g, k| {
+            let limit = 10 + (k * 37) % 200;
+            g.set_rate_at(rate(limit, 1_000_000), Some(1 + (k * 13) % 100), 0)
+                .unwrap();
+        },
+    );
     assert!(
         granted <= 50,
         "{granted} grants with burst 50 at one instant"
@@ -280,32 +336,8 @@ proptest! {
                 }
             }
         }
-        // The bound over every interval [t, e] between grant times that contains at most one
-        // change s (t ≤ s ≤ e): N·I·I' ≤ b·I·I' + (s − t)·I' + (e − s)·I, exactly in u128.
-        for k in 0..epochs.len() {
-            let (s, i2, _) = epochs[k];
-            let (i1, b1) = if k == 0 { (i2, epochs[0].2) } else { (epochs[k - 1].1, epochs[k - 1].2) };
-            let start = if k == 0 { 0 } else { epochs[k - 1].0 };
-            let end = epochs.get(k + 1).map_or(u64::MAX, |e| e.0);
-            for (a, &(t, _)) in grants.iter().enumerate() {
-                if t < start || t > s {
-                    continue;
-                }
-                let mut n = 0u128;
-                for &(e, m) in &grants[a..] {
-                    if e >= end {
-                        break;
-                    }
-                    n += u128::from(m);
-                    if e < s {
-                        continue;
-                    }
-                    let bound = u128::from(b1) * i1 * i2
-                        + u128::from(s - t) * i2
-                        + u128::from(e - s) * i1;
-                    prop_assert!(n * i1 * i2 <= bound, "{} grants in [{}, {}] across the change at {}", n, t, e, s);
-                }
-            }
+        if let Some((n, t, e, s)) = first_excess_across_a_change(&epochs, &grants) {
+            prop_assert!(false, "{} grants in [{}, {}] across the change at {}", n, t, e, s);
         }
     }
 }
@@ -387,29 +419,22 @@ mod sharded {
     #[test]
     fn racing_threads_on_a_frozen_clock_never_pass_the_first_burst() {
         let g = Arc::new(sharded(64, 1_000_000, 64, 4));
-        let granted = Arc::new(AtomicU64::new(0));
-        let threads: Vec<_> = (0..4)
-            .map(|t| {
-                let (g, granted) = (g.clone(), granted.clone());
-                std::thread::spawn(move || {
-                    for i in 0..2_000u32 {
-                        let n = 1 + (i + t) % 3;
-                        if g.try_acquire_n_on(t as usize, n, 0).is_ok() {
-                            granted.fetch_add(u64::from(n), Ordering::Relaxed);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for k in 0..200u64 {
-            let limit = 8 + (k * 37) % 200;
-            g.set_rate_at(rate(limit, 1_000_000), Some(4 + (k * 13) % 100), 0)
-                .unwrap();
-        }
-        for t in threads {
-            t.join().unwrap();
-        }
-        let granted = granted.load(Ordering::Relaxed);
+        let granted = granted_while_changing(
+            &g,
+            |g, t, i| {
+                let n = 1 + (i + t) % 3;
+                if g.try_acquire_n_on(t as usize, n, 0).is_ok() {
+                    u64::from(n)
+                } else {
+                    0
+                }
+            },
+            |g, k| {
+                let limit = 8 + (k * 37) % 200;
+                g.set_rate_at(rate(limit, 1_000_000), Some(4 + (k * 13) % 100), 0)
+                    .unwrap();
+            },
+        );
         assert!(
             granted <= 64,
             "{granted} permits with burst 64 at one instant"
@@ -460,30 +485,8 @@ mod sharded {
                     }
                 }
             }
-            for k in 0..epochs.len() {
-                let (s, i2, _) = epochs[k];
-                let (i1, b1) = if k == 0 { (i2, epochs[0].2) } else { (epochs[k - 1].1, epochs[k - 1].2) };
-                let start = if k == 0 { 0 } else { epochs[k - 1].0 };
-                let end = epochs.get(k + 1).map_or(u64::MAX, |e| e.0);
-                for (a, &(t, _)) in grants.iter().enumerate() {
-                    if t < start || t > s {
-                        continue;
-                    }
-                    let mut n = 0u128;
-                    for &(e, m) in &grants[a..] {
-                        if e >= end {
-                            break;
-                        }
-                        n += u128::from(m);
-                        if e < s {
-                            continue;
-                        }
-                        let bound = u128::from(b1) * i1 * i2
-                            + u128::from(s - t) * i2
-                            + u128::from(e - s) * i1;
-                        prop_assert!(n * i1 * i2 <= bound, "{} permits in [{}, {}] across the change at {}", n, t, e, s);
-                    }
-                }
+            if let Some((n, t, e, s)) = first_excess_across_a_change(&epochs, &grants) {
+                prop_assert!(false, "{} permits in [{}, {}] across the change at {}", n, t, e, s);
             }
         }
     }
@@ -512,27 +515,18 @@ mod sliding_window {
                 .build()
                 .unwrap(),
         );
-        let granted = Arc::new(AtomicU64::new(0));
-        let threads: Vec<_> = (0..4)
-            .map(|t| {
-                let (w, granted) = (w.clone(), granted.clone());
-                std::thread::spawn(move || {
-                    for i in 0..2_000u32 {
-                        let n = 1 + (i + t) % 3;
-                        if w.try_acquire_n_at(n, 0).is_ok() {
-                            granted.fetch_add(u64::from(n), Ordering::Relaxed);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for k in 0..200u64 {
-            w.set_limit_at(1 + (k * 37) % 100, 0).unwrap();
-        }
-        for t in threads {
-            t.join().unwrap();
-        }
-        let granted = granted.load(Ordering::Relaxed);
+        let granted = granted_while_changing(
+            &w,
+            |w, t, i| {
+                let n = 1 + (i + t) % 3;
+                if w.try_acquire_n_at(n, 0).is_ok() {
+                    u64::from(n)
+                } else {
+                    0
+                }
+            },
+            |w, k| w.set_limit_at(1 + (k * 37) % 100, 0).unwrap(),
+        );
         assert!(
             granted <= 40,
             "{granted} permits with limit 40 at one instant"

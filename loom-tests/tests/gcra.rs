@@ -2,6 +2,8 @@
 //! planted `RacyGcra` (load, compute, store) must fail the same model.
 #![cfg(hotlimit_loom)]
 
+mod common;
+
 use std::time::Duration;
 
 use hotlimit::__planted_gcra::{RacyGcra, TornChange};
@@ -55,10 +57,7 @@ fn frozen_clock_weighted_all_or_nothing() {
     loom::model(|| {
         let clock = ManualClock::new();
         let g = Arc::new(limiter(3, &clock));
-        let g2 = g.clone();
-        let t = thread::spawn(move || g2.try_acquire_n(2).is_ok());
-        let mine = g.try_acquire_n(2).is_ok();
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = common::two_weighted_by_two(&g);
         // 2 + 2 > 3: exactly one of them wins, and 1 permit is left.
         assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
         assert_eq!(g.remaining_at(0), 1);
@@ -74,28 +73,9 @@ fn advancing_clock_never_exceeds_bound_or_loses_updates() {
     loom::model(|| {
         let clock = ManualClock::new();
         let g = Arc::new(limiter(1, &clock));
-        let workers: Vec<_> = [2, 1]
-            .into_iter()
-            .map(|tries| {
-                let (g, clock) = (g.clone(), clock.clone());
-                thread::spawn(move || {
-                    let mut grants = Vec::new();
-                    for _ in 0..tries {
-                        let now = hotlimit::Clock::now(&clock);
-                        if g.try_acquire_at(now).is_ok() {
-                            grants.push(now);
-                        }
-                    }
-                    grants
-                })
-            })
-            .collect();
-        clock.advance(Duration::from_nanos(10));
-        let mut grants: Vec<u64> = workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect();
-        grants.sort_unstable();
+        let grants = common::grants_while_the_clock_advances(&g, &clock, |g, now| {
+            g.try_acquire_at(now).is_ok()
+        });
         // All times lie in [0, 10]: at most b + 10/I = 2 grants; the first call always wins.
         assert!((1..=2).contains(&grants.len()), "grants {grants:?}");
         // Replay: S = max(S, now) + I. With burst 1 the grants that fit are the same in any
@@ -253,6 +233,29 @@ fn old_and_new() -> (Rate, Rate) {
     )
 }
 
+/// A `Gcra` at the old rate of [`old_and_new`] with `burst`, on a `ManualClock`.
+fn old_gcra(burst: u64) -> Gcra<ManualClock> {
+    Gcra::builder(old_and_new().0)
+        .burst(burst)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap()
+}
+
+/// A worker calls `take` twice while this thread calls `change` and then `take` once; returns
+/// the grants in all.
+fn grants_around_a_change<G: Send + Sync + 'static>(
+    g: &Arc<G>,
+    take: fn(&G) -> bool,
+    change: fn(&G),
+) -> usize {
+    let g2 = g.clone();
+    let worker = thread::spawn(move || (0..2).filter(|_| take(&g2)).count());
+    change(g);
+    let mine = usize::from(take(g));
+    worker.join().unwrap() + mine
+}
+
 /// A rate change racing grants on a frozen clock (every call at 0): a worker takes twice
 /// while the main thread changes the rate and then takes once. Whatever the interleaving, at
 /// most b = 2 permits are granted in all (the bound b + (s − t)/I + (t + d − s)/I' with every
@@ -260,19 +263,12 @@ fn old_and_new() -> (Rate, Rate) {
 #[test]
 fn rate_change_racing_grants_frees_nothing() {
     loom::model(|| {
-        let (old, new) = old_and_new();
-        let g = Arc::new(
-            Gcra::builder(old)
-                .burst(2)
-                .clock(ManualClock::new())
-                .build()
-                .unwrap(),
+        let g = Arc::new(old_gcra(2));
+        let granted = grants_around_a_change(
+            &g,
+            |g| g.try_acquire_at(0).is_ok(),
+            |g| g.set_rate_at(old_and_new().1, Some(2), 0).unwrap(),
         );
-        let g2 = g.clone();
-        let worker = thread::spawn(move || (0..2).filter(|_| g2.try_acquire_at(0).is_ok()).count());
-        g.set_rate_at(new, Some(2), 0).unwrap();
-        let mine = usize::from(g.try_acquire_at(0).is_ok());
-        let granted = worker.join().unwrap() + mine;
         assert!(granted <= 2, "over-admitted: {granted} grants with burst 2");
         assert_eq!(
             (g.burst(), g.emission_interval()),
@@ -288,20 +284,12 @@ fn rate_change_racing_grants_frees_nothing() {
 #[should_panic(expected = "over-admitted")]
 fn torn_rate_change_is_caught() {
     loom::model(|| {
-        let (old, new) = old_and_new();
-        let g = Arc::new(TornChange(
-            Gcra::builder(old)
-                .burst(2)
-                .clock(ManualClock::new())
-                .build()
-                .unwrap(),
-        ));
-        let g2 = g.clone();
-        let worker =
-            thread::spawn(move || (0..2).filter(|_| g2.0.try_acquire_at(0).is_ok()).count());
-        g.set_rate_at(new, Some(2), 0);
-        let mine = usize::from(g.0.try_acquire_at(0).is_ok());
-        let granted = worker.join().unwrap() + mine;
+        let g = Arc::new(TornChange(old_gcra(2)));
+        let granted = grants_around_a_change(
+            &g,
+            |g| g.0.try_acquire_at(0).is_ok(),
+            |g| g.set_rate_at(old_and_new().1, Some(2), 0),
+        );
         assert!(granted <= 2, "over-admitted: {granted} grants with burst 2");
     });
 }
@@ -314,14 +302,8 @@ fn torn_rate_change_is_caught() {
 #[test]
 fn rate_change_racing_cancel_and_grant() {
     loom::model(|| {
-        let (old, new) = old_and_new();
-        let g = Arc::new(
-            Gcra::builder(old)
-                .burst(1)
-                .clock(ManualClock::new())
-                .build()
-                .unwrap(),
-        );
+        let new = old_and_new().1;
+        let g = Arc::new(old_gcra(1));
         let g2 = g.clone();
         let reserver = thread::spawn(move || match g2.reserve_n_at(1, 0, 100) {
             Ok(r) => r.ready_at() == 0 && !r.cancel(),

@@ -4,10 +4,12 @@
 //! and no grant is lost. The planted `StoreNotCas` (publishing with a store) must fail.
 #![cfg(hotlimit_loom)]
 
+mod common;
+
 use std::time::Duration;
 
 use hotlimit::__planted_gcra_multi::{remaining_each, StoreNotCas};
-use hotlimit::{Clock, GcraMulti, Limiter, ManualClock, Rate};
+use hotlimit::{GcraMulti, ManualClock, Rate};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -28,17 +30,7 @@ fn frozen_clock_three_threads_exactly_the_smallest_burst() {
     loom::model(|| {
         let clock = ManualClock::new();
         let g = Arc::new(limiter([3, 2, 4], &clock));
-        let handles: Vec<_> = (0..3)
-            .map(|_| {
-                let g = g.clone();
-                thread::spawn(move || g.try_acquire().is_ok())
-            })
-            .collect();
-        let granted = handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .filter(|&ok| ok)
-            .count();
+        let granted = common::granted_of_three(&g);
         assert_eq!(granted, 2);
         assert_eq!(remaining_each(&g, 0), vec![1, 0, 2]);
     });
@@ -51,10 +43,7 @@ fn frozen_clock_weighted_all_or_nothing() {
     loom::model(|| {
         let clock = ManualClock::new();
         let g = Arc::new(limiter([3, 4, 5], &clock));
-        let g2 = g.clone();
-        let t = thread::spawn(move || g2.try_acquire_n(2).is_ok());
-        let mine = g.try_acquire_n(2).is_ok();
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = common::two_weighted_by_two(&g);
         assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
         assert_eq!(remaining_each(&g, 0), vec![1, 2, 3]);
     });
@@ -68,28 +57,9 @@ fn advancing_clock_keeps_every_bound_and_loses_nothing() {
     loom::model(|| {
         let clock = ManualClock::new();
         let g = Arc::new(limiter([1, 2, 2], &clock));
-        let workers: Vec<_> = [2, 1]
-            .into_iter()
-            .map(|tries| {
-                let (g, clock) = (g.clone(), clock.clone());
-                thread::spawn(move || {
-                    let mut grants = Vec::new();
-                    for _ in 0..tries {
-                        let now = clock.now();
-                        if g.try_acquire_at(now).is_ok() {
-                            grants.push(now);
-                        }
-                    }
-                    grants
-                })
-            })
-            .collect();
-        clock.advance(Duration::from_nanos(10));
-        let mut grants: Vec<u64> = workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect();
-        grants.sort_unstable();
+        let grants = common::grants_while_the_clock_advances(&g, &clock, |g, now| {
+            g.try_acquire_at(now).is_ok()
+        });
         // Times in [0, 10]: rate 1 allows 1 + 10/10 = 2.
         assert!((1..=2).contains(&grants.len()), "grants {grants:?}");
         let expect: Vec<u64> = [(10u64, 10u64), (20, 40), (30, 60)]

@@ -8,10 +8,12 @@
 //! of whole-word operations.
 #![cfg(hotlimit_loom)]
 
+mod common;
+
 use std::time::Duration;
 
 use hotlimit::__planted_gcra_pair::{remaining_each, SplitGcraPair};
-use hotlimit::{Clock, GcraPair, Limiter, ManualClock, Rate};
+use hotlimit::{GcraPair, ManualClock, Rate};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -36,17 +38,7 @@ fn frozen_clock_three_threads_exactly_the_smaller_burst() {
     loom::model(|| {
         let clock = ManualClock::new();
         let p = Arc::new(limiter(3, 2, &clock));
-        let handles: Vec<_> = (0..3)
-            .map(|_| {
-                let p = p.clone();
-                thread::spawn(move || p.try_acquire().is_ok())
-            })
-            .collect();
-        let granted = handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .filter(|&ok| ok)
-            .count();
+        let granted = common::granted_of_three(&p);
         assert_eq!(granted, 2);
         assert_eq!(remaining_each(&p, 0), (1, 0));
     });
@@ -59,10 +51,7 @@ fn frozen_clock_weighted_all_or_nothing() {
     loom::model(|| {
         let clock = ManualClock::new();
         let p = Arc::new(limiter(3, 4, &clock));
-        let p2 = p.clone();
-        let t = thread::spawn(move || p2.try_acquire_n(2).is_ok());
-        let mine = p.try_acquire_n(2).is_ok();
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = common::two_weighted_by_two(&p);
         assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
         assert_eq!(remaining_each(&p, 0), (1, 2));
     });
@@ -77,28 +66,9 @@ fn advancing_clock_keeps_both_bounds_and_loses_nothing() {
     loom::model(|| {
         let clock = ManualClock::new();
         let p = Arc::new(limiter(1, 2, &clock));
-        let workers: Vec<_> = [2, 1]
-            .into_iter()
-            .map(|tries| {
-                let (p, clock) = (p.clone(), clock.clone());
-                thread::spawn(move || {
-                    let mut grants = Vec::new();
-                    for _ in 0..tries {
-                        let now = clock.now();
-                        if p.try_acquire_at(now).is_ok() {
-                            grants.push(now);
-                        }
-                    }
-                    grants
-                })
-            })
-            .collect();
-        clock.advance(Duration::from_nanos(10));
-        let mut grants: Vec<u64> = workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect();
-        grants.sort_unstable();
+        let grants = common::grants_while_the_clock_advances(&p, &clock, |p, now| {
+            p.try_acquire_at(now).is_ok()
+        });
         // Times lie in [0, 10]: rate 1 allows b₁ + 10/I₁ = 2, rate 2 allows b₂ + 10/20 = 2.
         assert!((1..=2).contains(&grants.len()), "grants {grants:?}");
         // With one permit per call and these bursts, every order of the same grants gives the

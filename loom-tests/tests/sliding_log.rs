@@ -3,6 +3,8 @@
 //! claim by plain store, a rollback by plain store) must fail the same models.
 #![cfg(hotlimit_loom)]
 
+mod common;
+
 use std::time::Duration;
 
 use hotlimit::__planted_sliding_log::{BlindRollbackSlidingLog, RacySlidingLog};
@@ -34,17 +36,7 @@ fn frozen_clock_three_threads_exactly_limit() {
     loom::model(|| {
         let clock = ManualClock::new();
         let l = Arc::new(log(2, &clock));
-        let handles: Vec<_> = (0..3)
-            .map(|_| {
-                let l = l.clone();
-                thread::spawn(move || l.try_acquire().is_ok())
-            })
-            .collect();
-        let granted = handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .filter(|&ok| ok)
-            .count();
+        let granted = common::granted_of_three(&l);
         assert_eq!(granted, 2);
         assert_eq!(drain_at(&l, 9), 0);
         assert_eq!(drain_at(&l, 10), 2);

@@ -6,6 +6,8 @@
 //! epoch first and snapshots afterwards) must fail the same kind of model.
 #![cfg(hotlimit_loom)]
 
+mod common;
+
 use std::time::Duration;
 
 use hotlimit::__planted_sliding_window::{LateSnapshots, RacySlidingWindow};
@@ -53,17 +55,7 @@ fn frozen_clock_three_threads_exactly_limit() {
         let clock = ManualClock::new();
         // w = 2 ns, 3 slots; bucket 0 leaves the window at t = 5.
         let w = Arc::new(window(2, 4, 2, &clock));
-        let handles: Vec<_> = (0..3)
-            .map(|_| {
-                let w = w.clone();
-                thread::spawn(move || w.try_acquire().is_ok())
-            })
-            .collect();
-        let granted = handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .filter(|&ok| ok)
-            .count();
+        let granted = common::granted_of_three(&w);
         assert_eq!(granted, 2);
         assert_eq!(drain(&w, 4), 0, "bucket 0 still counts at t = 4");
         assert_eq!(drain(&w, 5), 2, "exactly the two permits leave at t = 5");

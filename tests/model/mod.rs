@@ -5,6 +5,7 @@
 pub(crate) mod gcra;
 pub(crate) mod gcra_pair;
 pub(crate) mod int_keyed;
+pub(crate) mod keyed_table;
 pub(crate) mod log;
 pub(crate) mod reservation;
 pub(crate) mod sharded;

@@ -60,3 +60,22 @@ pub(crate) fn trace(burst: u64, period: u64, len: usize) -> impl Strategy<Value 
     ];
     prop::collection::vec(step, 1..len)
 }
+
+/// Runs `steps`, asking `real` (the limiter) and `want` (the model) for each step's permits at
+/// the step's time, and returns the first step where they decide differently, as
+/// (index, step, now, real's decision, want's).
+pub(crate) fn first_difference<D: PartialEq>(
+    steps: &[Step],
+    mut real: impl FnMut(u32, u64) -> D,
+    mut want: impl FnMut(u32, u64) -> D,
+) -> Option<(usize, &Step, u64, D, D)> {
+    let mut now: u64 = 0;
+    for (i, step) in steps.iter().enumerate() {
+        let n = step.apply(&mut now);
+        let (r, w) = (real(n, now), want(n, now));
+        if r != w {
+            return Some((i, step, now, r, w));
+        }
+    }
+    None
+}
