@@ -119,7 +119,10 @@ fn race_gcra_admits_exactly_the_burst() {
         .build()
         .unwrap();
     // The other process's ARGV: I = 36 s, τ = 100·I.
-    let gcra = include_str!("../src/lua/gcra.lua");
+    let gcra = concat!(
+        include_str!("../src/lua/now.lua"),
+        include_str!("../src/lua/gcra.lua")
+    );
     race(limiter, &server, 100, gcra, "36000000 3600000000");
 }
 
@@ -131,7 +134,10 @@ fn race_sliding_log_admits_exactly_the_limit() {
         .deadline(Duration::from_secs(5))
         .build()
         .unwrap();
-    let log = include_str!("../src/lua/sliding_log.lua");
+    let log = concat!(
+        include_str!("../src/lua/now.lua"),
+        include_str!("../src/lua/sliding_log.lua")
+    );
     race(limiter, &server, 90, log, "90 3600000000");
 }
 
