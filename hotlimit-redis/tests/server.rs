@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hotlimit::{Decide, Rate};
-use hotlimit_redis::{connection_manager, Error, OnError, RedisLimiter, SyncConnection};
+use hotlimit_redis::{
+    connection_manager, Error, OnError, RedisLimiter, RedisLimiterBuilder, SyncConnection,
+};
 use redis::Commands;
 
 use common::RedisServer;
@@ -109,36 +111,39 @@ impl Wait for std::thread::JoinHandle<std::io::Result<std::process::Output>> {
     }
 }
 
-#[test]
-fn race_gcra_admits_exactly_the_burst() {
+/// A script as the crate sends it: the clock prelude, then the script's own body.
+macro_rules! script {
+    ($name:literal) => {
+        concat!(
+            include_str!("../src/lua/now.lua"),
+            include_str!(concat!("../src/lua/", $name, ".lua"))
+        )
+    };
+}
+
+/// [`race`] on a fresh server, with the limiter `builder` makes (no local cache, a 5 s deadline).
+fn race_on_server(builder: RedisLimiterBuilder, limit: u64, script: &str, args: &str) {
     let server = RedisServer::start();
-    // 100 per hour: nothing drains during the test, so the burst (100) is all there is.
-    let limiter = RedisLimiter::gcra(Rate::per_hour(100).unwrap(), OnError::FailClosed)
+    let limiter = builder
         .local_cache(0)
         .deadline(Duration::from_secs(5))
         .build()
         .unwrap();
+    race(limiter, &server, limit, script, args);
+}
+
+#[test]
+fn race_gcra_admits_exactly_the_burst() {
+    // 100 per hour: nothing drains during the test, so the burst (100) is all there is.
+    let limiter = RedisLimiter::gcra(Rate::per_hour(100).unwrap(), OnError::FailClosed);
     // The other process's ARGV: I = 36 s, τ = 100·I.
-    let gcra = concat!(
-        include_str!("../src/lua/now.lua"),
-        include_str!("../src/lua/gcra.lua")
-    );
-    race(limiter, &server, 100, gcra, "36000000 3600000000");
+    race_on_server(limiter, 100, script!("gcra"), "36000000 3600000000");
 }
 
 #[test]
 fn race_sliding_log_admits_exactly_the_limit() {
-    let server = RedisServer::start();
-    let limiter = RedisLimiter::sliding_log(Rate::per_hour(90).unwrap(), OnError::FailClosed)
-        .local_cache(0)
-        .deadline(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let log = concat!(
-        include_str!("../src/lua/now.lua"),
-        include_str!("../src/lua/sliding_log.lua")
-    );
-    race(limiter, &server, 90, log, "90 3600000000");
+    let limiter = RedisLimiter::sliding_log(Rate::per_hour(90).unwrap(), OnError::FailClosed);
+    race_on_server(limiter, 90, script!("sliding_log"), "90 3600000000");
 }
 
 /// The TAT written is the server's `TIME` plus the cost: the client's clock is never read, so a
