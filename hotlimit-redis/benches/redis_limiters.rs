@@ -56,18 +56,18 @@ async fn one(ctx: &Ctx, design: Design, con: &mut ConnectionManager, i: u64) -> 
             let _: String = redis::cmd("PING").query_async(con).await.unwrap();
             true
         }
-        Design::OurGcra => ctx
-            .gcra
-            .try_decide_async(con, &format!("{k}"), 1)
-            .await
-            .unwrap()
-            .is_allowed(),
-        Design::OurLog => ctx
-            .log
-            .try_decide_async(con, &format!("{k}"), 1)
-            .await
-            .unwrap()
-            .is_allowed(),
+        Design::OurGcra | Design::OurLog => {
+            let limiter = if design == Design::OurGcra {
+                &ctx.gcra
+            } else {
+                &ctx.log
+            };
+            limiter
+                .try_decide_async(con, &format!("{k}"), 1)
+                .await
+                .unwrap()
+                .is_allowed()
+        }
         Design::RedisRate => {
             let v: Vec<Value> = ctx
                 .redis_rate
