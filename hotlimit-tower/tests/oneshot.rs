@@ -53,6 +53,15 @@ fn per_ip(clock: &ManualClock, limit: u64) -> Keyed<IpAddr, Gcra, ManualClock> {
         .unwrap()
 }
 
+/// The status `svc` (a clone of it) answers a request from `ip` with.
+async fn status_of<S, B>(svc: &S, ip: [u8; 4]) -> StatusCode
+where
+    S: Service<Req, Response = Response<B>> + Clone,
+    S::Error: std::fmt::Debug,
+{
+    svc.clone().oneshot(from(ip)).await.unwrap().status()
+}
+
 /// The tests' usual policy: "per-ip", `limit` per second per peer IP on `clock`.
 fn per_ip_policy(
     clock: &ManualClock,
@@ -127,14 +136,7 @@ async fn exact_decisions_and_headers_per_ip() {
         "Too Many Requests: the \"per-ip\" rate limit is reached; retry after 1 s\n"
     );
     // Another client has its own limit.
-    assert_eq!(
-        svc.clone()
-            .oneshot(from([192, 0, 2, 2]))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(status_of(&svc, [192, 0, 2, 2]).await, 200);
     clock.advance(Duration::from_millis(200));
     let ok = svc.clone().oneshot(from([192, 0, 2, 1])).await.unwrap();
     assert_eq!(ok.status(), 200);
@@ -196,22 +198,8 @@ async fn every_clone_shares_one_limit() {
     let layer2 = layer.clone();
     let a = layer.layer(inner());
     let b = layer2.layer(inner());
-    assert_eq!(
-        a.clone()
-            .oneshot(from([10, 0, 0, 1]))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
-    assert_eq!(
-        b.clone()
-            .oneshot(from([10, 0, 0, 1]))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(status_of(&a, [10, 0, 0, 1]).await, 200);
+    assert_eq!(status_of(&b, [10, 0, 0, 1]).await, 200);
     assert_eq!(a.oneshot(from([10, 0, 0, 1])).await.unwrap().status(), 429);
     assert_eq!(b.oneshot(from([10, 0, 0, 1])).await.unwrap().status(), 429);
     assert_eq!(layer2.counters()[0].allowed, 2);
@@ -506,14 +494,7 @@ async fn a_full_key_table_answers_503() {
         .build()
         .unwrap();
     let svc = layer.layer(inner());
-    assert_eq!(
-        svc.clone()
-            .oneshot(from([10, 0, 0, 1]))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(status_of(&svc, [10, 0, 0, 1]).await, 200);
     let resp = svc.oneshot(from([10, 0, 0, 2])).await.unwrap();
     assert_eq!(resp.status(), 503);
     let v: serde_json::Value = serde_json::from_str(&body(resp).await).unwrap();
