@@ -14,7 +14,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use hotlimit::Rate;
-use hotlimit_redis::{connection_manager, OnError, RedisLimiter, SyncConnection};
+use hotlimit_redis::{
+    connection_manager, OnError, RedisLimiter, RedisLimiterBuilder, SyncConnection,
+};
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
@@ -49,6 +51,17 @@ struct Ctx {
     redis_rate: Script,
 }
 
+/// A limiter as the benchmark measures it: keys under `prefix`, no local cache (every decision
+/// is a round trip), a deadline no run reaches.
+fn measured(builder: RedisLimiterBuilder, prefix: &str) -> RedisLimiter {
+    builder
+        .prefix(prefix)
+        .local_cache(0)
+        .deadline(Duration::from_secs(5))
+        .build()
+        .unwrap()
+}
+
 async fn one(ctx: &Ctx, design: Design, con: &mut ConnectionManager, i: u64) -> bool {
     let k = i % KEYS;
     match design {
@@ -56,18 +69,18 @@ async fn one(ctx: &Ctx, design: Design, con: &mut ConnectionManager, i: u64) -> 
             let _: String = redis::cmd("PING").query_async(con).await.unwrap();
             true
         }
-        Design::OurGcra => ctx
-            .gcra
-            .try_decide_async(con, &format!("{k}"), 1)
-            .await
-            .unwrap()
-            .is_allowed(),
-        Design::OurLog => ctx
-            .log
-            .try_decide_async(con, &format!("{k}"), 1)
-            .await
-            .unwrap()
-            .is_allowed(),
+        Design::OurGcra | Design::OurLog => {
+            let limiter = if design == Design::OurGcra {
+                &ctx.gcra
+            } else {
+                &ctx.log
+            };
+            limiter
+                .try_decide_async(con, &format!("{k}"), 1)
+                .await
+                .unwrap()
+                .is_allowed()
+        }
         Design::RedisRate => {
             let v: Vec<Value> = ctx
                 .redis_rate
@@ -174,18 +187,14 @@ fn commandstats(con: &mut redis::Connection) -> Vec<(String, u64, f64)> {
 fn main() {
     let server = RedisServer::start();
     let ctx: &'static Ctx = Box::leak(Box::new(Ctx {
-        gcra: RedisLimiter::gcra(Rate::per_second(100_000).unwrap(), OnError::FailClosed)
-            .prefix("g:")
-            .local_cache(0)
-            .deadline(Duration::from_secs(5))
-            .build()
-            .unwrap(),
-        log: RedisLimiter::sliding_log(Rate::per_second(100).unwrap(), OnError::FailClosed)
-            .prefix("l:")
-            .local_cache(0)
-            .deadline(Duration::from_secs(5))
-            .build()
-            .unwrap(),
+        gcra: measured(
+            RedisLimiter::gcra(Rate::per_second(100_000).unwrap(), OnError::FailClosed),
+            "g:",
+        ),
+        log: measured(
+            RedisLimiter::sliding_log(Rate::per_second(100).unwrap(), OnError::FailClosed),
+            "l:",
+        ),
         redis_rate: Script::new(include_str!("redis_rate_equivalent.lua")),
     }));
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -744,30 +744,26 @@ impl RedisLimiter {
         requests: &[(&str, u32)],
     ) -> Result<Vec<Decision>, Error> {
         let (mut out, asks) = self.batch_steps(requests)?;
-        if asks.is_empty() {
-            return Ok(out.into_iter().flatten().collect());
+        if !asks.is_empty() {
+            self.round_trip();
+            let deadline = self.shared.deadline;
+            let sent = tokio::time::timeout(deadline, async {
+                let first: Vec<RedisResult<Value>> =
+                    self.pipeline(&asks, None).query_async(con).await?;
+                let Some(again) = self.resend(&asks, &first) else {
+                    return Ok((first, Vec::new()));
+                };
+                self.shared.algorithm.script().load_async(con).await?;
+                Ok::<_, RedisError>((first, again.query_async(con).await?))
+            })
+            .await;
+            let replies = match sent {
+                Ok(Ok(replies)) => Ok(replies),
+                Ok(Err(e)) => Err(into_error(e, deadline)),
+                Err(_) => Err(Error::Timeout(deadline)),
+            };
+            self.batch_finish(requests, &mut out, &asks, replies);
         }
-        self.round_trip();
-        let deadline = self.shared.deadline;
-        let sent = tokio::time::timeout(deadline, async {
-            let first: Vec<RedisResult<Value>> =
-                self.pipeline(&asks, None).query_async(con).await?;
-            let retry = noscript(&first);
-            if retry.is_empty() {
-                return Ok((first, Vec::new()));
-            }
-            self.shared.algorithm.script().load_async(con).await?;
-            let second: Vec<RedisResult<Value>> =
-                self.pipeline(&asks, Some(&retry)).query_async(con).await?;
-            Ok::<_, RedisError>((first, second))
-        })
-        .await;
-        let replies = match sent {
-            Ok(Ok(replies)) => Ok(replies),
-            Ok(Err(e)) => Err(into_error(e, deadline)),
-            Err(_) => Err(Error::Timeout(deadline)),
-        };
-        self.batch_finish(requests, &mut out, &asks, replies);
         Ok(out.into_iter().flatten().collect())
     }
 
@@ -795,24 +791,20 @@ impl RedisLimiter {
         requests: &[(&str, u32)],
     ) -> Result<Vec<Decision>, Error> {
         let (mut out, asks) = self.batch_steps(requests)?;
-        if asks.is_empty() {
-            return Ok(out.into_iter().flatten().collect());
+        if !asks.is_empty() {
+            self.round_trip();
+            let replies = con
+                .with(self.shared.deadline, |c| {
+                    let first: Vec<RedisResult<Value>> = self.pipeline(&asks, None).query(c)?;
+                    let Some(again) = self.resend(&asks, &first) else {
+                        return Ok((first, Vec::new()));
+                    };
+                    self.shared.algorithm.script().load(c)?;
+                    Ok((first, again.query(c)?))
+                })
+                .map_err(|e| into_error(e, self.shared.deadline));
+            self.batch_finish(requests, &mut out, &asks, replies);
         }
-        self.round_trip();
-        let replies = con
-            .with(self.shared.deadline, |c| {
-                let first: Vec<RedisResult<Value>> = self.pipeline(&asks, None).query(c)?;
-                let retry = noscript(&first);
-                if retry.is_empty() {
-                    return Ok((first, Vec::new()));
-                }
-                self.shared.algorithm.script().load(c)?;
-                let second: Vec<RedisResult<Value>> =
-                    self.pipeline(&asks, Some(&retry)).query(c)?;
-                Ok((first, second))
-            })
-            .map_err(|e| into_error(e, self.shared.deadline));
-        self.batch_finish(requests, &mut out, &asks, replies);
         Ok(out.into_iter().flatten().collect())
     }
 
@@ -851,6 +843,17 @@ impl RedisLimiter {
             }),
         }
         pipe
+    }
+
+    /// The pipeline that sends again the scripts whose reply in `first` was NOSCRIPT (to send
+    /// once the script is loaded), or `None` when every script ran.
+    fn resend(
+        &self,
+        asks: &[(usize, Ask)],
+        first: &[RedisResult<Value>],
+    ) -> Option<redis::Pipeline> {
+        let retry = noscript(first);
+        (!retry.is_empty()).then(|| self.pipeline(asks, Some(&retry)))
     }
 
     /// Fills `out` from the pipeline's replies (a NOSCRIPT in the first one is replaced by the

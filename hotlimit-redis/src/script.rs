@@ -12,9 +12,20 @@ use crate::error::{ConfigError, Error};
 /// now (~2^50.6 µs since the epoch) + tolerance stays below 2^53, where doubles stop being exact.
 pub(crate) const MAX_MICROS: u64 = 1 << 52;
 
-static GCRA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/gcra.lua")));
-static SLIDING_LOG: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/sliding_log.lua")));
+/// Each script is the shared prelude (`now`, `ttl_extra`) followed by its own body, joined at
+/// compile time: one script text, loaded and invoked by one hash, as before.
+static GCRA: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/now.lua"),
+        include_str!("lua/gcra.lua")
+    ))
+});
+static SLIDING_LOG: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/now.lua"),
+        include_str!("lua/sliding_log.lua")
+    ))
+});
 
 /// Which script, with its parameters in microseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

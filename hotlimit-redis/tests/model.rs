@@ -10,8 +10,8 @@ mod common;
 use std::cell::RefCell;
 use std::time::Duration;
 
-use hotlimit::{Gcra, Rate, SlidingLog};
-use hotlimit_redis::{OnError, RedisLimiter, SyncConnection, TestClock};
+use hotlimit::{Decision, Denied, Gcra, Rate, SlidingLog};
+use hotlimit_redis::{OnError, RedisLimiter, RedisLimiterBuilder, SyncConnection, TestClock};
 use proptest::prelude::*;
 
 use common::RedisServer;
@@ -58,8 +58,8 @@ fn times(steps: &[(i64, u32)]) -> impl Iterator<Item = (u64, u32)> + '_ {
     })
 }
 
-#[test]
-fn gcra_script_decides_as_the_core() {
+/// Runs `check` on 1000 traces against one server, with a blocking connection to it.
+fn each_trace(check: impl Fn(&mut SyncConnection, &Trace) -> Result<(), TestCaseError>) {
     let server = RedisServer::start();
     let con = RefCell::new(SyncConnection::new(server.client()));
     let config = ProptestConfig {
@@ -67,85 +67,107 @@ fn gcra_script_decides_as_the_core() {
         ..ProptestConfig::default()
     };
     proptest!(config, |(t in trace())| {
-        let clock = TestClock::default();
-        let redis = RedisLimiter::gcra(
-            Rate::new(t.limit, Duration::from_micros(t.period_us)).unwrap(),
-            OnError::FailClosed,
-        )
-        .burst(t.burst)
+        check(&mut con.borrow_mut(), &t)?;
+    });
+}
+
+/// Replays `t` on the limiter `builder` makes (no local cache, keys under `prefix`, `now` from
+/// the trace) and on the core's `core` (`try_acquire_n_at`): the same admissions and, on a
+/// denial, the same retry-after; `granted(decision, n, now)` checks each grant further.
+fn replay(
+    con: &mut SyncConnection,
+    t: &Trace,
+    builder: RedisLimiterBuilder,
+    prefix: &str,
+    core: impl Fn(u32, u64) -> Result<(), Denied>,
+    mut granted: impl FnMut(&Decision, u32, u64) -> Result<(), TestCaseError>,
+) -> Result<(), TestCaseError> {
+    let clock = TestClock::default();
+    let redis = builder
         .local_cache(0)
-        .prefix(common::unique_key("model-gcra"))
+        .prefix(common::unique_key(prefix))
         .test_clock(clock.clone())
         .build()
         .unwrap();
-        let core = Gcra::builder(Rate::new(t.limit, Duration::from_nanos(t.period_us)).unwrap())
+    for (now, n) in times(&t.steps) {
+        clock.set_micros(now);
+        let d = redis.decide_blocking(con, "k", n).unwrap();
+        let want = core(n, now);
+        prop_assert_eq!(d.is_allowed(), want.is_ok(), "n={} now={}", n, now - T0);
+        match want {
+            Ok(()) => granted(&d, n, now)?,
+            Err(denied) => {
+                let got = d
+                    .denial()
+                    .unwrap()
+                    .retry_after()
+                    .map(|r| r.as_micros() as u64);
+                prop_assert_eq!(got, denied.retry_after_nanos(), "retry n={}", n);
+            }
+        }
+    }
+    prop_assert_eq!(redis.stats().errors, 0);
+    Ok(())
+}
+
+/// The scripts' rate: the trace's limit per period, in microseconds.
+fn rate_us(t: &Trace) -> Rate {
+    Rate::new(t.limit, Duration::from_micros(t.period_us)).unwrap()
+}
+
+/// The core's rate: the same numbers read as nanoseconds (see the module's units).
+fn rate_ns(t: &Trace) -> Rate {
+    Rate::new(t.limit, Duration::from_nanos(t.period_us)).unwrap()
+}
+
+#[test]
+fn gcra_script_decides_as_the_core() {
+    each_trace(|con, t| {
+        let redis = RedisLimiter::gcra(rate_us(t), OnError::FailClosed).burst(t.burst);
+        let core = Gcra::builder(rate_ns(t))
             .burst(t.burst)
             .clock(hotlimit::ManualClock::new())
             .build()
             .unwrap();
-        for (now, n) in times(&t.steps) {
-            clock.set_micros(now);
-            let d = redis.decide_blocking(&mut con.borrow_mut(), "k", n).unwrap();
-            let want = core.try_acquire_n_at(n, now);
-            prop_assert_eq!(d.is_allowed(), want.is_ok(), "n={} now={}", n, now - T0);
-            match want {
-                Ok(()) if n > 0 => {
+        replay(
+            con,
+            t,
+            redis,
+            "model-gcra",
+            |n, now| core.try_acquire_n_at(n, now),
+            |d, n, now| {
+                if n > 0 {
                     prop_assert_eq!(d.remaining(), core.remaining_at(now), "remaining");
                 }
-                Ok(()) => {}
-                Err(denied) => {
-                    let got = d.denial().unwrap().retry_after().map(|r| r.as_micros() as u64);
-                    prop_assert_eq!(got, denied.retry_after_nanos(), "retry n={}", n);
-                }
-            }
-        }
-        prop_assert_eq!(redis.stats().errors, 0);
+                Ok(())
+            },
+        )
     });
 }
 
 #[test]
 fn sliding_log_script_decides_as_the_core() {
-    let server = RedisServer::start();
-    let con = RefCell::new(SyncConnection::new(server.client()));
-    let config = ProptestConfig {
-        cases: 1000,
-        ..ProptestConfig::default()
-    };
-    proptest!(config, |(t in trace())| {
-        let clock = TestClock::default();
-        let redis = RedisLimiter::sliding_log(
-            Rate::new(t.limit, Duration::from_micros(t.period_us)).unwrap(),
-            OnError::FailClosed,
-        )
-        .local_cache(0)
-        .prefix(common::unique_key("model-log"))
-        .test_clock(clock.clone())
-        .build()
-        .unwrap();
-        let core = SlidingLog::builder(Rate::new(t.limit, Duration::from_nanos(t.period_us)).unwrap())
+    each_trace(|con, t| {
+        let redis = RedisLimiter::sliding_log(rate_us(t), OnError::FailClosed);
+        let core = SlidingLog::builder(rate_ns(t))
             .clock(hotlimit::ManualClock::new())
             .build()
             .unwrap();
         // The exact log as a model of `remaining`: grant times still in the window.
-        let mut granted: Vec<u64> = Vec::new();
-        for (now, n) in times(&t.steps) {
-            clock.set_micros(now);
-            let d = redis.decide_blocking(&mut con.borrow_mut(), "k", n).unwrap();
-            let want = core.try_acquire_n_at(n, now);
-            prop_assert_eq!(d.is_allowed(), want.is_ok(), "n={} now={}", n, now - T0);
-            match want {
-                Ok(()) => {
-                    let stamp = granted.last().copied().unwrap_or(0).max(now);
-                    granted.extend(std::iter::repeat_n(stamp, n as usize));
-                    let used = granted.iter().filter(|&&g| g + t.period_us > now).count() as u64;
-                    prop_assert_eq!(d.remaining(), t.limit.saturating_sub(used), "remaining");
-                }
-                Err(denied) => {
-                    let got = d.denial().unwrap().retry_after().map(|r| r.as_micros() as u64);
-                    prop_assert_eq!(got, denied.retry_after_nanos(), "retry n={}", n);
-                }
-            }
-        }
-        prop_assert_eq!(redis.stats().errors, 0);
+        let mut log: Vec<u64> = Vec::new();
+        replay(
+            con,
+            t,
+            redis,
+            "model-log",
+            |n, now| core.try_acquire_n_at(n, now),
+            |d, n, now| {
+                let stamp = log.last().copied().unwrap_or(0).max(now);
+                log.extend(std::iter::repeat_n(stamp, n as usize));
+                let used = log.iter().filter(|&&g| g + t.period_us > now).count() as u64;
+                prop_assert_eq!(d.remaining(), t.limit.saturating_sub(used), "remaining");
+                Ok(())
+            },
+        )
     });
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hotlimit::{Decide, Rate};
-use hotlimit_redis::{connection_manager, Error, OnError, RedisLimiter, SyncConnection};
+use hotlimit_redis::{
+    connection_manager, Error, OnError, RedisLimiter, RedisLimiterBuilder, SyncConnection,
+};
 use redis::Commands;
 
 use common::RedisServer;
@@ -109,30 +111,44 @@ impl Wait for std::thread::JoinHandle<std::io::Result<std::process::Output>> {
     }
 }
 
-#[test]
-fn race_gcra_admits_exactly_the_burst() {
+/// Whether `limiter` grants `n` under `key` (a decision that must not fail).
+fn allowed(limiter: &RedisLimiter, con: &mut SyncConnection, key: &str, n: u32) -> bool {
+    limiter.decide_blocking(con, key, n).unwrap().is_allowed()
+}
+
+/// A script as the crate sends it: the clock prelude, then the script's own body.
+macro_rules! script {
+    ($name:literal) => {
+        concat!(
+            include_str!("../src/lua/now.lua"),
+            include_str!(concat!("../src/lua/", $name, ".lua"))
+        )
+    };
+}
+
+/// [`race`] on a fresh server, with the limiter `builder` makes (no local cache, a 5 s deadline).
+fn race_on_server(builder: RedisLimiterBuilder, limit: u64, script: &str, args: &str) {
     let server = RedisServer::start();
-    // 100 per hour: nothing drains during the test, so the burst (100) is all there is.
-    let limiter = RedisLimiter::gcra(Rate::per_hour(100).unwrap(), OnError::FailClosed)
+    let limiter = builder
         .local_cache(0)
         .deadline(Duration::from_secs(5))
         .build()
         .unwrap();
+    race(limiter, &server, limit, script, args);
+}
+
+#[test]
+fn race_gcra_admits_exactly_the_burst() {
+    // 100 per hour: nothing drains during the test, so the burst (100) is all there is.
+    let limiter = RedisLimiter::gcra(Rate::per_hour(100).unwrap(), OnError::FailClosed);
     // The other process's ARGV: I = 36 s, τ = 100·I.
-    let gcra = include_str!("../src/lua/gcra.lua");
-    race(limiter, &server, 100, gcra, "36000000 3600000000");
+    race_on_server(limiter, 100, script!("gcra"), "36000000 3600000000");
 }
 
 #[test]
 fn race_sliding_log_admits_exactly_the_limit() {
-    let server = RedisServer::start();
-    let limiter = RedisLimiter::sliding_log(Rate::per_hour(90).unwrap(), OnError::FailClosed)
-        .local_cache(0)
-        .deadline(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let log = include_str!("../src/lua/sliding_log.lua");
-    race(limiter, &server, 90, log, "90 3600000000");
+    let limiter = RedisLimiter::sliding_log(Rate::per_hour(90).unwrap(), OnError::FailClosed);
+    race_on_server(limiter, 90, script!("sliding_log"), "90 3600000000");
 }
 
 /// The TAT written is the server's `TIME` plus the cost: the client's clock is never read, so a
@@ -147,10 +163,7 @@ fn server_time_only() {
     let mut raw = server.con();
     let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut raw).unwrap();
     let before = s * 1_000_000 + us;
-    assert!(limiter
-        .decide_blocking(&mut con, "t", 1)
-        .unwrap()
-        .is_allowed());
+    assert!(allowed(&limiter, &mut con, "t", 1));
     let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut raw).unwrap();
     let after = s * 1_000_000 + us;
     let tat: u64 = raw.get(limiter.redis_key("t")).unwrap();
@@ -259,10 +272,7 @@ fn denial_does_not_extend_the_expiry() {
         let before: Vec<u8> = redis::cmd("DUMP").arg(&key).query(&mut raw).unwrap();
         let pttl_before: i64 = raw.pttl(&key).unwrap();
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!limiter
-            .decide_blocking(&mut con, "k", 1)
-            .unwrap()
-            .is_allowed());
+        assert!(!allowed(&limiter, &mut con, "k", 1));
         let after: Vec<u8> = redis::cmd("DUMP").arg(&key).query(&mut raw).unwrap();
         let pttl_after: i64 = raw.pttl(&key).unwrap();
         assert_eq!(before, after);
@@ -345,7 +355,7 @@ fn server_killed_and_restarted() {
         .block_on(connection_manager(server.client(), deadline))
         .unwrap();
     for l in [&closed, &open, &fallback] {
-        assert!(l.decide_blocking(&mut sync, "k", 1).unwrap().is_allowed());
+        assert!(allowed(l, &mut sync, "k", 1));
         assert!(rt
             .block_on(l.decide_async(&mut acon, "k", 1))
             .unwrap()
@@ -361,10 +371,7 @@ fn server_killed_and_restarted() {
         assert!(!d.is_allowed(), "fail closed, round {round}");
         let d = rt.block_on(closed.decide_async(&mut acon, "k", 1)).unwrap();
         assert!(!d.is_allowed());
-        assert!(open
-            .decide_blocking(&mut sync, "k", 1)
-            .unwrap()
-            .is_allowed());
+        assert!(allowed(&open, &mut sync, "k", 1));
         assert!(rt
             .block_on(open.decide_async(&mut acon, "k", 1))
             .unwrap()
@@ -452,14 +459,8 @@ fn bad_input() {
         assert!(d.is_allowed());
         assert_eq!(d.remaining(), 5);
         // The empty key is a key (the prefix alone).
-        assert!(limiter
-            .decide_blocking(&mut con, "", 5)
-            .unwrap()
-            .is_allowed());
-        assert!(!limiter
-            .decide_blocking(&mut con, "", 1)
-            .unwrap()
-            .is_allowed());
+        assert!(allowed(&limiter, &mut con, "", 5));
+        assert!(!allowed(&limiter, &mut con, "", 1));
         // 1 MiB: refused before any round trip.
         let trips = limiter.stats().round_trips;
         let huge = "k".repeat(1 << 20);
@@ -475,10 +476,7 @@ fn bad_input() {
     let limiter = RedisLimiter::sliding_log(Rate::per_second(5).unwrap(), OnError::FailClosed)
         .build()
         .unwrap();
-    assert!(!limiter
-        .decide_blocking(&mut con, "wrong", 1)
-        .unwrap()
-        .is_allowed());
+    assert!(!allowed(&limiter, &mut con, "wrong", 1));
     assert_eq!(limiter.stats().errors, 1);
 }
 
@@ -505,10 +503,7 @@ fn local_denial_cache() {
     assert_eq!(s.cached_keys, 1);
     // After the retry-after, Redis is asked again and grants.
     std::thread::sleep(first.denial().unwrap().retry_after().unwrap());
-    assert!(limiter
-        .decide_blocking(&mut con, "c", 1)
-        .unwrap()
-        .is_allowed());
+    assert!(allowed(&limiter, &mut con, "c", 1));
     assert_eq!(limiter.stats().round_trips, trips + 1);
 }
 
@@ -581,38 +576,20 @@ fn local_denial_cache_is_bounded() {
         .unwrap();
     for k in 0..10 {
         let key = format!("k{k}");
-        assert!(limiter
-            .decide_blocking(&mut con, &key, 1)
-            .unwrap()
-            .is_allowed());
-        assert!(!limiter
-            .decide_blocking(&mut con, &key, 1)
-            .unwrap()
-            .is_allowed());
+        assert!(allowed(&limiter, &mut con, &key, 1));
+        assert!(!allowed(&limiter, &mut con, &key, 1));
         assert!(limiter.stats().cached_keys <= 3);
     }
     assert_eq!(limiter.stats().cached_keys, 3);
     // The first three keys' denials are cached, the others ask Redis.
     let trips = limiter.stats().round_trips;
-    assert!(!limiter
-        .decide_blocking(&mut con, "k0", 1)
-        .unwrap()
-        .is_allowed());
+    assert!(!allowed(&limiter, &mut con, "k0", 1));
     assert_eq!(limiter.stats().round_trips, trips);
-    assert!(!limiter
-        .decide_blocking(&mut con, "k9", 1)
-        .unwrap()
-        .is_allowed());
+    assert!(!allowed(&limiter, &mut con, "k9", 1));
     assert_eq!(limiter.stats().round_trips, trips + 1);
     // Once they are stale (200 ms at 5/s), a new denial replaces them.
     std::thread::sleep(Duration::from_millis(250));
-    assert!(limiter
-        .decide_blocking(&mut con, "new", 1)
-        .unwrap()
-        .is_allowed());
-    assert!(!limiter
-        .decide_blocking(&mut con, "new", 1)
-        .unwrap()
-        .is_allowed());
+    assert!(allowed(&limiter, &mut con, "new", 1));
+    assert!(!allowed(&limiter, &mut con, "new", 1));
     assert_eq!(limiter.stats().cached_keys, 1);
 }

@@ -71,6 +71,22 @@ pub(crate) fn with_row(name: &str, f: &mut impl Row) {
     // Every request admitted: a rate no benchmark reaches.
     let rate = || Rate::per_second(1_000_000_000).unwrap();
     let per_ip = || Keyed::<IpAddr, Gcra>::gcra(rate()).build().unwrap();
+    // A tower-governor row: the same per-IP config, `$extra` applied to its builder (it may
+    // change the builder's type, hence a macro).
+    macro_rules! governor_row {
+        (|$b:ident| $extra:expr) => {{
+            let mut builder = GovernorConfigBuilder::default();
+            let $b = builder.per_nanosecond(1).burst_size(u32::MAX);
+            let config = $extra.finish().unwrap();
+            f.row(
+                name,
+                GovernorLayer {
+                    config: Arc::new(config),
+                }
+                .layer(trivial()),
+            )
+        }};
+    }
     match name {
         "none" => f.row(name, trivial()),
         "hotlimit-tower global" => {
@@ -91,35 +107,8 @@ pub(crate) fn with_row(name: &str, f: &mut impl Row) {
                 .unwrap();
             f.row(name, layer.layer(trivial()));
         }
-        "tower-governor per-ip" => {
-            let config = GovernorConfigBuilder::default()
-                .per_nanosecond(1)
-                .burst_size(u32::MAX)
-                .finish()
-                .unwrap();
-            f.row(
-                name,
-                GovernorLayer {
-                    config: Arc::new(config),
-                }
-                .layer(trivial()),
-            );
-        }
-        "tower-governor per-ip +headers" => {
-            let config = GovernorConfigBuilder::default()
-                .per_nanosecond(1)
-                .burst_size(u32::MAX)
-                .use_headers()
-                .finish()
-                .unwrap();
-            f.row(
-                name,
-                GovernorLayer {
-                    config: Arc::new(config),
-                }
-                .layer(trivial()),
-            );
-        }
+        "tower-governor per-ip" => governor_row!(|b| b),
+        "tower-governor per-ip +headers" => governor_row!(|b| b.use_headers()),
         other => panic!("no row {other}"),
     }
 }

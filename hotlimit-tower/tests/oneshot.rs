@@ -53,6 +53,23 @@ fn per_ip(clock: &ManualClock, limit: u64) -> Keyed<IpAddr, Gcra, ManualClock> {
         .unwrap()
 }
 
+/// The status `svc` (a clone of it) answers a request from `ip` with.
+async fn status_of<S, B>(svc: &S, ip: [u8; 4]) -> StatusCode
+where
+    S: Service<Req, Response = Response<B>> + Clone,
+    S::Error: std::fmt::Debug,
+{
+    svc.clone().oneshot(from(ip)).await.unwrap().status()
+}
+
+/// The tests' usual policy: "per-ip", `limit` per second per peer IP on `clock`.
+fn per_ip_policy(
+    clock: &ManualClock,
+    limit: u64,
+) -> Policy<Keyed<IpAddr, Gcra, ManualClock>, PeerIp> {
+    Policy::new("per-ip", per_ip(clock, limit), PeerIp::new())
+}
+
 async fn body(resp: Response<hotlimit_tower::ResponseBody<String>>) -> String {
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     String::from_utf8(bytes.to_vec()).unwrap()
@@ -91,8 +108,7 @@ fn params(value: &http::HeaderValue) -> Vec<(String, i64)> {
 #[tokio::test]
 async fn exact_decisions_and_headers_per_ip() {
     let clock = ManualClock::new();
-    let layer =
-        RateLimitLayer::new(Policy::new("per-ip", per_ip(&clock, 5), PeerIp::new())).unwrap();
+    let layer = RateLimitLayer::new(per_ip_policy(&clock, 5)).unwrap();
     let svc = layer.layer(inner());
     for r in (0..5).rev() {
         let resp = svc.clone().oneshot(from([192, 0, 2, 1])).await.unwrap();
@@ -120,14 +136,7 @@ async fn exact_decisions_and_headers_per_ip() {
         "Too Many Requests: the \"per-ip\" rate limit is reached; retry after 1 s\n"
     );
     // Another client has its own limit.
-    assert_eq!(
-        svc.clone()
-            .oneshot(from([192, 0, 2, 2]))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(status_of(&svc, [192, 0, 2, 2]).await, 200);
     clock.advance(Duration::from_millis(200));
     let ok = svc.clone().oneshot(from([192, 0, 2, 1])).await.unwrap();
     assert_eq!(ok.status(), 200);
@@ -185,27 +194,12 @@ async fn retry_after_is_never_zero_and_never_early() {
 #[tokio::test]
 async fn every_clone_shares_one_limit() {
     let clock = ManualClock::new();
-    let layer =
-        RateLimitLayer::new(Policy::new("per-ip", per_ip(&clock, 2), PeerIp::new())).unwrap();
+    let layer = RateLimitLayer::new(per_ip_policy(&clock, 2)).unwrap();
     let layer2 = layer.clone();
     let a = layer.layer(inner());
     let b = layer2.layer(inner());
-    assert_eq!(
-        a.clone()
-            .oneshot(from([10, 0, 0, 1]))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
-    assert_eq!(
-        b.clone()
-            .oneshot(from([10, 0, 0, 1]))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(status_of(&a, [10, 0, 0, 1]).await, 200);
+    assert_eq!(status_of(&b, [10, 0, 0, 1]).await, 200);
     assert_eq!(a.oneshot(from([10, 0, 0, 1])).await.unwrap().status(), 429);
     assert_eq!(b.oneshot(from([10, 0, 0, 1])).await.unwrap().status(), 429);
     assert_eq!(layer2.counters()[0].allowed, 2);
@@ -289,7 +283,7 @@ async fn a_later_policys_denial_charges_no_earlier_policy() {
 async fn dry_run_admits_counts_and_tells_the_handler() {
     let clock = ManualClock::new();
     let layer = RateLimitLayer::builder()
-        .policy(Policy::new("per-ip", per_ip(&clock, 1), PeerIp::new()))
+        .policy(per_ip_policy(&clock, 1))
         .dry_run(true)
         .build()
         .unwrap();
@@ -308,11 +302,7 @@ async fn dry_run_admits_counts_and_tells_the_handler() {
 #[tokio::test]
 async fn decisions_in_extensions_on_request() {
     let layer = RateLimitLayer::builder()
-        .policy(Policy::new(
-            "per-ip",
-            per_ip(&ManualClock::new(), 1),
-            PeerIp::new(),
-        ))
+        .policy(per_ip_policy(&ManualClock::new(), 1))
         .decision_in_extensions(true)
         .build()
         .unwrap();
@@ -382,7 +372,7 @@ async fn bodies_json_and_problem_json() {
         (RejectionBody::ProblemJson, "application/problem+json"),
     ] {
         let svc = RateLimitLayer::builder()
-            .policy(Policy::new("per-ip", per_ip(&clock, 1), PeerIp::new()))
+            .policy(per_ip_policy(&clock, 1))
             .body(format)
             .build()
             .unwrap()
@@ -410,11 +400,7 @@ async fn bodies_json_and_problem_json() {
 #[tokio::test]
 async fn headers_are_added_after_a_custom_handler() {
     let svc = RateLimitLayer::builder()
-        .policy(Policy::new(
-            "per-ip",
-            per_ip(&ManualClock::new(), 1),
-            PeerIp::new(),
-        ))
+        .policy(per_ip_policy(&ManualClock::new(), 1))
         .legacy_headers(true)
         .on_rejection(|r| {
             assert_eq!(r.kind(), RejectionKind::OverLimit);
@@ -443,13 +429,9 @@ async fn headers_are_added_after_a_custom_handler() {
 
 #[tokio::test]
 async fn grpc_requests_get_resource_exhausted() {
-    let svc = RateLimitLayer::new(Policy::new(
-        "per-ip",
-        per_ip(&ManualClock::new(), 1),
-        PeerIp::new(),
-    ))
-    .unwrap()
-    .layer(inner());
+    let svc = RateLimitLayer::new(per_ip_policy(&ManualClock::new(), 1))
+        .unwrap()
+        .layer(inner());
     let grpc = || {
         let mut req = from([10, 0, 0, 1]);
         req.headers_mut()
@@ -473,7 +455,7 @@ async fn grpc_requests_get_resource_exhausted() {
 #[tokio::test]
 async fn cost_per_request_and_never_grantable() {
     let clock = ManualClock::new();
-    let policy = Policy::new("per-ip", per_ip(&clock, 10), PeerIp::new()).cost(|parts| {
+    let policy = per_ip_policy(&clock, 10).cost(|parts| {
         parts
             .headers
             .get("x-cost")
@@ -512,14 +494,7 @@ async fn a_full_key_table_answers_503() {
         .build()
         .unwrap();
     let svc = layer.layer(inner());
-    assert_eq!(
-        svc.clone()
-            .oneshot(from([10, 0, 0, 1]))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(status_of(&svc, [10, 0, 0, 1]).await, 200);
     let resp = svc.oneshot(from([10, 0, 0, 2])).await.unwrap();
     assert_eq!(resp.status(), 503);
     let v: serde_json::Value = serde_json::from_str(&body(resp).await).unwrap();
@@ -595,7 +570,7 @@ async fn an_asynchronous_limiter_works_as_a_policy() {
         .build()
         .unwrap();
     let layer = RateLimitLayer::builder()
-        .policy(Policy::new("per-ip", per_ip(&clock, 5), PeerIp::new()))
+        .policy(per_ip_policy(&clock, 5))
         .policy(Policy::from_decide("remote", Slow(g), Global))
         .build()
         .unwrap();
@@ -719,8 +694,7 @@ async fn axum_mock_connect_info_and_matched_path_are_keys() {
     use hotlimit_tower::{KeyExtractor, Route};
 
     let clock = ManualClock::new();
-    let per_ip =
-        RateLimitLayer::new(Policy::new("per-ip", per_ip(&clock, 1), PeerIp::new())).unwrap();
+    let per_ip = RateLimitLayer::new(per_ip_policy(&clock, 1)).unwrap();
     let app = axum::Router::new()
         .route("/", get(|| async { "hi" }))
         .layer(per_ip)

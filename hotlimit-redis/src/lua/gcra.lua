@@ -17,17 +17,7 @@
 local interval = tonumber(ARGV[1])
 local tolerance = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
-local now
--- The test hook's `now` is not the server's clock, while expiry is: keys then get a minute more
--- to live, so that a trace replayed in a few real milliseconds keeps its state.
-local ttl_extra = 0
-if ARGV[4] then
-  now = tonumber(ARGV[4])
-  ttl_extra = 60000
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+-- `now` (µs) and `ttl_extra` (ms) come from now.lua, which the crate puts in front of this script.
 
 -- A missing key (or one that is not a number) is a full limiter: TAT = now.
 local tat = tonumber(redis.call('GET', KEYS[1])) or now

@@ -42,20 +42,20 @@ pub fn free_port() -> u16 {
 impl RedisServer {
     /// A server on a unix socket only (`--port 0`).
     pub fn start() -> RedisServer {
-        let dir = fresh_dir();
-        let socket = dir.join("redis.sock");
-        let mut s = RedisServer {
-            child: None,
-            dir,
-            socket,
-            port: 0,
-        };
-        s.spawn(&[]);
-        s
+        RedisServer::launch(0, &[])
     }
 
     /// A cluster node on loopback TCP `port` (and its own unix socket).
     pub fn cluster_node(port: u16) -> RedisServer {
+        RedisServer::launch(
+            port,
+            &["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"],
+        )
+    }
+
+    /// A server in a fresh directory, on its own unix socket and on `port` (0: none), started
+    /// with the extra arguments `args`.
+    fn launch(port: u16, args: &[&str]) -> RedisServer {
         let dir = fresh_dir();
         let socket = dir.join("redis.sock");
         let mut s = RedisServer {
@@ -64,7 +64,7 @@ impl RedisServer {
             socket,
             port,
         };
-        s.spawn(&["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"]);
+        s.spawn(args);
         s
     }
 
