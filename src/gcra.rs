@@ -12,7 +12,6 @@ use core::{fmt, time::Duration};
 use crate::clock::{Clock, DefaultClock};
 use crate::error::Denied;
 use crate::error::{ConfigError, Value};
-use crate::limiter::Limiter;
 use crate::rate::Rate;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
@@ -345,6 +344,8 @@ impl<C> Gcra<C> {
     /// Take `permits` permits at time `now` (nanoseconds on this limiter's clock), all or
     /// nothing. This is the algorithm; [`Limiter::try_acquire_n`] is this with the clock read.
     ///
+    /// [`Limiter::try_acquire_n`]: crate::limiter::Limiter::try_acquire_n
+    ///
     /// # Errors
     ///
     /// [`Denied`] with the exact wait, or with `retry_after() == None` when `permits` exceeds
@@ -630,59 +631,36 @@ impl<C: Clock> Gcra<C> {
     }
 }
 
-/// A decision with what HTTP headers need: the quota is the rate's `limit` per `period`
-/// (`RateLimit-Policy: q=limit;w=period`), `remaining` and `reset` are read right after it.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Decide, Gcra, ManualClock, Rate};
-/// use std::future::Future;
-/// use std::task::{Context, Poll, Waker};
-/// use std::time::Duration;
-///
-/// let limiter = Gcra::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
-/// let mut fut = std::pin::pin!(limiter.decide(&(), 1));
-/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
-///     unreachable!("in-process decisions are ready at once")
-/// };
-/// assert!(d.is_allowed());
-/// assert_eq!((d.remaining(), d.reset()), (4, Duration::from_millis(200)));
-/// assert_eq!(d.quota().limit(), 5);
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-impl<C: Clock> crate::decide::Decide for Gcra<C> {
-    type Key = ();
-    type Error = core::convert::Infallible;
-    type Future = crate::decide::Ready;
-
-    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
-        let now = self.clock.now();
-        let outcome = self.try_acquire_n_at(permits, now);
-        crate::decide::ready(
-            self.quota(),
-            outcome,
-            self.remaining_at(now),
-            self.reset_at(now),
-        )
-    }
-
-    fn quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate())
+crate::decide::decide_at_once! {
+    /// A decision with what HTTP headers need: the quota is the rate's `limit` per `period`
+    /// (`RateLimit-Policy: q=limit;w=period`), `remaining` and `reset` are read right after it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decide, Gcra, ManualClock, Rate};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Gcra::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
+    /// let mut fut = std::pin::pin!(limiter.decide(&(), 1));
+    /// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+    ///     unreachable!("in-process decisions are ready at once")
+    /// };
+    /// assert!(d.is_allowed());
+    /// assert_eq!((d.remaining(), d.reset()), (4, Duration::from_millis(200)));
+    /// assert_eq!(d.quota().limit(), 5);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    Gcra, |this, permits, now| {
+        acquire: this.try_acquire_n_at(permits, now),
+        read: (this.remaining_at(now), this.reset_at(now)),
+        rate: this.rate(),
     }
 }
 
-impl<C: Clock> Limiter for Gcra<C> {
-    #[inline]
-    fn try_acquire(&self) -> Result<(), Denied> {
-        self.try_acquire_at(self.clock.now())
-    }
-
-    #[inline]
-    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
-        self.try_acquire_n_at(permits, self.clock.now())
-    }
-}
+crate::limiter::limiter_at!(Gcra);
 
 impl<C> fmt::Debug for Gcra<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

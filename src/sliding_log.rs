@@ -832,43 +832,30 @@ impl<C: Clock> SlidingLog<C> {
     }
 }
 
-/// A decision with what HTTP headers need: the quota is `limit` per `period` (the window),
-/// `remaining` and `reset` are read right after it.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Decide, ManualClock, Rate, SlidingLog};
-/// use std::future::Future;
-/// use std::task::{Context, Poll, Waker};
-/// use std::time::Duration;
-///
-/// let log = SlidingLog::builder(Rate::per_minute(2)?).clock(ManualClock::new()).build()?;
-/// let mut fut = std::pin::pin!(log.decide(&(), 1));
-/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
-///     unreachable!()
-/// };
-/// assert_eq!((d.remaining(), d.reset()), (1, Duration::from_secs(60)));
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-impl<C: Clock> crate::decide::Decide for SlidingLog<C> {
-    type Key = ();
-    type Error = core::convert::Infallible;
-    type Future = crate::decide::Ready;
-
-    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
-        let now = self.clock.now();
-        let outcome = self.try_acquire_n_at(permits, now);
-        crate::decide::ready(
-            self.quota(),
-            outcome,
-            self.remaining_at(now),
-            self.reset_at(now),
-        )
-    }
-
-    fn quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate)
+crate::decide::decide_at_once! {
+    /// A decision with what HTTP headers need: the quota is `limit` per `period` (the window),
+    /// `remaining` and `reset` are read right after it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decide, ManualClock, Rate, SlidingLog};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    /// use std::time::Duration;
+    ///
+    /// let log = SlidingLog::builder(Rate::per_minute(2)?).clock(ManualClock::new()).build()?;
+    /// let mut fut = std::pin::pin!(log.decide(&(), 1));
+    /// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+    ///     unreachable!()
+    /// };
+    /// assert_eq!((d.remaining(), d.reset()), (1, Duration::from_secs(60)));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    SlidingLog, |this, permits, now| {
+        acquire: this.try_acquire_n_at(permits, now),
+        read: (this.remaining_at(now), this.reset_at(now)),
+        rate: this.rate,
     }
 }
 

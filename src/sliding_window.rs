@@ -854,43 +854,32 @@ impl<C: Clock> SlidingWindow<C> {
     }
 }
 
-/// A decision with what HTTP headers need: the quota is `limit` per `period` (the window),
-/// `remaining` and `reset` are read right after it.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Decide, ManualClock, Rate, SlidingWindow};
-/// use std::future::Future;
-/// use std::task::{Context, Poll, Waker};
-///
-/// let limiter = SlidingWindow::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
-/// let mut fut = std::pin::pin!(limiter.decide(&(), 2));
-/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
-///     unreachable!()
-/// };
-/// assert_eq!((d.is_allowed(), d.remaining()), (true, 1));
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-impl<C: Clock> crate::decide::Decide for SlidingWindow<C> {
-    type Key = ();
-    type Error = core::convert::Infallible;
-    type Future = crate::decide::Ready;
-
-    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
-        let now = self.clock.now();
-        let outcome = self.try_acquire_n_at(permits, now);
-        let (remaining, reset) = self.read_at(now);
-        crate::decide::ready(
-            self.quota(),
-            outcome,
-            remaining,
-            Duration::from_nanos(reset),
-        )
-    }
-
-    fn quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate())
+crate::decide::decide_at_once! {
+    /// A decision with what HTTP headers need: the quota is `limit` per `period` (the window),
+    /// `remaining` and `reset` are read right after it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decide, ManualClock, Rate, SlidingWindow};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let limiter = SlidingWindow::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
+    /// let mut fut = std::pin::pin!(limiter.decide(&(), 2));
+    /// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+    ///     unreachable!()
+    /// };
+    /// assert_eq!((d.is_allowed(), d.remaining()), (true, 1));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    SlidingWindow, |this, permits, now| {
+        acquire: this.try_acquire_n_at(permits, now),
+        read: {
+            let (remaining, reset) = this.read_at(now);
+            (remaining, Duration::from_nanos(reset))
+        },
+        rate: this.rate(),
     }
 }
 
