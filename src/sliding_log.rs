@@ -162,6 +162,17 @@ fn claim_slot(slot: &AtomicU64, mut seen: u64, bar: u64, stamp: u64) -> bool {
     false
 }
 
+/// The slots of a log of `limit` permits, all never used; the error names `limit` (the
+/// builder's and [`SlidingLog::set_limit`]'s check).
+fn limit_slots(limit: u64) -> Result<alloc::vec::Vec<AtomicU64>, ConfigError> {
+    new_slots(
+        limit,
+        "limit",
+        Value::Count(u128::from(limit)),
+        "must be at most 2^28 = 268435456 (8 bytes each)",
+    )
+}
+
 /// Allocates `n` zeroed ("never used") slots, or reports `field = value`: more than
 /// [`MAX_SLOTS`] (with `too_many` as the reason), or an allocation that fails.
 pub(crate) fn new_slots(

@@ -149,12 +149,7 @@ impl<C: Clock> SlidingLogBuilder<C> {
             let need = 8 * u128::from(limit);
             crate::memory::within("limit", u128::from(limit), need, self.max_memory)?;
         }
-        let slots = new_slots(
-            limit,
-            "limit",
-            Value::Count(u128::from(limit)),
-            "must be at most 2^28 = 268435456 (8 bytes each)",
-        )?;
+        let slots = limit_slots(limit)?;
         Ok(SlidingLog::from_parts(slots, self.rate, self.clock))
     }
 }

@@ -53,12 +53,7 @@ impl<C> SlidingLog<C> {
                 crate::memory::DEFAULT_MAX_MEMORY,
             )?;
         }
-        let slots = new_slots(
-            limit,
-            "limit",
-            Value::Count(u128::from(limit)),
-            "must be at most 2^28 = 268435456 (8 bytes each)",
-        )?;
+        let slots = limit_slots(limit)?;
         // `&mut self`: no claim is under way, so every slot holds its final stamp.
         let mut stamps: alloc::vec::Vec<u64> = self
             .slots
