@@ -349,6 +349,47 @@ pub(crate) fn quota_of(rate: crate::rate::Rate) -> Quota {
     Quota::new(rate.limit(), rate.period())
 }
 
+/// `Decide` for an in-process limiter keyed by `()`: read the clock once, take `permits` with
+/// `acquire`, read `(remaining, reset)` back with `read` at the same instant; the quota is
+/// `quota_of(rate)`. `this`, `permits` and `now` name the limiter, the permits and the instant
+/// in those expressions. The attributes (the type's doc and its example) go on the impl.
+macro_rules! decide_at_once {
+    (
+        $(#[$attr:meta])*
+        $ty:ident, |$this:ident, $permits:ident, $now:ident| {
+            acquire: $acquire:expr,
+            read: $read:expr,
+            rate: $rate:expr $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        impl<C: $crate::clock::Clock> $crate::decide::Decide for $ty<C> {
+            type Key = ();
+            type Error = core::convert::Infallible;
+            type Future = $crate::decide::Ready;
+
+            fn decide(&self, _key: &(), $permits: u32) -> Self::Future {
+                let $this = self;
+                let $now = $crate::clock::Clock::now(&$this.clock);
+                let outcome = $acquire;
+                let (remaining, reset) = $read;
+                $crate::decide::ready(
+                    $crate::decide::Decide::quota(self),
+                    outcome,
+                    remaining,
+                    reset,
+                )
+            }
+
+            fn quota(&self) -> $crate::decide::Quota {
+                let $this = self;
+                $crate::decide::quota_of($rate)
+            }
+        }
+    };
+}
+pub(crate) use decide_at_once;
+
 impl<D: Decide + ?Sized> Decide for &D {
     type Key = D::Key;
     type Error = D::Error;

@@ -6,15 +6,24 @@
 //! request for n permits at `now` computes S' = max(S, now) + n·I and is allowed iff
 //! S' ≤ now + τ; then S becomes S'. A denial leaves S unchanged and can succeed after
 //! S' − (now + τ).
+//!
+//! Files: this one holds the state, the parameters and the admission (one algorithm, kept
+//! whole); `gcra/builder.rs` the builder; `gcra/read.rs` the read-back with the clock read and
+//! `Decide`; `gcra/change.rs` live rate and burst changes.
 
 use core::{fmt, time::Duration};
 
 use crate::clock::{Clock, DefaultClock};
 use crate::error::Denied;
 use crate::error::{ConfigError, Value};
-use crate::limiter::Limiter;
 use crate::rate::Rate;
 use crate::sync::{AtomicU64, Backoff, Ordering};
+
+mod builder;
+mod change;
+mod read;
+
+pub use builder::GcraBuilder;
 
 /// A smooth-rate limiter (GCRA, "leaky score"): one `AtomicU64` of state, one CAS per grant,
 /// a single load per denial.
@@ -97,157 +106,6 @@ pub struct Gcra<C = DefaultClock> {
 /// only at the end of the clock's range, where every request is denied anyway; `changes` being
 /// odd tells the two apart.
 pub(crate) const FROZEN: u64 = u64::MAX;
-
-/// Builds a [`Gcra`]: see [`Gcra::builder`].
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Gcra, ManualClock, Rate};
-///
-/// let limiter = Gcra::builder(Rate::per_second(100)?)
-///     .burst(10)
-///     .clock(ManualClock::new())
-///     .build()?;
-/// assert_eq!(limiter.burst(), 10);
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-#[derive(Clone, Debug)]
-#[must_use = "a builder does nothing until `build()` is called"]
-pub struct GcraBuilder<C> {
-    rate: Rate,
-    burst: Option<u64>,
-    clock: C,
-}
-
-impl Gcra {
-    /// A builder for `rate` with the default clock and burst; change either before `build()`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, ManualClock, Rate};
-    ///
-    /// let limiter = Gcra::builder(Rate::per_minute(3)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.burst(), 3);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn builder(rate: Rate) -> GcraBuilder<DefaultClock> {
-        GcraBuilder {
-            rate,
-            burst: None,
-            clock: DefaultClock::default(),
-        }
-    }
-
-    /// A limiter for `rate` with burst `rate.limit()` and the default clock.
-    ///
-    /// # Errors
-    ///
-    /// As [`GcraBuilder::build`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Limiter, Rate};
-    ///
-    /// let limiter = Gcra::new(Rate::per_second(1000)?)?;
-    /// assert!(limiter.try_acquire().is_ok());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    #[cfg(feature = "std")]
-    pub fn new(rate: Rate) -> Result<Gcra, ConfigError> {
-        Gcra::builder(rate).build()
-    }
-}
-
-impl<C> GcraBuilder<C> {
-    /// The most permits that can be taken at once (and the most a request may ask for).
-    /// Default: the rate's `limit`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Limiter, ManualClock, Rate};
-    ///
-    /// let limiter = Gcra::builder(Rate::per_second(100)?)
-    ///     .burst(1)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// assert!(limiter.try_acquire().is_ok());
-    /// assert!(limiter.try_acquire().is_err()); // no burst: one every 10 ms
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn burst(mut self, burst: u64) -> Self {
-        self.burst = Some(burst);
-        self
-    }
-
-    /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, ManualClock, Rate};
-    ///
-    /// let clock = ManualClock::new();
-    /// let limiter = Gcra::builder(Rate::per_second(1)?).clock(clock.clone()).build()?;
-    /// # let _ = limiter;
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn clock<C2: Clock>(self, clock: C2) -> GcraBuilder<C2> {
-        GcraBuilder {
-            rate: self.rate,
-            burst: self.burst,
-            clock,
-        }
-    }
-}
-
-impl<C: Clock> GcraBuilder<C> {
-    /// Builds the limiter.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] when the emission interval `period / limit` is under 1 ns or over 2^62
-    /// ns, 146 years (field `rate`), when the burst is 0, or when burst × interval overflows u64
-    /// nanoseconds (field `burst`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, ManualClock, Rate};
-    /// use std::time::Duration;
-    ///
-    /// let err = Gcra::builder(Rate::per_second(1)?).burst(0).clock(ManualClock::new()).build();
-    /// assert_eq!(err.unwrap_err().field(), "burst");
-    /// let err = Gcra::builder(Rate::new(10, Duration::from_nanos(5))?)
-    ///     .clock(ManualClock::new())
-    ///     .build();
-    /// assert_eq!(err.unwrap_err().field(), "rate");
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn build(self) -> Result<Gcra<C>, ConfigError> {
-        let Params {
-            interval,
-            burst,
-            tolerance,
-        } = Params::new(self.rate, self.burst)?;
-        let rate = self.rate;
-        Ok(Gcra {
-            tat: AtomicU64::new(0),
-            interval: AtomicU64::new(interval),
-            tolerance: AtomicU64::new(tolerance),
-            slack_one: AtomicU64::new(tolerance - interval),
-            burst: AtomicU64::new(burst),
-            limit: AtomicU64::new(rate.limit()),
-            period: AtomicU64::new(rate.period_nanos()),
-            changes: AtomicU64::new(0),
-            high: AtomicU64::new(0),
-            clock: self.clock,
-        })
-    }
-}
 
 /// A GCRA's validated parameters: emission interval I, burst b and tolerance τ = b·I, all
 /// in nanoseconds. Shared by every limiter built on GCRA, so they reject the same input with
@@ -344,6 +202,8 @@ pub(crate) fn decide(tat: u64, now: u64, cost: u64, slack: u64) -> Result<u64, D
 impl<C> Gcra<C> {
     /// Take `permits` permits at time `now` (nanoseconds on this limiter's clock), all or
     /// nothing. This is the algorithm; [`Limiter::try_acquire_n`] is this with the clock read.
+    ///
+    /// [`Limiter::try_acquire_n`]: crate::limiter::Limiter::try_acquire_n
     ///
     /// # Errors
     ///
@@ -595,94 +455,7 @@ impl<C> Gcra<C> {
     }
 }
 
-impl<C: Clock> Gcra<C> {
-    /// How many permits could be taken now: [`remaining_at`](Gcra::remaining_at) with the
-    /// clock read.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Limiter, ManualClock, Rate};
-    /// let limiter = Gcra::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
-    /// limiter.try_acquire()?;
-    /// assert_eq!(limiter.remaining(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn remaining(&self) -> u64 {
-        self.remaining_at(self.clock.now())
-    }
-
-    /// How long until the limiter is full again: [`reset_at`](Gcra::reset_at) with the clock
-    /// read.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Limiter, ManualClock, Rate};
-    /// use std::time::Duration;
-    /// let limiter = Gcra::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
-    /// limiter.try_acquire()?;
-    /// assert_eq!(limiter.reset(), Duration::from_millis(250));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn reset(&self) -> Duration {
-        self.reset_at(self.clock.now())
-    }
-}
-
-/// A decision with what HTTP headers need: the quota is the rate's `limit` per `period`
-/// (`RateLimit-Policy: q=limit;w=period`), `remaining` and `reset` are read right after it.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Decide, Gcra, ManualClock, Rate};
-/// use std::future::Future;
-/// use std::task::{Context, Poll, Waker};
-/// use std::time::Duration;
-///
-/// let limiter = Gcra::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
-/// let mut fut = std::pin::pin!(limiter.decide(&(), 1));
-/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
-///     unreachable!("in-process decisions are ready at once")
-/// };
-/// assert!(d.is_allowed());
-/// assert_eq!((d.remaining(), d.reset()), (4, Duration::from_millis(200)));
-/// assert_eq!(d.quota().limit(), 5);
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-impl<C: Clock> crate::decide::Decide for Gcra<C> {
-    type Key = ();
-    type Error = core::convert::Infallible;
-    type Future = crate::decide::Ready;
-
-    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
-        let now = self.clock.now();
-        let outcome = self.try_acquire_n_at(permits, now);
-        crate::decide::ready(
-            self.quota(),
-            outcome,
-            self.remaining_at(now),
-            self.reset_at(now),
-        )
-    }
-
-    fn quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate())
-    }
-}
-
-impl<C: Clock> Limiter for Gcra<C> {
-    #[inline]
-    fn try_acquire(&self) -> Result<(), Denied> {
-        self.try_acquire_at(self.clock.now())
-    }
-
-    #[inline]
-    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
-        self.try_acquire_n_at(permits, self.clock.now())
-    }
-}
+crate::limiter::limiter_at!(Gcra);
 
 impl<C> fmt::Debug for Gcra<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -733,263 +506,6 @@ pub(crate) fn carry_tat(tat: u64, now: u64, old: (u64, u64), new: (u64, u64)) ->
 /// parameters may expect.
 pub(crate) fn rerate(tat: u64, now: u64, old: (u64, u64), new: (u64, u64), floor: u64) -> u64 {
     carry_tat(tat, now, old, new).max(tat.max(floor).saturating_add(1))
-}
-
-impl<C> Gcra<C> {
-    /// The parameters, read consistently: between two equal even readings of `changes` (a
-    /// sequence lock; only getters and rate changes use it).
-    pub(crate) fn snapshot(&self) -> Snapshot {
-        let backoff = Backoff::new();
-        loop {
-            // Acquire: the parameters below are read after it.
-            let before = self.changes.load(Ordering::Acquire);
-            if before & 1 == 0 {
-                // Acquire (all): if one of them reads a value a later change stored (Release),
-                // it sees that change's odd mark, so the second reading below differs.
-                let interval = self.interval.load(Ordering::Acquire);
-                let tolerance = self.tolerance.load(Ordering::Acquire);
-                let burst = self.burst.load(Ordering::Acquire);
-                let limit = self.limit.load(Ordering::Acquire);
-                let period = self.period.load(Ordering::Acquire);
-                // Relaxed: ordered after the Acquire loads above.
-                if self.changes.load(Ordering::Relaxed) == before {
-                    let rate = match Rate::new(limit, Duration::from_nanos(period)) {
-                        Ok(rate) => rate,
-                        // Written only from a validated `Rate`.
-                        Err(e) => unreachable!("a stored rate is valid: {e}"),
-                    };
-                    return Snapshot {
-                        interval,
-                        tolerance,
-                        burst,
-                        rate,
-                    };
-                }
-            }
-            backoff.spin();
-        }
-    }
-
-    /// Changes the rate and burst at time `now` (nanoseconds on this limiter's clock), while
-    /// other threads keep acquiring: the algorithm under [`set_rate`](Gcra::set_rate),
-    /// [`set_burst`](Gcra::set_burst) and [`set_rate_and_burst`](Gcra::set_rate_and_burst).
-    /// `burst: None` means the new rate's `limit`, as in the builder.
-    ///
-    /// # What happens to permits already granted
-    ///
-    /// They stay granted and keep counting; the change never frees a permit:
-    ///
-    /// - **The permits free right after the change are at most those free right before it,
-    ///   and at most the new burst**: free capacity carries over as the same number of permits
-    ///   (a fraction of a permit included), capped at the new burst b'. A larger burst is not
-    ///   granted at once: it fills at the new rate, as after a burst of requests.
-    /// - **Time owed is never forgiven**: the state (the TAT) never moves earlier. When the
-    ///   rule above would move it earlier (a faster rate with the same burst, a smaller burst)
-    ///   the time already owed stays owed; so does time queued by reservations.
-    /// - Consequently, for a change at `now` = s from interval I and burst b to I' and b':
-    ///   in any interval [t, t + d] with t ≤ s, at most **b + (s − t)/I + (t + d − s)/I'**
-    ///   permits are granted (the old burst once, each rate over its own part), and in any
-    ///   interval after s, at most **b' + d/I'** (the new guarantee). The proof is in the
-    ///   [`guide`](crate::guide#changing-a-rate-while-running).
-    ///
-    /// Requests racing the change are judged wholly under the old parameters or wholly under
-    /// the new ones (a request whose reads straddle the change fails its CAS and decides again);
-    /// for the instant of the change (a few atomic operations) they wait for it. Cost: three
-    /// RMWs and seven stores, off the admission path, which it does not slow: the parameters
-    /// are read with the same plain loads as before (callgrind figures in `BENCHMARKS.md`).
-    ///
-    /// A reservation made before a change and cancelled after it is not given back (its
-    /// permits stay counted). The state never moves below a value it has held: after a
-    /// reservation far in the future was cancelled, the next change keeps the state past it.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] as [`GcraBuilder::build`] for `rate` and `burst`; nothing is changed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, ManualClock, Rate};
-    ///
-    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
-    /// limiter.try_acquire_n_at(4, 0).unwrap(); // 6 of 10 left
-    /// limiter.set_rate_at(Rate::per_second(100)?, None, 0)?;
-    /// // Still 6 free (not 100): the change frees nothing; the rest fills at 100/s.
-    /// assert_eq!(limiter.remaining_at(0), 6);
-    /// assert_eq!(limiter.remaining_at(10_000_000), 7);
-    /// // Slower: 2/s (burst 2). The 930 ms still owed stay owed (not rescaled to 2/s), so
-    /// // nothing is free until they drain below the new tolerance of 1 s.
-    /// limiter.set_rate_at(Rate::per_second(2)?, None, 10_000_000)?;
-    /// assert_eq!(limiter.remaining_at(10_000_000), 0);
-    /// assert_eq!(limiter.remaining_at(500_000_000), 1);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) -> Result<(), ConfigError> {
-        let new = Params::new(rate, burst)?;
-        self.change(now, |_, _| Ok((new, rate)))
-    }
-
-    /// A rate change: takes the turn, freezes the TAT, installs the parameters `params` returns
-    /// for the current ones and the carried TAT, and ends the turn (changing nothing if
-    /// `params` fails).
-    fn change(
-        &self,
-        now: u64,
-        params: impl FnOnce(Params, Rate) -> Result<(Params, Rate), ConfigError>,
-    ) -> Result<(), ConfigError> {
-        crate::sync::take_turn(&self.changes);
-        // Relaxed (all): only changes write the parameters, and we hold the turn.
-        let old = Params {
-            interval: self.interval.load(Ordering::Relaxed),
-            burst: self.burst.load(Ordering::Relaxed),
-            tolerance: self.tolerance.load(Ordering::Relaxed),
-        };
-        let current = match Rate::new(
-            self.limit.load(Ordering::Relaxed),
-            Duration::from_nanos(self.period.load(Ordering::Relaxed)),
-        ) {
-            Ok(rate) => rate,
-            // Written only from a validated `Rate`.
-            Err(e) => unreachable!("a stored rate is valid: {e}"),
-        };
-        let (new, rate) = match params(old, current) {
-            Ok(changed) => changed,
-            Err(e) => {
-                crate::sync::end_turn(&self.changes); // nothing was written
-                return Err(e);
-            }
-        };
-        let same = (new.interval, new.tolerance) == (old.interval, old.tolerance);
-        if !same {
-            // AcqRel: Acquire reads every grant's CAS before it (Release), so their parameter
-            // reads precede our stores below, and every cancel's raise of `high` (made before
-            // its Release CAS); Release publishes our odd mark to a request that reads FROZEN.
-            let tat = self.tat.swap(FROZEN, Ordering::AcqRel);
-            // Relaxed: made visible by the swap's Acquire (see above).
-            let high = self.high.load(Ordering::Relaxed);
-            let next = if tat == FROZEN {
-                FROZEN // the end of the clock's range: stays exhausted
-            } else {
-                rerate(
-                    tat,
-                    now,
-                    (old.interval, old.tolerance),
-                    (new.interval, new.tolerance),
-                    high,
-                )
-            };
-            // Release (all): a request that reads the TAT stored below (Acquire) reads these.
-            self.interval.store(new.interval, Ordering::Release);
-            self.tolerance.store(new.tolerance, Ordering::Release);
-            self.slack_one
-                .store(new.tolerance - new.interval, Ordering::Release);
-            self.burst.store(new.burst, Ordering::Release);
-            // Release: publishes the parameters above to every request that reads this TAT.
-            self.tat.store(next, Ordering::Release);
-        }
-        // Release (both): for the getters' sequence lock (see `snapshot`).
-        self.limit.store(rate.limit(), Ordering::Release);
-        self.period.store(rate.period_nanos(), Ordering::Release);
-        if same {
-            // Release: for the getters; b = τ / I is unchanged with I and τ, so this changes
-            // nothing a request reads.
-            self.burst.store(new.burst, Ordering::Release);
-        }
-        crate::sync::end_turn(&self.changes);
-        Ok(())
-    }
-
-    /// Moves the TAT down from `from` to `to` if it still holds `from` (a cancel): the one way
-    /// to lower the state word, because a rate change must know the highest value it held.
-    /// Strong CAS: a spurious failure would lose the permits for no reason.
-    pub(crate) fn lower_tat(&self, from: u64, to: u64) -> bool {
-        // Relaxed: published to a later rate change by the Release CAS below, which that
-        // change's swap (Acquire) reads or follows.
-        self.high.fetch_max(from, Ordering::Relaxed);
-        // Release: see above; Relaxed on failure: nothing is read. The CAS alone decides.
-        self.tat
-            .compare_exchange(from, to, Ordering::Release, Ordering::Relaxed)
-            .is_ok()
-    }
-}
-
-impl<C: Clock> Gcra<C> {
-    /// Changes the rate now; the burst becomes the new rate's `limit` (as the builder's
-    /// default). [`set_rate_at`](Gcra::set_rate_at) with the clock read: what happens to
-    /// permits already granted is described there.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] as [`GcraBuilder::build`] (field `rate`); nothing is changed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Limiter, Rate};
-    /// use std::sync::Arc;
-    ///
-    /// let limiter = Arc::new(Gcra::new(Rate::per_second(1_000)?)?);
-    /// let worker = Arc::clone(&limiter);
-    /// std::thread::spawn(move || while worker.try_acquire().is_ok() {}).join().unwrap();
-    /// limiter.set_rate(Rate::per_second(5_000)?)?; // while others may be acquiring
-    /// assert_eq!(limiter.rate(), Rate::per_second(5_000)?);
-    /// assert_eq!(limiter.burst(), 5_000);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn set_rate(&self, rate: Rate) -> Result<(), ConfigError> {
-        self.set_rate_at(rate, None, self.clock.now())
-    }
-
-    /// Changes the rate and the burst now: [`set_rate_at`](Gcra::set_rate_at) with the clock
-    /// read.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] as [`GcraBuilder::build`] (fields `rate`, `burst`); nothing is changed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, ManualClock, Rate};
-    ///
-    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
-    /// limiter.set_rate_and_burst(Rate::per_second(100)?, 1)?;
-    /// assert_eq!((limiter.rate().limit(), limiter.burst()), (100, 1));
-    /// assert!(limiter.set_rate_and_burst(Rate::per_second(100)?, 0).is_err());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn set_rate_and_burst(&self, rate: Rate, burst: u64) -> Result<(), ConfigError> {
-        self.set_rate_at(rate, Some(burst), self.clock.now())
-    }
-
-    /// Changes the burst now, keeping the rate: [`set_rate_at`](Gcra::set_rate_at) with the
-    /// current rate and the clock read.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] naming `burst` when it is 0 or burst × interval overflows u64
-    /// nanoseconds; nothing is changed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, ManualClock, Rate};
-    /// use std::time::Duration;
-    ///
-    /// let clock = ManualClock::new();
-    /// let limiter = Gcra::builder(Rate::per_second(10)?).clock(clock.clone()).build()?;
-    /// clock.advance(Duration::from_secs(1));
-    /// limiter.set_burst(2)?;
-    /// assert_eq!(limiter.remaining(), 2);
-    /// assert_eq!(limiter.set_burst(0).unwrap_err().field(), "burst");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn set_burst(&self, burst: u64) -> Result<(), ConfigError> {
-        // The rate is read inside the change's turn, so a concurrent `set_rate` is not undone.
-        self.change(self.clock.now(), |_, rate| {
-            Ok((Params::new(rate, Some(burst))?, rate))
-        })
-    }
 }
 
 /// Planted bugs for the loom models: each must make its model fail, which shows the models

@@ -38,7 +38,6 @@ use core::{fmt, time::Duration};
 use crate::clock::{Clock, DefaultClock};
 use crate::error::{ConfigError, Denied, Value};
 use crate::gcra::{decide, price, Params};
-use crate::limiter::Limiter;
 use crate::rate::Rate;
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 
@@ -396,6 +395,8 @@ fn later(so_far: Option<Denied>, rate: Result<u64, Denied>) -> Option<Denied> {
 impl<C> GcraMulti<C> {
     /// Take `permits` permits at time `now` from every rate, all or nothing. This is the
     /// algorithm; [`Limiter::try_acquire_n`] is this with the clock read.
+    ///
+    /// [`Limiter::try_acquire_n`]: crate::limiter::Limiter::try_acquire_n
     ///
     /// # Errors
     ///
@@ -763,17 +764,7 @@ impl<C: Clock> GcraMulti<C> {
     }
 }
 
-impl<C: Clock> Limiter for GcraMulti<C> {
-    #[inline]
-    fn try_acquire(&self) -> Result<(), Denied> {
-        self.try_acquire_at(self.clock.now())
-    }
-
-    #[inline]
-    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
-        self.try_acquire_n_at(permits, self.clock.now())
-    }
-}
+crate::limiter::limiter_at!(GcraMulti);
 
 impl<C> fmt::Debug for GcraMulti<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

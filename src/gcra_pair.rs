@@ -29,7 +29,6 @@ use core::{fmt, time::Duration};
 use crate::clock::{Clock, DefaultClock};
 use crate::error::{ConfigError, Denied};
 use crate::gcra::{decide, price, Params};
-use crate::limiter::Limiter;
 use crate::rate::Rate;
 use crate::sync::{AtomicU128, Backoff, Ordering};
 
@@ -326,6 +325,8 @@ impl<C> GcraPair<C> {
     /// rates, all or nothing. This is the algorithm; [`Limiter::try_acquire_n`] is this with
     /// the clock read.
     ///
+    /// [`Limiter::try_acquire_n`]: crate::limiter::Limiter::try_acquire_n
+    ///
     /// # Errors
     ///
     /// [`Denied`] with the later of the two rates' exact waits, or with
@@ -620,17 +621,7 @@ impl<C: Clock> GcraPair<C> {
     }
 }
 
-impl<C: Clock> Limiter for GcraPair<C> {
-    #[inline]
-    fn try_acquire(&self) -> Result<(), Denied> {
-        self.try_acquire_at(self.clock.now())
-    }
-
-    #[inline]
-    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
-        self.try_acquire_n_at(permits, self.clock.now())
-    }
-}
+crate::limiter::limiter_at!(GcraPair);
 
 impl<C> fmt::Debug for GcraPair<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -74,3 +74,22 @@ impl<L: Limiter + ?Sized> Limiter for alloc::boxed::Box<L> {
         (**self).try_acquire_n(permits)
     }
 }
+
+/// `Limiter` for a limiter whose `try_acquire_at(now)` and `try_acquire_n_at(permits, now)`
+/// are the whole decision: each method reads the clock once and calls the `_at` form.
+macro_rules! limiter_at {
+    ($ty:ident) => {
+        impl<C: $crate::clock::Clock> $crate::limiter::Limiter for $ty<C> {
+            #[inline]
+            fn try_acquire(&self) -> Result<(), $crate::error::Denied> {
+                self.try_acquire_at($crate::clock::Clock::now(&self.clock))
+            }
+
+            #[inline]
+            fn try_acquire_n(&self, permits: u32) -> Result<(), $crate::error::Denied> {
+                self.try_acquire_n_at(permits, $crate::clock::Clock::now(&self.clock))
+            }
+        }
+    };
+}
+pub(crate) use limiter_at;

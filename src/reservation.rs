@@ -373,13 +373,7 @@ impl<C: Clock> Gcra<C> {
         F: FnMut(Duration) -> Fut + Unpin,
         Fut: Future<Output = ()>,
     {
-        FairAcquire {
-            gcra: self,
-            permits,
-            max_wait: u64::MAX,
-            sleep,
-            state: State::Start,
-        }
+        FairAcquire::new(self, permits, u64::MAX, sleep)
     }
 
     /// [`acquire_async`](Gcra::acquire_async) that waits at most `timeout`: its reservation
@@ -418,13 +412,7 @@ impl<C: Clock> Gcra<C> {
         F: FnMut(Duration) -> Fut + Unpin,
         Fut: Future<Output = ()>,
     {
-        FairAcquire {
-            gcra: self,
-            permits,
-            max_wait: nanos(timeout),
-            sleep,
-            state: State::Start,
-        }
+        FairAcquire::new(self, permits, nanos(timeout), sleep)
     }
 }
 
@@ -459,6 +447,19 @@ pub struct FairAcquire<'a, C, F, Fut> {
     max_wait: u64,
     sleep: F,
     state: State<'a, C, Fut>,
+}
+
+impl<'a, C, F, Fut> FairAcquire<'a, C, F, Fut> {
+    /// The future before its first poll: nothing reserved yet.
+    fn new(gcra: &'a Gcra<C>, permits: u32, max_wait: u64, sleep: F) -> Self {
+        FairAcquire {
+            gcra,
+            permits,
+            max_wait,
+            sleep,
+            state: State::Start,
+        }
+    }
 }
 
 enum State<'a, C, Fut> {

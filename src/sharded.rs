@@ -897,42 +897,29 @@ impl<C: Clock> ShardedGcra<C> {
     }
 }
 
-/// A decision with what HTTP headers need (quota: the global rate's `limit` per `period`),
-/// from the calling thread's home shard as [`Limiter::try_acquire_n`].
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Decide, ManualClock, Rate, ShardedGcra};
-/// use std::future::Future;
-/// use std::task::{Context, Poll, Waker};
-///
-/// let limiter = ShardedGcra::builder(Rate::per_second(4)?).shards(2).clock(ManualClock::new()).build()?;
-/// let mut fut = std::pin::pin!(limiter.decide(&(), 3));
-/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
-///     unreachable!()
-/// };
-/// assert_eq!((d.is_allowed(), d.remaining()), (true, 1));
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-impl<C: Clock> crate::decide::Decide for ShardedGcra<C> {
-    type Key = ();
-    type Error = core::convert::Infallible;
-    type Future = crate::decide::Ready;
-
-    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
-        let now = self.clock.now();
-        let outcome = self.try_acquire_n_on(thread_index(), permits, now);
-        crate::decide::ready(
-            self.quota(),
-            outcome,
-            self.remaining_at(now),
-            self.reset_at(now),
-        )
-    }
-
-    fn quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate())
+crate::decide::decide_at_once! {
+    /// A decision with what HTTP headers need (quota: the global rate's `limit` per `period`),
+    /// from the calling thread's home shard as [`Limiter::try_acquire_n`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decide, ManualClock, Rate, ShardedGcra};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).shards(2).clock(ManualClock::new()).build()?;
+    /// let mut fut = std::pin::pin!(limiter.decide(&(), 3));
+    /// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+    ///     unreachable!()
+    /// };
+    /// assert_eq!((d.is_allowed(), d.remaining()), (true, 1));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    ShardedGcra, |this, permits, now| {
+        acquire: this.try_acquire_n_on(thread_index(), permits, now),
+        read: (this.remaining_at(now), this.reset_at(now)),
+        rate: this.rate(),
     }
 }
 

@@ -30,6 +30,11 @@
 //! cursor CAS retries at once from the value the CAS returned, without looking at a slot in
 //! between (it has looked, so a denial stays write-free; the slot CAS checks the slot anyway).
 //! The [`guide`](crate::guide) has the proof and the measurements behind both.
+//!
+//! Files: this one holds the ring, the slot claims and the admission (one algorithm, kept
+//! whole); `sliding_log/builder.rs` the builder; `sliding_log/read.rs` the read-back (free run,
+//! reset, settings) and `Decide`; `sliding_log/change.rs` live limit changes;
+//! `sliding_log/planted.rs` the loom models' planted bugs.
 
 use core::fmt;
 use core::ops::Deref;
@@ -43,6 +48,12 @@ use crate::error::{ConfigError, Value};
 use crate::limiter::Limiter;
 use crate::rate::Rate;
 use crate::sync::{AtomicU64, Backoff, Ordering};
+
+mod builder;
+mod change;
+mod read;
+
+pub use builder::SlidingLogBuilder;
 
 /// The most slots one log may allocate: 2²⁸ (268,435,456 slots, 2 GiB of timestamps).
 pub(crate) const MAX_SLOTS: u64 = 1 << 28;
@@ -132,163 +143,6 @@ pub struct Head {
     newest: AtomicU64,
 }
 
-/// Builds a [`SlidingLog`]: see [`SlidingLog::builder`].
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{ManualClock, Rate, SlidingLog};
-///
-/// let log = SlidingLog::builder(Rate::per_second(100)?).clock(ManualClock::new()).build()?;
-/// assert_eq!(log.limit(), 100);
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-#[derive(Clone, Debug)]
-#[must_use = "a builder does nothing until `build()` is called"]
-pub struct SlidingLogBuilder<C> {
-    rate: Rate,
-    max_memory: usize,
-    clock: C,
-}
-
-impl SlidingLog {
-    /// The largest `limit` a log accepts: 2²⁸ = 268,435,456 permits per period, which is 2 GiB
-    /// of timestamps. Exactness costs 8 bytes per permit; above this, use a bucketed window.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(hotlimit::SlidingLog::MAX_LIMIT, 1 << 28);
-    /// ```
-    pub const MAX_LIMIT: u64 = MAX_SLOTS;
-
-    /// A builder for `rate` with the default clock; change it before `build()`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingLog};
-    ///
-    /// let log = SlidingLog::builder(Rate::per_minute(3)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(log.limit(), 3);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn builder(rate: Rate) -> SlidingLogBuilder<DefaultClock> {
-        SlidingLogBuilder {
-            rate,
-            max_memory: crate::memory::DEFAULT_MAX_MEMORY,
-            clock: DefaultClock::default(),
-        }
-    }
-
-    /// An exact log for `rate` with the default clock.
-    ///
-    /// # Errors
-    ///
-    /// As [`SlidingLogBuilder::build`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Limiter, Rate, SlidingLog};
-    ///
-    /// let log = SlidingLog::new(Rate::per_second(1000)?)?;
-    /// assert!(log.try_acquire().is_ok());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    #[cfg(feature = "std")]
-    pub fn new(rate: Rate) -> Result<SlidingLog, ConfigError> {
-        SlidingLog::builder(rate).build()
-    }
-}
-
-impl<C> SlidingLogBuilder<C> {
-    /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Clock, ManualClock, Rate, SlidingLog};
-    ///
-    /// let clock = ManualClock::new();
-    /// let log = SlidingLog::builder(Rate::per_second(1)?).clock(clock.clone()).build()?;
-    /// assert_eq!(log.clock().now(), 0);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn clock<C2: Clock>(self, clock: C2) -> SlidingLogBuilder<C2> {
-        SlidingLogBuilder {
-            rate: self.rate,
-            max_memory: self.max_memory,
-            clock,
-        }
-    }
-
-    /// The most memory the log may take, in bytes: its ring is 8 bytes × `limit`, allocated
-    /// at `build()`. Default: 1 GiB (a `limit` of up to 134,217,728). `build()` reports a
-    /// larger ring as a [`ConfigError`] naming `limit` and the bytes, instead of allocating it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingLog};
-    ///
-    /// let err = SlidingLog::builder(Rate::per_second(1_000_000)?)
-    ///     .max_memory(1 << 20)
-    ///     .clock(ManualClock::new())
-    ///     .build()
-    ///     .unwrap_err();
-    /// assert_eq!(err.field(), "limit");
-    /// assert_eq!(
-    ///     err.to_string(),
-    ///     "invalid limit = 1000000 (needs 8000000 bytes, over max_memory = 1048576 bytes): \
-    ///      lower it, or raise the builder's max_memory"
-    /// );
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn max_memory(mut self, bytes: usize) -> Self {
-        self.max_memory = bytes;
-        self
-    }
-}
-
-impl<C: Clock> SlidingLogBuilder<C> {
-    /// Builds the log, allocating `limit` slots.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] naming `limit` when it exceeds [`SlidingLog::MAX_LIMIT`] (2²⁸), when
-    /// its ring (8 bytes × `limit`) is over [`max_memory`](SlidingLogBuilder::max_memory), or
-    /// when the memory for the slots cannot be allocated (reported, never an abort).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingLog};
-    ///
-    /// let err = SlidingLog::builder(Rate::per_second(1 << 40)?)
-    ///     .clock(ManualClock::new())
-    ///     .build()
-    ///     .unwrap_err();
-    /// assert_eq!(err.field(), "limit");
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn build(self) -> Result<SlidingLog<C>, ConfigError> {
-        let limit = self.rate.limit();
-        if limit <= MAX_SLOTS {
-            // Above MAX_SLOTS `new_slots` names the hard bound instead.
-            let need = 8 * u128::from(limit);
-            crate::memory::within("limit", u128::from(limit), need, self.max_memory)?;
-        }
-        let slots = new_slots(
-            limit,
-            "limit",
-            Value::Count(u128::from(limit)),
-            "must be at most 2^28 = 268435456 (8 bytes each)",
-        )?;
-        Ok(SlidingLog::from_parts(slots, self.rate, self.clock))
-    }
-}
-
 /// Claims `slot` with `stamp` by CAS from a free value (≤ `bar`), starting from `seen`, a
 /// recent value of the slot. False if the slot is not free.
 #[inline(always)]
@@ -306,6 +160,17 @@ fn claim_slot(slot: &AtomicU64, mut seen: u64, bar: u64, stamp: u64) -> bool {
         }
     }
     false
+}
+
+/// The slots of a log of `limit` permits, all never used; the error names `limit` (the
+/// builder's and [`SlidingLog::set_limit`]'s check).
+fn limit_slots(limit: u64) -> Result<alloc::vec::Vec<AtomicU64>, ConfigError> {
+    new_slots(
+        limit,
+        "limit",
+        Value::Count(u128::from(limit)),
+        "must be at most 2^28 = 268435456 (8 bytes each)",
+    )
 }
 
 /// Allocates `n` zeroed ("never used") slots, or reports `field = value`: more than
@@ -679,197 +544,6 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
         self.try_acquire_n_at(1, now)
     }
-
-    /// How many permits a request at `now` could take: the run of free slots (grants that have
-    /// left the window (now − period, now], or never used) from the oldest on, which is what
-    /// a request for n permits needs. For a sequential caller this is exactly `limit` minus
-    /// the grants in the window (the exact log's answer); under concurrency a snapshot. Reads
-    /// only, O(log `limit`): the ring is in time order from its oldest slot (for a sequential
-    /// caller always), so the run's end is found by bisection.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingLog};
-    ///
-    /// let log = SlidingLog::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(log.remaining_at(0), 3);
-    /// log.try_acquire_at(0).unwrap();
-    /// log.try_acquire_at(400_000_000).unwrap();
-    /// assert_eq!(log.remaining_at(500_000_000), 1);
-    /// assert_eq!(log.remaining_at(1_000_000_000), 2); // the grant at 0 has left the window
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn remaining_at(&self, now: u64) -> u64 {
-        if now == u64::MAX {
-            return 0;
-        }
-        let bar = self.bar(now);
-        // Relaxed: the cursor only says where the oldest grant is (a snapshot).
-        let c = self.head.cursor.load(Ordering::Relaxed);
-        // Acquire: as in `acquire_slots`.
-        let free = |k: u64| self.slot(c.wrapping_add(k)).load(Ordering::Acquire) <= bar;
-        // Invariant: the first `lo` slots are free; slot `hi` (if < len) is not.
-        let (mut lo, mut hi) = (0, self.len);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if free(mid) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-
-    /// How long until the log is empty again (every grant out of the window, the whole
-    /// `limit` available) if nothing more is granted: when the newest grant leaves the
-    /// window; zero when it already has. Reads only.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingLog};
-    /// use std::time::Duration;
-    ///
-    /// let log = SlidingLog::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
-    /// log.try_acquire_at(0).unwrap();
-    /// log.try_acquire_at(400_000_000).unwrap();
-    /// assert_eq!(log.reset_at(500_000_000), Duration::from_millis(900));
-    /// assert_eq!(log.reset_at(1_400_000_000), Duration::ZERO);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn reset_at(&self, now: u64) -> core::time::Duration {
-        // Relaxed: a snapshot, as in `remaining_at`.
-        let c = self.head.cursor.load(Ordering::Relaxed);
-        // Acquire: as in `acquire_slots`. Index c − 1 holds the newest reservation: for a
-        // sequential caller the newest stamp (under concurrency, a snapshot).
-        let newest = self.slot(c.wrapping_sub(1)).load(Ordering::Acquire);
-        let end = if newest == 0 {
-            0
-        } else {
-            (newest - 1).saturating_add(self.period)
-        };
-        core::time::Duration::from_nanos(end.saturating_sub(now))
-    }
-
-    /// The limit: the most permits in any window of `period`, and the number of slots.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingLog};
-    /// let log = SlidingLog::builder(Rate::per_hour(50)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(log.limit(), 50);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn limit(&self) -> u64 {
-        self.len
-    }
-
-    /// The configured rate.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingLog};
-    /// let rate = Rate::per_minute(6)?;
-    /// let log = SlidingLog::builder(rate).clock(ManualClock::new()).build()?;
-    /// assert_eq!(log.rate(), rate);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-
-    /// The limiter's clock.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Clock, ManualClock, Rate, SlidingLog};
-    /// let log = SlidingLog::builder(Rate::per_minute(6)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(log.clock().now(), 0);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn clock(&self) -> &C {
-        &self.clock
-    }
-}
-
-impl<C: Clock> SlidingLog<C> {
-    /// How many permits a request could take now: [`remaining_at`](SlidingLog::remaining_at)
-    /// with the clock read.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Limiter, ManualClock, Rate, SlidingLog};
-    /// let log = SlidingLog::builder(Rate::per_minute(3)?).clock(ManualClock::new()).build()?;
-    /// log.try_acquire()?;
-    /// assert_eq!(log.remaining(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn remaining(&self) -> u64 {
-        self.remaining_at(self.clock.now())
-    }
-
-    /// How long until the log is empty again: [`reset_at`](SlidingLog::reset_at) with the
-    /// clock read.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Limiter, ManualClock, Rate, SlidingLog};
-    /// use std::time::Duration;
-    /// let log = SlidingLog::builder(Rate::per_minute(3)?).clock(ManualClock::new()).build()?;
-    /// log.try_acquire()?;
-    /// assert_eq!(log.reset(), Duration::from_secs(60));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn reset(&self) -> core::time::Duration {
-        self.reset_at(self.clock.now())
-    }
-}
-
-/// A decision with what HTTP headers need: the quota is `limit` per `period` (the window),
-/// `remaining` and `reset` are read right after it.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Decide, ManualClock, Rate, SlidingLog};
-/// use std::future::Future;
-/// use std::task::{Context, Poll, Waker};
-/// use std::time::Duration;
-///
-/// let log = SlidingLog::builder(Rate::per_minute(2)?).clock(ManualClock::new()).build()?;
-/// let mut fut = std::pin::pin!(log.decide(&(), 1));
-/// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
-///     unreachable!()
-/// };
-/// assert_eq!((d.remaining(), d.reset()), (1, Duration::from_secs(60)));
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-impl<C: Clock> crate::decide::Decide for SlidingLog<C> {
-    type Key = ();
-    type Error = core::convert::Infallible;
-    type Future = crate::decide::Ready;
-
-    fn decide(&self, _key: &(), permits: u32) -> Self::Future {
-        let now = self.clock.now();
-        let outcome = self.try_acquire_n_at(permits, now);
-        crate::decide::ready(
-            self.quota(),
-            outcome,
-            self.remaining_at(now),
-            self.reset_at(now),
-        )
-    }
-
-    fn quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate)
-    }
 }
 
 impl<C: Clock> Limiter for SlidingLog<C> {
@@ -898,189 +572,7 @@ impl<C, W: Deref<Target = Head>> fmt::Debug for SlidingLog<C, W> {
 /// can fail. Compiled only under `--cfg hotlimit_loom`; not part of the API.
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
-pub mod planted {
-    use super::*;
-
-    /// [`SlidingLog`] (single permits) whose slot claim is a plain store that trusts the look.
-    /// Everything else is the real single-permit path: look at the slot at the cursor, CAS the
-    /// cursor, and after a failed CAS retry at once from the cursor it returned. Without the
-    /// slot CAS, the cursor does not make the log safe: with one slot, a thread that looked
-    /// before the other's grant takes the next lap's index and grants again.
-    #[derive(Debug)]
-    pub struct RacySlidingLog<C>(pub SlidingLog<C>);
-
-    impl<C: Clock> RacySlidingLog<C> {
-        /// The broken acquire.
-        pub fn try_acquire(&self) -> Result<(), Denied> {
-            let log = &self.0;
-            let now = log.clock.now();
-            let bar = log.bar(now);
-            // Orderings as in the real code; the bug is the store, not an ordering.
-            let mut c = log.head.cursor.load(Ordering::Relaxed);
-            let seen = log.slot(c).load(Ordering::Acquire);
-            if seen > bar {
-                return Err(log.denied(seen, now));
-            }
-            loop {
-                match log.reserve(c, 1, now, true) {
-                    Ok(stamp) => {
-                        // The bug: a plain store where the real code claims by CAS.
-                        log.slot(c).store(stamp, Ordering::Release);
-                        return Ok(());
-                    }
-                    Err(current) => c = current,
-                }
-            }
-        }
-    }
-
-    /// [`SlidingLog`] whose rollback of a partial weighted claim is a plain store of the value
-    /// it replaced, not a CAS: it can erase a grant another thread made on top of the partial
-    /// claim, and a third thread then takes the same slot again.
-    #[derive(Debug)]
-    pub struct BlindRollbackSlidingLog<C>(pub SlidingLog<C>);
-
-    impl<C> BlindRollbackSlidingLog<C> {
-        /// The broken acquire: as [`SlidingLog::try_acquire_n_at`] but with a blind rollback.
-        pub fn try_acquire_n_at(&self, n: u64, now: u64) -> Result<(), Denied> {
-            let log = &self.0;
-            let bar = log.bar(now);
-            loop {
-                let c = log.head.cursor.load(Ordering::Relaxed);
-                let mut worst = 0;
-                for i in 0..n {
-                    worst = worst.max(log.slot(c + i).load(Ordering::Acquire));
-                }
-                if worst > bar {
-                    if log.head.cursor.load(Ordering::Relaxed) == c {
-                        return Err(log.denied(worst, now));
-                    }
-                    continue;
-                }
-                let newest = if c == 0 {
-                    0
-                } else {
-                    log.slot(c - 1).load(Ordering::Relaxed)
-                };
-                let stamp = newest.max(now + 1);
-                if log
-                    .head
-                    .cursor
-                    .compare_exchange(c, c + n, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_err()
-                {
-                    continue;
-                }
-                let mut replaced = alloc::vec::Vec::new();
-                let mut ok = true;
-                for i in 0..n {
-                    let slot = log.slot(c + i);
-                    let seen = slot.load(Ordering::Relaxed);
-                    if seen > bar
-                        || slot
-                            .compare_exchange(seen, stamp, Ordering::Release, Ordering::Relaxed)
-                            .is_err()
-                    {
-                        ok = false;
-                        break;
-                    }
-                    replaced.push(seen);
-                }
-                if ok {
-                    return Ok(());
-                }
-                for (i, seen) in replaced.into_iter().enumerate() {
-                    // The bug: a blind store.
-                    log.slot(c + i as u64).store(seen, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-}
-
-/// Live limit changes.
-impl<C> SlidingLog<C> {
-    /// Changes the limit, keeping the period: the ring is replaced by one of `limit` slots
-    /// (8 bytes each) holding the newest `limit` grant times of the old ring, in order. So
-    /// every permit already granted keeps counting until it leaves the window, as if the log
-    /// had always had the new limit: a higher limit's extra room is free at once only as far as
-    /// the grants in the window allow, and with a lower limit a window that still holds the
-    /// dropped (older) grants holds all the kept ones too, so it admits nothing until it is
-    /// under the new limit (the argument of `Keyed`'s log carry, in the
-    /// [`guide`](crate::guide#rate-overrides-and-rate-changes)). Every window ending after the
-    /// change holds at most the new limit, counting the grants from before it.
-    ///
-    /// Exactness needs one slot per permit of the limit, and the ring cannot grow or shrink
-    /// under concurrent claims, so this takes `&mut self`: no request runs meanwhile. Share
-    /// the log behind an `RwLock` (write-lock to change) if it must change while in use, or
-    /// use a [`SlidingWindow`](crate::SlidingWindow), whose limit changes lock-free. The new
-    /// ring is allocated (and checked against the default memory budget, 1 GiB) before anything
-    /// changes.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] naming `limit` when it is 0, above 2^28, over the memory budget or
-    /// cannot be allocated; the log is left unchanged.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, SlidingLog};
-    ///
-    /// let mut log = SlidingLog::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
-    /// for t in [0, 100, 200] {
-    ///     log.try_acquire_at(t).unwrap();
-    /// }
-    /// log.set_limit(5)?; // the 3 grants carry over: 2 more fit now
-    /// assert!(log.try_acquire_n_at(2, 300).is_ok());
-    /// assert!(log.try_acquire_at(300).is_err());
-    /// log.set_limit(2)?; // the newest 2 kept (at 300): nothing fits until they leave
-    /// assert_eq!(log.try_acquire_at(400).unwrap_err().retry_after_nanos(), Some(999_999_900));
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn set_limit(&mut self, limit: u64) -> Result<(), ConfigError> {
-        let rate = Rate::new(limit, Duration::from_nanos(self.period))?;
-        if limit <= MAX_SLOTS {
-            let need = 8 * u128::from(limit);
-            crate::memory::within(
-                "limit",
-                u128::from(limit),
-                need,
-                crate::memory::DEFAULT_MAX_MEMORY,
-            )?;
-        }
-        let slots = new_slots(
-            limit,
-            "limit",
-            Value::Count(u128::from(limit)),
-            "must be at most 2^28 = 268435456 (8 bytes each)",
-        )?;
-        // `&mut self`: no claim is under way, so every slot holds its final stamp.
-        let mut stamps: alloc::vec::Vec<u64> = self
-            .slots
-            .iter()
-            // Relaxed: `&mut self`.
-            .map(|s| s.load(Ordering::Relaxed))
-            .filter(|&s| s != 0)
-            .collect();
-        stamps.sort_unstable();
-        let keep = &stamps[stamps.len().saturating_sub(slots.len())..];
-        let fresh: SlidingLog<()> = SlidingLog::from_parts(slots, rate, ());
-        // The newest stamp reserved stays the newest (a grant at an older `now` is recorded at
-        // it, as before the change).
-        // Relaxed (both): `&mut self`.
-        let newest = self.head.newest.load(Ordering::Relaxed);
-        fresh.head.newest.store(newest, Ordering::Relaxed);
-        self.head = fresh.head;
-        self.slots = fresh.slots;
-        self.len = fresh.len;
-        self.stride = fresh.stride;
-        self.inv = fresh.inv;
-        self.rate = fresh.rate;
-        self.preload(keep);
-        Ok(())
-    }
-}
+pub mod planted;
 
 /// Crate-internal access for `Keyed` (`src/keyed.rs`), which keeps one log per key and must
 /// tell whether a log still holds any grant in the window.
