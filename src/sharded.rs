@@ -10,9 +10,11 @@
 //! are chosen so that sum never exceeds one [`Gcra`](crate::Gcra) with the same rate and
 //! burst (the proof is in the [`guide`](crate::guide#sharded-gcra-the-sum-of-the-shards)).
 //!
-//! Files: this one holds the shards and the borrowing admission (one algorithm, kept whole) and
-//! the read-back; `sharded/builder.rs` the builder and the split of rate and burst over the
-//! shards; `sharded/change.rs` live rate changes.
+//! Files: this one holds the shards and the borrowing admission (one algorithm, kept whole);
+//! `sharded/builder.rs` the builder and the split of rate and burst over the shards;
+//! `sharded/read.rs` the read-back at a given time and with the clock read, `Decide` and
+//! `Debug`; `sharded/change.rs` live rate changes; `sharded/planted.rs` the loom models'
+//! planted bug; `sharded/tests.rs` the unit tests.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -30,6 +32,7 @@ use crate::sync::{AtomicU64, Backoff, Ordering};
 
 mod builder;
 mod change;
+mod read;
 
 pub use builder::ShardedGcraBuilder;
 
@@ -643,214 +646,6 @@ impl<C> ShardedGcra<C> {
             .map(|shard| f(shard, shard.load(), t))
             .sum()
     }
-
-    /// How many permits a request at `now` could take, summed over the shards (a snapshot:
-    /// other threads may take them first). Reads the state, never writes it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    ///
-    /// let limiter = ShardedGcra::builder(Rate::per_second(10)?)
-    ///     .shards(2)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// limiter.try_acquire_n_at(7, 0).unwrap();
-    /// assert_eq!(limiter.remaining_at(0), 3);
-    /// assert_eq!(limiter.remaining_at(200_000_000), 5); // each shard refills one per 200 ms
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn remaining_at(&self, now: u64) -> u64 {
-        self.between_changes(|| self.total_at(now, Shard::available))
-    }
-
-    /// How long until every shard is full again (the whole global burst available) if nothing
-    /// more is granted: the latest shard TAT minus `now`, zero when all are full. Reads the
-    /// state, never writes it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// use std::time::Duration;
-    ///
-    /// let limiter = ShardedGcra::builder(Rate::per_second(10)?)
-    ///     .shards(2)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// assert_eq!(limiter.reset_at(0), Duration::ZERO);
-    /// limiter.try_acquire_n_on(0, 2, 0).unwrap(); // shard 0 refills one per 200 ms
-    /// assert_eq!(limiter.reset_at(0), Duration::from_millis(400));
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn reset_at(&self, now: u64) -> Duration {
-        let latest = self.between_changes(|| {
-            self.shards
-                .iter()
-                .map(|shard| shard.load())
-                .max()
-                .unwrap_or(0)
-        });
-        Duration::from_nanos(latest.saturating_sub(now))
-    }
-
-    /// `f` (a read-only pass over the shards) taken between rate changes: a pass that met a
-    /// change (a frozen shard, or parameters of two epochs) is taken again after it.
-    fn between_changes<T>(&self, f: impl Fn() -> T) -> T {
-        let backoff = Backoff::new();
-        loop {
-            self.wait_change(&backoff);
-            let turn = self.change_turn();
-            let value = f();
-            if turn & 1 == 0 && self.change_turn() == turn {
-                return value;
-            }
-        }
-    }
-
-    /// How many permits shard `k` could grant at `now`, or `None` if there is no shard `k`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    ///
-    /// let limiter = ShardedGcra::builder(Rate::per_second(10)?)
-    ///     .shards(2)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// limiter.try_acquire_n_on(0, 1, 0).unwrap();
-    /// assert_eq!(limiter.shard_remaining_at(0, 0), Some(4));
-    /// assert_eq!(limiter.shard_remaining_at(2, 0), None);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn shard_remaining_at(&self, k: usize, now: u64) -> Option<u64> {
-        let shard = self.shards.get(k)?;
-        Some(shard.available(shard.load(), now))
-    }
-
-    /// The number of shards S.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// let limiter = ShardedGcra::builder(Rate::per_second(2)?).shards(2).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.shards(), 2);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn shards(&self) -> usize {
-        self.shards.len()
-    }
-
-    /// The global burst b = Σ b_k.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// let limiter = ShardedGcra::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.burst(), 5);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn burst(&self) -> u64 {
-        self.snapshot().1
-    }
-
-    /// Shard `k`'s burst b_k, or `None` if there is no shard `k`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// let limiter = ShardedGcra::builder(Rate::per_second(7)?).shards(3).clock(ManualClock::new()).build()?;
-    /// let shares: Vec<_> = (0..3).map(|k| limiter.shard_burst(k).unwrap()).collect();
-    /// assert_eq!(shares, [3, 2, 2]);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn shard_burst(&self, k: usize) -> Option<u64> {
-        self.shards
-            .get(k)
-            .map(|shard| self.stable(|| shard.params_with(Ordering::Acquire).burst))
-    }
-
-    /// The global emission interval I = ⌈period / limit⌉: the bound's interval.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// use std::time::Duration;
-    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.emission_interval(), Duration::from_millis(250));
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn emission_interval(&self) -> Duration {
-        Duration::from_nanos(self.snapshot().2)
-    }
-
-    /// Shard `k`'s emission interval I_k = ⌈I · limit / l_k⌉, or `None` if there is no
-    /// shard `k`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// use std::time::Duration;
-    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).shards(2).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.shard_emission_interval(1), Some(Duration::from_millis(500)));
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn shard_emission_interval(&self, k: usize) -> Option<Duration> {
-        self.shards.get(k).map(|shard| {
-            Duration::from_nanos(self.stable(|| shard.params_with(Ordering::Acquire).interval))
-        })
-    }
-
-    /// The configured (global) rate.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// let rate = Rate::per_second(4)?;
-    /// let limiter = ShardedGcra::builder(rate).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.rate(), rate);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn rate(&self) -> Rate {
-        self.snapshot().0
-    }
-
-    /// The shard that the calling thread's requests start from (`try_acquire_n_at` and the
-    /// [`Limiter`] methods): its round-robin thread index modulo S; 0 without `std`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).shards(2).clock(ManualClock::new()).build()?;
-    /// assert!(limiter.home_shard() < 2);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn home_shard(&self) -> usize {
-        thread_index() % self.shards.len()
-    }
-
-    /// The limiter's clock.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Clock, ManualClock, Rate, ShardedGcra};
-    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.clock().now(), 0);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn clock(&self) -> &C {
-        &self.clock
-    }
 }
 
 /// `i % s` for `i < 2s`: the shard `step` places after the home.
@@ -860,66 +655,6 @@ fn wrap(i: usize, s: usize) -> usize {
         i - s
     } else {
         i
-    }
-}
-
-impl<C: Clock> ShardedGcra<C> {
-    /// How many permits could be taken now over all shards:
-    /// [`remaining_at`](ShardedGcra::remaining_at) with the clock read.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Limiter, ManualClock, Rate, ShardedGcra};
-    /// let limiter = ShardedGcra::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
-    /// limiter.try_acquire()?;
-    /// assert_eq!(limiter.remaining(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn remaining(&self) -> u64 {
-        self.remaining_at(self.clock.now())
-    }
-
-    /// How long until every shard is full again: [`reset_at`](ShardedGcra::reset_at) with the
-    /// clock read.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{ManualClock, Rate, ShardedGcra};
-    /// use std::time::Duration;
-    /// let limiter = ShardedGcra::builder(Rate::per_second(3)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.reset(), Duration::ZERO);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn reset(&self) -> Duration {
-        self.reset_at(self.clock.now())
-    }
-}
-
-crate::decide::decide_at_once! {
-    /// A decision with what HTTP headers need (quota: the global rate's `limit` per `period`),
-    /// from the calling thread's home shard as [`Limiter::try_acquire_n`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Decide, ManualClock, Rate, ShardedGcra};
-    /// use std::future::Future;
-    /// use std::task::{Context, Poll, Waker};
-    ///
-    /// let limiter = ShardedGcra::builder(Rate::per_second(4)?).shards(2).clock(ManualClock::new()).build()?;
-    /// let mut fut = std::pin::pin!(limiter.decide(&(), 3));
-    /// let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
-    ///     unreachable!()
-    /// };
-    /// assert_eq!((d.is_allowed(), d.remaining()), (true, 1));
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    ShardedGcra, |this, permits, now| {
-        acquire: this.try_acquire_n_on(thread_index(), permits, now),
-        read: (this.remaining_at(now), this.reset_at(now)),
-        rate: this.rate(),
     }
 }
 
@@ -935,126 +670,11 @@ impl<C: Clock> Limiter for ShardedGcra<C> {
     }
 }
 
-impl fmt::Debug for Shard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = self.params();
-        f.debug_struct("Shard")
-            .field("burst", &p.burst)
-            .field("interval_ns", &p.interval)
-            // Relaxed: a snapshot for display.
-            .field("tat_ns", &self.tat.load(Ordering::Relaxed))
-            .finish()
-    }
-}
-
-impl<C> fmt::Debug for ShardedGcra<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (rate, burst, interval) = self.snapshot();
-        f.debug_struct("ShardedGcra")
-            .field("rate", &rate)
-            .field("burst", &burst)
-            .field("interval_ns", &interval)
-            .field("shards", &self.shards)
-            .finish_non_exhaustive()
-    }
-}
-
 /// Planted bugs for the loom models: each must make its model fail, which shows the models
 /// can fail. Compiled only under `--cfg hotlimit_loom`; not part of the API.
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
-pub mod planted {
-    use super::*;
-
-    /// [`ShardedGcra`] whose *borrowing* is broken: it takes a permit from another shard by
-    /// load, compute, then a plain store. The home shard's own CAS is intact, so the bug needs
-    /// a borrower and that shard's owner to race: both see the permit free, both grant.
-    #[derive(Debug)]
-    pub struct RacyBorrow<C>(pub ShardedGcra<C>);
-
-    impl<C: Clock> RacyBorrow<C> {
-        /// The broken acquire of one permit with home shard `home`.
-        pub fn try_acquire_on(&self, home: usize) -> Result<(), Denied> {
-            let g = &self.0;
-            let now = g.clock.now();
-            let s = g.shards.len();
-            let home = home % s;
-            if g.shards[home].try_take(1, now).is_ok() {
-                return Ok(());
-            }
-            for step in 1..s {
-                let shard = &g.shards[wrap(home + step, s)];
-                // Relaxed: deliberately broken; the lost update is the bug, not the ordering.
-                let tat = shard.tat.load(Ordering::Relaxed);
-                if shard.available(tat, now) >= 1 {
-                    let base = if tat > now { tat } else { now };
-                    shard
-                        .tat
-                        .store(base + shard.params().interval, Ordering::Relaxed);
-                    return Ok(());
-                }
-            }
-            Err(g.denial(1, now))
-        }
-    }
-}
+pub mod planted;
 
 #[cfg(all(test, not(hotlimit_loom)))]
-mod tests {
-    use super::*;
-
-    fn shard(burst: u64, interval: u64) -> Shard {
-        Shard::new(ShardParams {
-            interval,
-            tolerance: burst * interval,
-            burst,
-        })
-    }
-
-    /// The guide's lemma: give-backs succeed only in LIFO order, and a successful one restores
-    /// exactly the state before its take; a give-back that is not the latest write fails and
-    /// leaves its permits taken (stranded) rather than erasing a later grant.
-    #[test]
-    fn give_backs_are_lifo_and_exact() {
-        let s = shard(5, 10);
-        let (a0, a1, a) = s.take_up_to(2, 100).unwrap();
-        let (b0, b1, b) = s.take_up_to(9, 100).unwrap();
-        assert_eq!((a, b), (2, 3), "the second take gets what is left");
-        assert_eq!((a0, a1, b0, b1), (0, 120, 120, 150));
-        assert!(
-            !s.give_back(a0, a1),
-            "A is not the latest take: B's grant must survive"
-        );
-        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), 100), 0);
-        assert!(s.give_back(b0, b1));
-        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), 100), 3);
-        assert!(s.give_back(a0, a1), "now A is the latest");
-        assert_eq!(s.tat.load(Ordering::Relaxed), 0, "exactly as before A");
-        // A permanent grant on top strands a pending give-back for good.
-        let (c0, c1, _) = s.take_up_to(1, 100).unwrap();
-        s.try_take(1, 100).unwrap();
-        assert!(!s.give_back(c0, c1));
-        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), 100), 3);
-    }
-
-    #[test]
-    fn available_and_released_at_the_end_of_time() {
-        let s = shard(4, 10);
-        s.tat.store(u64::MAX - 15, Ordering::Relaxed);
-        // Released: the whole burst once `now` passes the state; available: what still fits.
-        assert_eq!(s.released(s.tat.load(Ordering::Relaxed), u64::MAX), 4);
-        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), u64::MAX - 15), 1);
-        assert_eq!(s.available(s.tat.load(Ordering::Relaxed), u64::MAX), 0);
-        assert!(s.try_take(1, u64::MAX - 5).is_err());
-        assert!(s.try_take(1, u64::MAX - 15).is_ok());
-    }
-
-    #[test]
-    fn wrap_is_modulo_below_twice() {
-        for s in 1..5 {
-            for i in 0..2 * s {
-                assert_eq!(wrap(i, s), i % s);
-            }
-        }
-    }
-}
+mod tests;

@@ -1,0 +1,35 @@
+//! Planted bugs for the loom models (see the declaration in `sharded.rs`).
+
+use super::*;
+
+/// [`ShardedGcra`] whose *borrowing* is broken: it takes a permit from another shard by
+/// load, compute, then a plain store. The home shard's own CAS is intact, so the bug needs
+/// a borrower and that shard's owner to race: both see the permit free, both grant.
+#[derive(Debug)]
+pub struct RacyBorrow<C>(pub ShardedGcra<C>);
+
+impl<C: Clock> RacyBorrow<C> {
+    /// The broken acquire of one permit with home shard `home`.
+    pub fn try_acquire_on(&self, home: usize) -> Result<(), Denied> {
+        let g = &self.0;
+        let now = g.clock.now();
+        let s = g.shards.len();
+        let home = home % s;
+        if g.shards[home].try_take(1, now).is_ok() {
+            return Ok(());
+        }
+        for step in 1..s {
+            let shard = &g.shards[wrap(home + step, s)];
+            // Relaxed: deliberately broken; the lost update is the bug, not the ordering.
+            let tat = shard.tat.load(Ordering::Relaxed);
+            if shard.available(tat, now) >= 1 {
+                let base = if tat > now { tat } else { now };
+                shard
+                    .tat
+                    .store(base + shard.params().interval, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+        Err(g.denial(1, now))
+    }
+}
