@@ -10,9 +10,11 @@
 //! # Files
 //!
 //! This file holds the table and its protocol (claim, resolve, grant, evict: one algorithm,
-//! kept whole); `int_keyed/builder.rs` the builder and the table's allocation,
-//! `int_keyed/ip.rs` the IP address keys and their prefixes, `int_keyed/read.rs` the
-//! read-back and [`Decide`](crate::Decide).
+//! kept whole); `int_keyed/key.rs` where a key lives ([`IntKey`], the hash, the two buckets
+//! and the candidate slots); `int_keyed/builder.rs` the builder and the table's allocation,
+//! `int_keyed/ip.rs` the IP address keys and their prefixes, `int_keyed/read.rs` the calls
+//! with the clock read, the read-back, [`Decide`](crate::Decide) and `Debug`;
+//! `int_keyed/planted.rs` the loom models' planted bugs.
 //!
 //! # Layout
 //!
@@ -76,10 +78,13 @@ use crate::sync::{AtomicU128, AtomicU64, Backoff, Ordering};
 
 mod builder;
 mod ip;
+mod key;
 mod read;
 
 pub use builder::IntKeyedBuilder;
 pub use ip::IpKey;
+pub use key::IntKey;
+use key::{fold_mul, sealed, Candidates};
 
 /// The value bits of a slot's meta word: a TAT or a tag.
 const VALUE: u64 = (1 << 62) - 1;
@@ -117,76 +122,9 @@ fn is_pending_of(slot: u128, key: u64) -> bool {
     key_of(slot) == key && meta_of(slot) & FLAGS == PENDING
 }
 
-mod sealed {
-    pub trait Sealed {
-        /// The key's 64 bits, IPv4 addresses masked with `v4`, IPv6 ones with `v6` (the
-        /// masks of the limiter's prefixes; other keys ignore them).
-        fn bits(self, v4: u32, v6: u64) -> u64;
-    }
-}
-
-/// An integer key for [`IntKeyed`]: converted to a `u64` without loss (`i64` and `usize` by
-/// their bits, [`Ipv4Addr`] as its `u32`), or, for IPv6 addresses, to the address's network
-/// prefix (see [`IpKey`]). Sealed: implemented for `u64`, `u32`, `u16`, `i64`, `usize`,
-/// [`Ipv4Addr`], [`Ipv6Addr`] and [`IpAddr`] only.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::IntKey;
-/// use std::net::{Ipv4Addr, Ipv6Addr};
-///
-/// assert_eq!(Ipv4Addr::new(10, 0, 0, 1).to_u64(), 0x0A00_0001);
-/// assert_eq!((-1i64).to_u64(), u64::MAX);
-/// // An IPv6 address under the default /56 prefix.
-/// let ip: Ipv6Addr = "2001:db8:aa:bbcc:1:2:3:4".parse()?;
-/// assert_eq!(ip.to_u64(), 0x2001_0db8_00aa_bb00);
-/// # Ok::<(), std::net::AddrParseError>(())
-/// ```
-pub trait IntKey: Copy + Send + Sync + 'static + sealed::Sealed {
-    /// The key as 64 bits; distinct keys give distinct values (IP addresses: distinct
-    /// networks under the default prefixes, /32 for IPv4 and /56 for IPv6).
-    fn to_u64(self) -> u64;
-}
-
-macro_rules! int_key {
-    ($($t:ty => |$k:ident| $e:expr),* $(,)?) => {$(
-        impl sealed::Sealed for $t {
-            #[inline(always)]
-            fn bits(self, _: u32, _: u64) -> u64 {
-                let $k = self;
-                $e
-            }
-        }
-        impl IntKey for $t {
-            #[inline(always)]
-            fn to_u64(self) -> u64 {
-                let $k = self;
-                $e
-            }
-        }
-    )*};
-}
-
-int_key! {
-    u64 => |k| k,
-    u32 => |k| u64::from(k),
-    u16 => |k| u64::from(k),
-    // The bits: a bijection from i64 to u64.
-    i64 => |k| k as u64,
-    // usize is at most 64 bits on every target Rust supports.
-    usize => |k| k as u64,
-}
-
 /// One bucket: four slots on one 64-byte line.
 #[repr(align(64))]
 struct Bucket([AtomicU128; WAYS]);
-
-/// A key's candidate slots, as indices in the table, ascending: its two buckets' slots.
-struct Candidates {
-    idx: [usize; 2 * WAYS],
-    n: usize,
-}
 
 /// What one pass of a slow-path insert got.
 enum Claim {
@@ -306,71 +244,10 @@ pub struct IntKeyed<K = u64, C = DefaultClock> {
     _key: PhantomData<fn(K)>,
 }
 
-/// The folded multiply: the 128-bit product's halves XORed (foldhash's mixing step).
-#[inline(always)]
-fn fold_mul(a: u64, b: u64) -> u64 {
-    let p = u128::from(a) * u128::from(b);
-    (p as u64) ^ ((p >> 64) as u64)
-}
-
 impl<K, C> IntKeyed<K, C> {
-    /// The key's 64 bits under this limiter's prefixes: every method that takes a key
-    /// converts it here (never with [`IntKey::to_u64`], which knows only the default prefixes).
-    #[inline(always)]
-    fn key_bits(&self, key: K) -> u64
-    where
-        K: IntKey,
-    {
-        sealed::Sealed::bits(key, self.v4_mask, self.v6_mask)
-    }
-
     #[inline(always)]
     fn slot(&self, i: usize) -> &AtomicU128 {
         &self.table[i / WAYS].0[i % WAYS]
-    }
-
-    /// The key's hash: two folded multiplies, the first with both operands seeded (foldhash's
-    /// integer step; not cryptographic, but an attacker who does not know the seeds cannot aim
-    /// keys at a bucket). One round is not enough: for consecutive keys (user ids) its two
-    /// buckets are linearly related, and keys were refused below half the capacity (measured:
-    /// `bucket_full_refusals_are_rare_consecutive_keys`).
-    #[inline(always)]
-    fn hash(&self, key: u64) -> u64 {
-        fold_mul(
-            fold_mul(key ^ self.seed[0], self.seed[1]),
-            0x9E37_79B9_7F4A_7C15,
-        )
-    }
-
-    /// The hash's first bucket, from bits 0..30 (at most 2^30 buckets).
-    #[inline(always)]
-    fn b1(&self, h: u64) -> usize {
-        h as usize & self.mask
-    }
-
-    /// The hash's second bucket, from bits 32..62: never b1 unless the table has one bucket.
-    #[inline(always)]
-    fn b2(&self, h: u64) -> usize {
-        let b1 = self.b1(h);
-        let b2 = (h >> 32) as usize & self.mask;
-        if b2 == b1 {
-            (b1 ^ 1) & self.mask
-        } else {
-            b2
-        }
-    }
-
-    /// The hash's home way, from bits 62..64: inserts try the ways of each bucket from the
-    /// home way on, and lookups look there first, so that most lookups load one slot.
-    #[inline(always)]
-    fn home(h: u64) -> usize {
-        (h >> 62) as usize
-    }
-
-    /// The key's two buckets and home way.
-    fn buckets_of(&self, key: u64) -> (usize, usize, usize) {
-        let h = self.hash(key);
-        (self.b1(h), self.b2(h), Self::home(h))
     }
 
     /// `now` relative to the base (a `now` before the base counts as the base).
@@ -525,29 +402,6 @@ impl<K, C> IntKeyed<K, C> {
                 }
             }
         }
-    }
-
-    fn candidates(&self, b1: usize, b2: usize) -> Candidates {
-        let (lo, hi) = if b1 < b2 { (b1, b2) } else { (b2, b1) };
-        let mut idx = [0; 2 * WAYS];
-        for j in 0..WAYS {
-            idx[j] = lo * WAYS + j;
-            idx[WAYS + j] = hi * WAYS + j;
-        }
-        Candidates {
-            idx,
-            n: if lo == hi { WAYS } else { 2 * WAYS },
-        }
-    }
-
-    fn scan(&self, c: &Candidates) -> [u128; 2 * WAYS] {
-        let mut snap = [0; 2 * WAYS];
-        for (s, &i) in snap.iter_mut().zip(&c.idx[..c.n]) {
-            // SeqCst: the scan's loads and the claims' CASes are a Dekker pattern: of two
-            // claimants of one key, the later claim's scan must see the earlier claim (guide).
-            *s = self.slot(i).load(Ordering::SeqCst);
-        }
-        snap
     }
 
     /// The insert path, with the key not found committed in its buckets: claim, resolve,
@@ -832,149 +686,6 @@ impl<K, C> IntKeyed<K, C> {
         // Relaxed: as `reserve`.
         self.len.fetch_sub(1, Ordering::Relaxed);
     }
-
-    /// How many permits `key` could take at `now` (a snapshot; an absent key has the burst).
-    /// Reads only.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, ManualClock, Rate};
-    ///
-    /// let limiter: IntKeyed<u64, _> =
-    ///     IntKeyed::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
-    /// limiter.try_acquire_n_at(1, 4, 0).unwrap();
-    /// assert_eq!(limiter.remaining_at(1, 0), 6);
-    /// assert_eq!(limiter.remaining_at(2, 0), 10);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn remaining_at(&self, key: K, now: u64) -> u64
-    where
-        K: IntKey,
-    {
-        let key = self.key_bits(key);
-        let (b1, b2, _) = self.buckets_of(key);
-        let now = self.relative(now);
-        let c = self.candidates(b1, b2);
-        let snap = self.scan(&c);
-        let tat = (0..c.n)
-            .find(|&k| holds(snap[k], key))
-            .map_or(0, |k| meta_of(snap[k]) & VALUE);
-        self.tolerance.saturating_sub(tat.saturating_sub(now)) / self.interval
-    }
-
-    /// The number of keys held (and inserts in progress): at most
-    /// [`capacity`](IntKeyed::capacity). Idle keys count until something evicts them.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, ManualClock, Rate};
-    ///
-    /// let limiter: IntKeyed<u16, _> =
-    ///     IntKeyed::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// limiter.try_acquire_at(1, 0).unwrap();
-    /// limiter.try_acquire_at(2, 0).unwrap();
-    /// assert_eq!(limiter.len(), 2);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn len(&self) -> usize {
-        // Relaxed: a snapshot.
-        self.len.load(Ordering::Relaxed) as usize
-    }
-
-    /// True when no key is held.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, ManualClock, Rate};
-    /// let limiter: IntKeyed<u64, _> =
-    ///     IntKeyed::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// assert!(limiter.is_empty());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The most keys held at once.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, ManualClock, Rate};
-    /// let limiter: IntKeyed<u64, _> = IntKeyed::builder(Rate::per_second(1)?)
-    ///     .capacity(50)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// assert_eq!(limiter.capacity(), 50);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn capacity(&self) -> usize {
-        self.capacity as usize
-    }
-
-    /// The burst b: the most permits a key can take at once.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, ManualClock, Rate};
-    /// let limiter: IntKeyed<u64, _> =
-    ///     IntKeyed::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.burst(), 5);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn burst(&self) -> u64 {
-        self.burst
-    }
-
-    /// The emission interval I: one permit per key drains every I.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, ManualClock, Rate};
-    /// use std::time::Duration;
-    /// let limiter: IntKeyed<u64, _> =
-    ///     IntKeyed::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.interval(), Duration::from_millis(250));
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn interval(&self) -> Duration {
-        Duration::from_nanos(self.interval)
-    }
-
-    /// The rate every key gets.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, ManualClock, Rate};
-    /// let rate = Rate::per_second(4)?;
-    /// let limiter: IntKeyed<u64, _> = IntKeyed::builder(rate).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.rate(), rate);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-
-    /// The limiter's clock.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Clock, IntKeyed, ManualClock, Rate};
-    /// let limiter: IntKeyed<u64, _> =
-    ///     IntKeyed::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
-    /// assert_eq!(limiter.clock().now(), 0);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn clock(&self) -> &C {
-        &self.clock
-    }
 }
 
 /// A wait measured from the base, for a `now` that was `behind` ns before it.
@@ -986,96 +697,8 @@ fn later(d: Denied, behind: u64) -> Denied {
     }
 }
 
-impl<K: IntKey, C: Clock> IntKeyed<K, C> {
-    /// Take one permit for `key` now.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire_n_at`](IntKeyed::try_acquire_n_at).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, Rate};
-    ///
-    /// let per_user: IntKeyed<u64> = IntKeyed::new(Rate::per_second(1)?)?;
-    /// assert!(per_user.try_acquire(1).is_ok());
-    /// assert!(per_user.try_acquire(1).is_err());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn try_acquire(&self, key: K) -> Result<(), Denied> {
-        self.try_acquire_at(key, self.clock.now())
-    }
-
-    /// Take `permits` permits for `key` now, all or nothing.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire_n_at`](IntKeyed::try_acquire_n_at).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, Rate};
-    ///
-    /// let per_user: IntKeyed<u64> = IntKeyed::new(Rate::per_second(5)?)?;
-    /// assert!(per_user.try_acquire_n(1, 5).is_ok());
-    /// assert!(per_user.try_acquire_n(1, 6).unwrap_err().is_never());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn try_acquire_n(&self, key: K, permits: u32) -> Result<(), Denied> {
-        self.try_acquire_n_at(key, permits, self.clock.now())
-    }
-
-    /// How many permits `key` could take now: [`remaining_at`](IntKeyed::remaining_at) with
-    /// the clock read.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{IntKeyed, Rate};
-    /// let per_user: IntKeyed<u64> = IntKeyed::new(Rate::per_minute(3)?)?;
-    /// per_user.try_acquire(8)?;
-    /// assert_eq!(per_user.remaining(8), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn remaining(&self, key: K) -> u64 {
-        self.remaining_at(key, self.clock.now())
-    }
-}
-
-impl<K, C> fmt::Debug for IntKeyed<K, C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IntKeyed")
-            .field("rate", &self.rate)
-            .field("burst", &self.burst)
-            .field("capacity", &self.capacity)
-            .field("slots", &(self.table.len() * WAYS))
-            // Relaxed: a snapshot for display.
-            .field("len", &self.len.load(Ordering::Relaxed))
-            .finish_non_exhaustive()
-    }
-}
-
 /// Planted bugs for the loom models: each must make its model fail. Compiled only under
 /// `--cfg hotlimit_loom`; not part of the API.
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
-pub mod planted {
-    pub use super::Plant;
-    use super::*;
-
-    /// `limiter` with `plant` in its code paths.
-    pub fn plant<K, C>(mut limiter: IntKeyed<K, C>, plant: Plant) -> IntKeyed<K, C> {
-        limiter.plant = plant;
-        limiter
-    }
-
-    /// The key's two buckets, for models that need to know where a key lives.
-    /// Its two buckets and home way.
-    pub fn buckets_of<K: IntKey, C>(limiter: &IntKeyed<K, C>, key: K) -> (usize, usize, usize) {
-        limiter.buckets_of(limiter.key_bits(key))
-    }
-}
+pub mod planted;

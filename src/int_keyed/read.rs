@@ -1,5 +1,5 @@
-//! Read-back of [`IntKeyed`] (what headers and dashboards need) and its
-//! [`Decide`](crate::Decide).
+//! [`IntKeyed`] with the clock read, its read-back (what headers and dashboards need), its
+//! [`Decide`](crate::Decide) and `Debug`.
 
 use super::*;
 
@@ -105,5 +105,223 @@ impl<K, C> IntKeyed<K, C> {
     /// The quota every key shares: the rate's `limit` per `period`.
     fn rate_quota(&self) -> crate::decide::Quota {
         crate::decide::quota_of(self.rate)
+    }
+}
+
+impl<K, C> IntKeyed<K, C> {
+    /// How many permits `key` could take at `now` (a snapshot; an absent key has the burst).
+    /// Reads only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    ///
+    /// let limiter: IntKeyed<u64, _> =
+    ///     IntKeyed::builder(Rate::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire_n_at(1, 4, 0).unwrap();
+    /// assert_eq!(limiter.remaining_at(1, 0), 6);
+    /// assert_eq!(limiter.remaining_at(2, 0), 10);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn remaining_at(&self, key: K, now: u64) -> u64
+    where
+        K: IntKey,
+    {
+        let key = self.key_bits(key);
+        let (b1, b2, _) = self.buckets_of(key);
+        let now = self.relative(now);
+        let c = self.candidates(b1, b2);
+        let snap = self.scan(&c);
+        let tat = (0..c.n)
+            .find(|&k| holds(snap[k], key))
+            .map_or(0, |k| meta_of(snap[k]) & VALUE);
+        self.tolerance.saturating_sub(tat.saturating_sub(now)) / self.interval
+    }
+
+    /// The number of keys held (and inserts in progress): at most
+    /// [`capacity`](IntKeyed::capacity). Idle keys count until something evicts them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    ///
+    /// let limiter: IntKeyed<u16, _> =
+    ///     IntKeyed::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// limiter.try_acquire_at(1, 0).unwrap();
+    /// limiter.try_acquire_at(2, 0).unwrap();
+    /// assert_eq!(limiter.len(), 2);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        // Relaxed: a snapshot.
+        self.len.load(Ordering::Relaxed) as usize
+    }
+
+    /// True when no key is held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// let limiter: IntKeyed<u64, _> =
+    ///     IntKeyed::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert!(limiter.is_empty());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The most keys held at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// let limiter: IntKeyed<u64, _> = IntKeyed::builder(Rate::per_second(1)?)
+    ///     .capacity(50)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.capacity(), 50);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// The burst b: the most permits a key can take at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// let limiter: IntKeyed<u64, _> =
+    ///     IntKeyed::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.burst(), 5);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn burst(&self) -> u64 {
+        self.burst
+    }
+
+    /// The emission interval I: one permit per key drains every I.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// use std::time::Duration;
+    /// let limiter: IntKeyed<u64, _> =
+    ///     IntKeyed::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.interval(), Duration::from_millis(250));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval)
+    }
+
+    /// The rate every key gets.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, ManualClock, Rate};
+    /// let rate = Rate::per_second(4)?;
+    /// let limiter: IntKeyed<u64, _> = IntKeyed::builder(rate).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.rate(), rate);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// The limiter's clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Clock, IntKeyed, ManualClock, Rate};
+    /// let limiter: IntKeyed<u64, _> =
+    ///     IntKeyed::builder(Rate::per_second(4)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.clock().now(), 0);
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+}
+
+impl<K: IntKey, C: Clock> IntKeyed<K, C> {
+    /// Take one permit for `key` now.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_n_at`](IntKeyed::try_acquire_n_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, Rate};
+    ///
+    /// let per_user: IntKeyed<u64> = IntKeyed::new(Rate::per_second(1)?)?;
+    /// assert!(per_user.try_acquire(1).is_ok());
+    /// assert!(per_user.try_acquire(1).is_err());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self, key: K) -> Result<(), Denied> {
+        self.try_acquire_at(key, self.clock.now())
+    }
+
+    /// Take `permits` permits for `key` now, all or nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_n_at`](IntKeyed::try_acquire_n_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, Rate};
+    ///
+    /// let per_user: IntKeyed<u64> = IntKeyed::new(Rate::per_second(5)?)?;
+    /// assert!(per_user.try_acquire_n(1, 5).is_ok());
+    /// assert!(per_user.try_acquire_n(1, 6).unwrap_err().is_never());
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_n(&self, key: K, permits: u32) -> Result<(), Denied> {
+        self.try_acquire_n_at(key, permits, self.clock.now())
+    }
+
+    /// How many permits `key` could take now: [`remaining_at`](IntKeyed::remaining_at) with
+    /// the clock read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, Rate};
+    /// let per_user: IntKeyed<u64> = IntKeyed::new(Rate::per_minute(3)?)?;
+    /// per_user.try_acquire(8)?;
+    /// assert_eq!(per_user.remaining(8), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remaining(&self, key: K) -> u64 {
+        self.remaining_at(key, self.clock.now())
+    }
+}
+
+impl<K, C> fmt::Debug for IntKeyed<K, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntKeyed")
+            .field("rate", &self.rate)
+            .field("burst", &self.burst)
+            .field("capacity", &self.capacity)
+            .field("slots", &(self.table.len() * WAYS))
+            // Relaxed: a snapshot for display.
+            .field("len", &self.len.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
     }
 }
