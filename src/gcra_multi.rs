@@ -32,6 +32,10 @@
 //! wrote and failed to publish (that one is spare again after the next grant), so with at
 //! least 2 × threads + 2 snapshots a spare always exists; with fewer, a request may spin until
 //! a grant in progress finishes.
+//!
+//! Files: this one holds the snapshots, the limiter, its admission and read-back (one
+//! algorithm, kept whole); `gcra_multi/builder.rs` the builder; `gcra_multi/planted.rs` the
+//! loom models' planted bug and their per-rate read-back.
 
 use core::{fmt, time::Duration};
 
@@ -40,6 +44,10 @@ use crate::error::{ConfigError, Denied, Value};
 use crate::gcra::{decide, price, Params};
 use crate::rate::Rate;
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
+
+mod builder;
+
+pub use builder::GcraMultiBuilder;
 
 /// The most rates one `GcraMulti` holds ([`GcraMulti::MAX_RATES`]).
 const MAX_RATES: usize = 8;
@@ -148,239 +156,6 @@ pub struct GcraMulti<C = DefaultClock> {
 
 /// One rate's price for a request: `(cost, slack)` as [`decide`] takes them.
 type Price = (u64, u64);
-
-/// Builds a [`GcraMulti`]: see [`GcraMulti::builder`].
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{GcraMulti, ManualClock, Rate};
-///
-/// let limiter = GcraMulti::builder()
-///     .rate_with_burst(Rate::per_second(10)?, 5)
-///     .rate(Rate::per_hour(1_000)?)
-///     .rate(Rate::per_hour(24 * 10_000)?)
-///     .clock(ManualClock::new())
-///     .build()?;
-/// assert_eq!(limiter.bursts(), vec![5, 1_000, 240_000]);
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-#[derive(Clone, Debug)]
-#[must_use = "a builder does nothing until `build()` is called"]
-pub struct GcraMultiBuilder<C> {
-    rates: alloc::vec::Vec<(Rate, Option<u64>)>,
-    snapshots: Option<usize>,
-    clock: C,
-}
-
-impl GcraMulti {
-    /// The most rates one `GcraMulti` holds: 8.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{GcraMulti, ManualClock, Rate};
-    ///
-    /// let mut b = GcraMulti::builder().clock(ManualClock::new());
-    /// for _ in 0..=GcraMulti::MAX_RATES {
-    ///     b = b.rate(Rate::per_second(1)?);
-    /// }
-    /// assert_eq!(b.build().unwrap_err().field(), "rates");
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub const MAX_RATES: usize = MAX_RATES;
-
-    /// A builder with no rates yet (add them with [`rate`](GcraMultiBuilder::rate)), the
-    /// default clock and the default number of snapshots.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{GcraMulti, Limiter, Rate};
-    ///
-    /// let limiter = GcraMulti::builder()
-    ///     .rate(Rate::per_second(10)?)
-    ///     .rate(Rate::per_minute(100)?)
-    ///     .rate(Rate::per_hour(1_000)?)
-    ///     .build()?;
-    /// assert!(limiter.try_acquire().is_ok());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn builder() -> GcraMultiBuilder<DefaultClock> {
-        GcraMultiBuilder {
-            rates: alloc::vec::Vec::new(),
-            snapshots: None,
-            clock: DefaultClock::default(),
-        }
-    }
-}
-
-impl<C> GcraMultiBuilder<C> {
-    /// Adds a rate with burst = its `limit`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{GcraMulti, ManualClock, Rate};
-    ///
-    /// let limiter = GcraMulti::builder()
-    ///     .rate(Rate::per_second(3)?)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// assert_eq!(limiter.bursts(), vec![3]);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn rate(mut self, rate: Rate) -> Self {
-        self.rates.push((rate, None));
-        self
-    }
-
-    /// Adds a rate with its own burst.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{GcraMulti, ManualClock, Rate};
-    ///
-    /// let limiter = GcraMulti::builder()
-    ///     .rate_with_burst(Rate::per_second(3)?, 1)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// assert_eq!(limiter.bursts(), vec![1]);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn rate_with_burst(mut self, rate: Rate, burst: u64) -> Self {
-        self.rates.push((rate, Some(burst)));
-        self
-    }
-
-    /// How many snapshots to keep (3 to 256): a grant needs a spare one, and a thread stopped
-    /// in the middle of a grant holds one. Default: 2 × the available parallelism + 2
-    /// (without `std`: 8).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{GcraMulti, ManualClock, Rate};
-    ///
-    /// let err = GcraMulti::builder()
-    ///     .rate(Rate::per_second(3)?)
-    ///     .snapshots(2)
-    ///     .clock(ManualClock::new())
-    ///     .build()
-    ///     .unwrap_err();
-    /// assert_eq!(err.field(), "snapshots");
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn snapshots(mut self, snapshots: usize) -> Self {
-        self.snapshots = Some(snapshots);
-        self
-    }
-
-    /// The clock to read in `try_acquire`. Default: [`DefaultClock`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Clock, GcraMulti, ManualClock, Rate};
-    ///
-    /// let limiter = GcraMulti::builder()
-    ///     .rate(Rate::per_second(3)?)
-    ///     .clock(ManualClock::new())
-    ///     .build()?;
-    /// assert_eq!(limiter.clock().now(), 0);
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn clock<C2: Clock>(self, clock: C2) -> GcraMultiBuilder<C2> {
-        GcraMultiBuilder {
-            rates: self.rates,
-            snapshots: self.snapshots,
-            clock,
-        }
-    }
-}
-
-/// The default snapshot count: twice the cores, plus two.
-#[cfg(feature = "std")]
-fn default_snapshots() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    cores.saturating_mul(2).saturating_add(2).min(MAX_SNAPSHOTS)
-}
-
-/// Without `std` there is no portable way to count cores.
-#[cfg(not(feature = "std"))]
-fn default_snapshots() -> usize {
-    8
-}
-
-impl<C: Clock> GcraMultiBuilder<C> {
-    /// Builds the limiter.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] naming `rates` when there are none or more than
-    /// [`GcraMulti::MAX_RATES`];
-    /// `rates[i]` when rate i's emission interval is under 1 ns; `bursts[i]` when burst i is 0
-    /// or burst × interval overflows u64 nanoseconds; `snapshots` when it is not 3 to 256.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{GcraMulti, ManualClock, Rate};
-    ///
-    /// let err = GcraMulti::builder().clock(ManualClock::new()).build().unwrap_err();
-    /// assert_eq!(err.to_string(), "invalid rates = 0: must be between 1 and 8 rates");
-    /// let err = GcraMulti::builder()
-    ///     .rate(Rate::per_second(1)?)
-    ///     .rate_with_burst(Rate::per_hour(5)?, 0)
-    ///     .clock(ManualClock::new())
-    ///     .build()
-    ///     .unwrap_err();
-    /// assert_eq!(err.field(), "bursts[1]");
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn build(self) -> Result<GcraMulti<C>, ConfigError> {
-        let k = self.rates.len();
-        if k == 0 || k > MAX_RATES {
-            return Err(ConfigError::new(
-                "rates",
-                Value::Count(k as u128),
-                "must be between 1 and 8 rates",
-            ));
-        }
-        let mut params = alloc::vec::Vec::with_capacity(k);
-        for (i, &(rate, burst)) in self.rates.iter().enumerate() {
-            params.push(
-                Params::new(rate, burst)
-                    .map_err(|e| e.prefixed(RATE_FIELDS[i], BURST_FIELDS[i]))?,
-            );
-        }
-        let n = self.snapshots.unwrap_or_else(default_snapshots);
-        if !(3..=MAX_SNAPSHOTS).contains(&n) {
-            return Err(ConfigError::new(
-                "snapshots",
-                Value::Count(n as u128),
-                "must be between 3 and 256",
-            ));
-        }
-        // Snapshot 0 is generation 1, the state; the others hold generation 0 (< 1: free).
-        let snapshots = (0..n)
-            .map(|i| Snapshot::new(if i == 0 { 2 } else { 0 }))
-            .collect();
-        let mut one = [(0, 0); MAX_RATES];
-        for (o, p) in one.iter_mut().zip(&params) {
-            *o = (p.interval, p.tolerance - p.interval);
-        }
-        Ok(GcraMulti {
-            current: crossbeam_utils::CachePadded::new(AtomicU64::new(1 << SLOT_BITS)),
-            snapshots,
-            one,
-            params,
-            rates: self.rates.iter().map(|&(r, _)| r).collect(),
-            clock: self.clock,
-        })
-    }
-}
 
 /// The later of a verdict so far and one rate's decision (a grant waits 0).
 #[inline]
@@ -782,57 +557,4 @@ impl<C> fmt::Debug for GcraMulti<C> {
 /// `--cfg hotlimit_loom`; not part of the API.
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
-pub mod planted {
-    use super::*;
-
-    /// `limiter` whose grants publish with a plain store of `current` instead of a CAS: two
-    /// requests that decided on the same snapshot both install their own, and one grant is
-    /// lost (over-admission).
-    #[derive(Debug)]
-    pub struct StoreNotCas<C>(pub GcraMulti<C>);
-
-    impl<C> StoreNotCas<C> {
-        /// One permit at `now`, published by a store.
-        pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
-            let g = &self.0;
-            let k = g.params.len();
-            loop {
-                // Acquire: as in the real code.
-                let cur = g.current.load(Ordering::Acquire);
-                let (gen, slot) = (cur >> SLOT_BITS, (cur & SLOT_MASK) as usize);
-                let mut tats = [0u64; MAX_RATES];
-                if !read(&g.snapshots[slot], gen, &mut tats[..k]) {
-                    continue;
-                }
-                let mut next = [0u64; MAX_RATES];
-                for i in 0..k {
-                    let p = &g.params[i];
-                    next[i] = decide(tats[i], now, p.interval, p.tolerance - p.interval)?;
-                }
-                let Some(j) = g.claim(slot, gen) else {
-                    continue;
-                };
-                for (t, &v) in g.snapshots[j].tats[..k].iter().zip(&next[..k]) {
-                    // Relaxed: as in the real code.
-                    t.store(v, Ordering::Relaxed);
-                }
-                // Release: as in the real code.
-                g.snapshots[j].seq.store(2 * (gen + 1), Ordering::Release);
-                // Release: the bug is the store, not its ordering.
-                g.current
-                    .store(((gen + 1) << SLOT_BITS) | j as u64, Ordering::Release);
-                return Ok(());
-            }
-        }
-    }
-
-    /// Every rate's remaining permits at `now`, for the models' final checks.
-    pub fn remaining_each<C>(g: &GcraMulti<C>, now: u64) -> alloc::vec::Vec<u64> {
-        let tats = g.tats();
-        g.params
-            .iter()
-            .zip(tats)
-            .map(|(p, s)| p.remaining(s, now))
-            .collect()
-    }
-}
+pub mod planted;
