@@ -47,6 +47,10 @@
 //! A gap of any length is one roll (it rewrites at most M slots). A value could only be
 //! mistaken if a single call were suspended between two of its own steps for 2^30 bucket
 //! widths.
+//!
+//! Files: this one holds the words, the ring, the admission and the roll (one algorithm, kept
+//! whole); `time/read.rs` the read-back (the buckets a request counts, `(remaining, reset)`,
+//! the words for `Debug`); `time/planted.rs` the loom models' planted bugs.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -54,6 +58,11 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::Denied;
 use crate::sync::{AtomicU64, Backoff, Ordering};
+
+/// Planted bugs for the loom models (see `super::planted`).
+#[cfg(hotlimit_loom)]
+mod planted;
+mod read;
 
 /// `state`'s flag: bucket `epoch` is closed and the roll to `target` is under way.
 const FROZEN: u64 = 1;
@@ -615,219 +624,5 @@ impl<H: HeadCell> TimeRing<H> {
             }
         }
         true
-    }
-
-    /// `(y, k)` for every bucket y that a request at or after now may still count (y from the
-    /// floor at the current bucket's start up to the current bucket) holding k ≥ 1 permits:
-    /// k = P\[y\] − P\[y − 1\], with P\[x\] = G. Finishes a roll under way first. Exact when
-    /// no call is in flight (a `Keyed` gate closed and drained); a snapshot otherwise.
-    ///
-    /// The snapshot is consistent: the slots are read after the word and the epoch, and if
-    /// one of them no longer holds its bucket's snapshot (a roll started by a concurrent call
-    /// reused it: the word has changed since), the reading starts over. Without the re-check a
-    /// reused slot would be taken for the older bucket, and its larger count would wrap the
-    /// difference into a bogus bucket of ~2^32 permits.
-    #[cfg(any(feature = "std", hotlimit_loom))]
-    pub(super) fn counted_buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let backoff = Backoff::new();
-        'read: loop {
-            let (s, x) = loop {
-                // Acquire: as in `acquire`.
-                let s = self.head.state().load(Ordering::Acquire);
-                // Relaxed: checked against `s`.
-                let x = self.head.epoch().load(Ordering::Relaxed);
-                if s & FROZEN == 0 && x & EPOCH_MASK == state_epoch(s) {
-                    break (s, x);
-                }
-                self.help(s);
-            };
-            // f(x·w) = x − q − [r > 0]: no request judged at or after x·w counts anything below.
-            let lo = x.saturating_sub(self.lag_buckets + u64::from(self.lag_rest > 0));
-            let mut out = Vec::new();
-            // P[lo − 1] .. P[x] (invariant J for y < x while the word is `s`; P[x] = G).
-            let mut below = None;
-            for y in core::iter::once(lo.wrapping_sub(1)).chain(lo..=x) {
-                let p = if y == x {
-                    granted(s)
-                } else {
-                    // Acquire: as in `attempt`.
-                    let v = self.slot(y).load(Ordering::Acquire);
-                    if slot_epoch(v) != y as u32 {
-                        // Acquire: as above. A roll froze the word before reusing the slot.
-                        let now_s = self.head.state().load(Ordering::Acquire);
-                        debug_assert_ne!(now_s, s, "a live snapshot is missing");
-                        backoff.spin();
-                        continue 'read;
-                    }
-                    slot_prefix(v)
-                };
-                if let Some(prev) = below {
-                    let k = u64::from(p.wrapping_sub(prev));
-                    if k > 0 {
-                        out.push((y, k));
-                    }
-                }
-                below = Some(p);
-            }
-            return out.into_iter();
-        }
-    }
-
-    /// `(remaining, reset)` at `now`, read-only (beyond finishing a roll another call froze):
-    /// `limit` minus the permits a request at `now` counts (so a request for n is granted iff
-    /// n ≤ remaining, called sequentially), and the nanoseconds until it counts none (the
-    /// newest bucket holding a permit leaves the window at T(y + 1)). A roll a request at
-    /// `now` would make changes neither: snapshots at bucket ends past the current one equal
-    /// the count.
-    pub(super) fn read_at(&self, now: u64) -> (u64, u64) {
-        let backoff = Backoff::new();
-        'read: loop {
-            // Acquire: as in `acquire`.
-            let s = self.head.state().load(Ordering::Acquire);
-            // Relaxed: checked against `s`.
-            let x = self.head.epoch().load(Ordering::Relaxed);
-            if s & FROZEN != 0 || x & EPOCH_MASK != state_epoch(s) {
-                self.help(s);
-                backoff.spin();
-                continue;
-            }
-            let g = granted(s);
-            // τ = max(now, x·w); x = ⌊t / w⌋ for a time t some call brought: no overflow.
-            let tau = now.max(x * self.width);
-            // f(τ) = ⌊(τ − lag) / w⌋, saturating at 0; f ≥ x − R + 1, inside the ring.
-            let f = tau.saturating_sub(self.lag) / self.width;
-            // P[y] for f − 1 ≤ y (P[−1] = 0; P[y] = G from the current bucket on).
-            let prefix = |y: Option<u64>| -> Option<u32> {
-                match y {
-                    None => Some(0),
-                    Some(y) if y >= x => Some(g),
-                    Some(y) => {
-                        // Acquire: as in `attempt`.
-                        let v = self.slot(y).load(Ordering::Acquire);
-                        (slot_epoch(v) == y as u32).then(|| slot_prefix(v))
-                    }
-                }
-            };
-            let below = f.checked_sub(1);
-            let Some(p) = prefix(below) else {
-                backoff.spin();
-                continue 'read;
-            };
-            let counted = u64::from(g.wrapping_sub(p));
-            let remaining = self.limit().saturating_sub(counted);
-            let mut reset = 0;
-            if counted > 0 {
-                // The newest bucket y with a permit: the least y in [f, x] with P[y] = G
-                // (P only grows; P[x] = G), found by bisection.
-                let (mut lo, mut hi) = (f, x.max(f));
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    match prefix(Some(mid)) {
-                        None => {
-                            backoff.spin();
-                            continue 'read;
-                        }
-                        Some(pm) if pm == g => hi = mid,
-                        Some(_) => lo = mid + 1,
-                    }
-                }
-                // Bucket lo leaves the window at T(lo + 1).
-                reset = self
-                    .floor_start(lo.saturating_add(1))
-                    .map_or(u64::MAX, |t| t.saturating_sub(now));
-            }
-            // Acquire: the slots above were read while `state` was `s` if it still is.
-            if self.head.state().load(Ordering::Acquire) != s {
-                backoff.spin();
-                continue;
-            }
-            return (remaining, reset);
-        }
-    }
-
-    /// The raw decision word and epoch, for `Debug`.
-    pub(super) fn debug_words(&self) -> (u64, u64) {
-        // Relaxed (both): a snapshot for display.
-        let s = self.head.state().load(Ordering::Relaxed);
-        (
-            u64::from(granted(s)),
-            self.head.epoch().load(Ordering::Relaxed),
-        )
-    }
-}
-
-/// Planted bugs for the loom models (see `super::planted`).
-#[cfg(hotlimit_loom)]
-impl<H: HeadCell> TimeRing<H> {
-    /// The grant decided by "sum, then add": the count is read, then a separate `fetch_add`
-    /// adds, so two threads can both see `limit − 1` and both add. Frozen clock only.
-    pub(super) fn racy_sum_then_add(&self, now: u64) -> Result<(), Denied> {
-        loop {
-            // Acquire: as in `acquire`.
-            let s = self.head.state().load(Ordering::Acquire);
-            match self.attempt(s, 1, now) {
-                Ok(_) => {
-                    // Relaxed: deliberately broken: the add does not check `s` is current.
-                    self.head.state().fetch_add(1 << HIGH, Ordering::Relaxed);
-                    return Ok(());
-                }
-                Err(Miss::Retry) => crate::sync::Backoff::new().spin(),
-                Err(Miss::Denied(d)) => return Err(d),
-            }
-        }
-    }
-
-    /// A roll that thaws first and writes the snapshots afterwards, from a fresh load of G:
-    /// grants made in the new bucket meanwhile are taken into P of the old one, so they leave
-    /// the window one bucket early.
-    pub(super) fn racy_late_snapshots(&self, n: u64, now: u64) -> Result<(), Denied> {
-        loop {
-            // Acquire: as in `acquire`.
-            let s = self.head.state().load(Ordering::Acquire);
-            // Relaxed: as in `attempt`.
-            let x = self.head.epoch().load(Ordering::Relaxed);
-            let b = now / self.width;
-            if s & FROZEN == 0 && x & EPOCH_MASK == state_epoch(s) && b > x {
-                // Deliberately broken: move to bucket b without freezing x, publish the epoch,
-                // and only then snapshot.
-                if self
-                    .head
-                    .state()
-                    .compare_exchange(
-                        s,
-                        state_word(granted(s), b, false),
-                        Ordering::AcqRel,
-                        Ordering::Relaxed,
-                    )
-                    .is_err()
-                {
-                    continue;
-                }
-                // Release (both): as the real roll's epoch and target.
-                self.head.target().store(b, Ordering::Release);
-                self.head.epoch().store(b, Ordering::Release);
-                // Acquire: the late, fresh G.
-                let g = granted(self.head.state().load(Ordering::Acquire));
-                for y in x.max(b.saturating_sub(self.mask + 1))..b {
-                    self.slot(y).store(slot_word(y, g), Ordering::Release);
-                }
-                continue;
-            }
-            match self.attempt(s, n, now) {
-                Ok(next) => {
-                    // Relaxed: as in `acquire`.
-                    if self
-                        .head
-                        .state()
-                        .compare_exchange(s, next, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok()
-                    {
-                        return Ok(());
-                    }
-                }
-                Err(Miss::Retry) => crate::sync::Backoff::new().spin(),
-                Err(Miss::Denied(d)) => return Err(d),
-            }
-        }
     }
 }
