@@ -360,13 +360,16 @@ impl<C> GcraMulti<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn remaining_at(&self, now: u64) -> u64 {
+        self.remaining_each_at(now).min().unwrap_or(0)
+    }
+
+    /// Every rate's remaining permits at `now`, in rate order, from one read of the TATs.
+    fn remaining_each_at(&self, now: u64) -> impl Iterator<Item = u64> + '_ {
         let tats = self.tats();
         self.params
             .iter()
             .zip(tats)
-            .map(|(p, s)| p.remaining(s, now))
-            .min()
-            .unwrap_or(0)
+            .map(move |(p, s)| p.remaining(s, now))
     }
 
     /// How long until every rate is full again if nothing more is taken: the latest TAT, less

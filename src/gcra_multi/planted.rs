@@ -45,10 +45,5 @@ impl<C> StoreNotCas<C> {
 
 /// Every rate's remaining permits at `now`, for the models' final checks.
 pub fn remaining_each<C>(g: &GcraMulti<C>, now: u64) -> alloc::vec::Vec<u64> {
-    let tats = g.tats();
-    g.params
-        .iter()
-        .zip(tats)
-        .map(|(p, s)| p.remaining(s, now))
-        .collect()
+    g.remaining_each_at(now).collect()
 }
