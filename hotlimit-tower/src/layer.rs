@@ -243,15 +243,16 @@ impl RateLimitLayerBuilder {
     /// # Examples
     ///
     /// ```
-    /// use hotlimit::{Gcra, Rate};
-    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use hotlimit::{Gcra, Keyed, Rate};
+    /// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
     /// use http::StatusCode;
+    /// use std::net::IpAddr;
     ///
-    /// let layer = RateLimitLayer::builder()
-    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
-    ///     .table_full_status(StatusCode::TOO_MANY_REQUESTS)
-    ///     .build()?;
-    /// # let _ = layer;
+    /// // Room for 10,000 client IPs; when it is full, a new client gets 429 too.
+    /// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).capacity(10_000).build()?;
+    /// let policy = Policy::new("per-ip", per_ip, PeerIp::new());
+    /// let layer = RateLimitLayer::builder().policy(policy).table_full_status(StatusCode::TOO_MANY_REQUESTS);
+    /// # let _ = layer.build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn table_full_status(mut self, status: StatusCode) -> Self {
@@ -288,14 +289,28 @@ impl RateLimitLayerBuilder {
     /// # Examples
     ///
     /// ```
+    /// use std::convert::Infallible;
+    ///
     /// use hotlimit::{Gcra, Rate};
     /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use http::{Request, Response, StatusCode};
+    /// use tower::{service_fn, Layer, ServiceExt};
     ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// // One request per second: the second is over the limit, but dry-run lets it through.
     /// let layer = RateLimitLayer::builder()
     ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
     ///     .dry_run(true)
     ///     .build()?;
-    /// # let _ = layer;
+    /// let hello = service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(String::new())) });
+    /// let svc = layer.layer(hello);
+    /// for _ in 0..2 {
+    ///     assert_eq!(svc.clone().oneshot(Request::new(())).await?.status(), StatusCode::OK);
+    /// }
+    /// let counts = &layer.counters()[0];
+    /// assert_eq!((counts.allowed, counts.dry_run_denied), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dry_run(mut self, on: bool) -> Self {
@@ -310,14 +325,27 @@ impl RateLimitLayerBuilder {
     /// # Examples
     ///
     /// ```
-    /// use hotlimit::{Gcra, Rate};
-    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use std::convert::Infallible;
     ///
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitDecision, RateLimitLayer};
+    /// use http::{Request, Response};
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let layer = RateLimitLayer::builder()
     ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
     ///     .decision_in_extensions(true)
     ///     .build()?;
-    /// # let _ = layer;
+    /// // The handler sees what the layer decided.
+    /// let handler = service_fn(|req: Request<()>| async move {
+    ///     let decision = req.extensions().get::<RateLimitDecision>();
+    ///     assert!(decision.is_some_and(|d| d.is_allowed() && !d.is_dry_run()));
+    ///     Ok::<_, Infallible>(Response::new(String::new()))
+    /// });
+    /// layer.layer(handler).oneshot(Request::new(())).await?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn decision_in_extensions(mut self, on: bool) -> Self {
@@ -334,10 +362,10 @@ impl RateLimitLayerBuilder {
     /// use hotlimit::{Gcra, Rate};
     /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
     ///
-    /// let layer = RateLimitLayer::builder()
-    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
-    ///     .fail_open(true)
-    ///     .build()?;
+    /// // A networked limiter goes in with `from_decide` (an in-process one stands in here);
+    /// // while its backend is down, admit everyone rather than no one.
+    /// let remote = Policy::from_decide("global", Gcra::new(Rate::per_second(1_000)?)?, Global);
+    /// let layer = RateLimitLayer::builder().policy(remote).fail_open(true).build()?;
     /// # let _ = layer;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
