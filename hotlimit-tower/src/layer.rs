@@ -17,7 +17,7 @@ use crate::key::KeyExtractor;
 use crate::policy::{quote_name, BoxError, Entry, ErasedPolicy, Policy};
 use crate::response::{Rejection, RejectionBody};
 use crate::service::RateLimit;
-use crate::shared::{Handler, Shared};
+use crate::shared::{Settings, Shared};
 
 /// A `tower` layer that rate-limits requests under one or more named [`Policy`]s and reports
 /// them in the `RateLimit-Policy` / `RateLimit` headers of every response.
@@ -102,15 +102,7 @@ impl RateLimitLayer {
     pub fn builder() -> RateLimitLayerBuilder {
         RateLimitLayerBuilder {
             policies: Vec::new(),
-            status: StatusCode::TOO_MANY_REQUESTS,
-            table_full_status: StatusCode::SERVICE_UNAVAILABLE,
-            error_status: StatusCode::SERVICE_UNAVAILABLE,
-            body: RejectionBody::Text,
-            legacy: false,
-            dry_run: false,
-            extensions: false,
-            fail_open: false,
-            handler: None,
+            settings: Settings::default(),
         }
     }
 
@@ -165,23 +157,15 @@ impl<S> Layer<S> for RateLimitLayer {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct RateLimitLayerBuilder {
     policies: Vec<Box<dyn ErasedPolicy>>,
-    status: StatusCode,
-    table_full_status: StatusCode,
-    error_status: StatusCode,
-    body: RejectionBody,
-    legacy: bool,
-    dry_run: bool,
-    extensions: bool,
-    fail_open: bool,
-    handler: Option<Arc<Handler>>,
+    settings: Settings,
 }
 
 impl fmt::Debug for RateLimitLayerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitLayerBuilder")
             .field("policies", &self.policies.len())
-            .field("status", &self.status)
-            .field("body", &self.body)
+            .field("status", &self.settings.status)
+            .field("body", &self.settings.body)
             .finish_non_exhaustive()
     }
 }
@@ -232,7 +216,7 @@ impl RateLimitLayerBuilder {
     ///
     /// See [`RateLimitLayer::builder`].
     pub fn status(mut self, status: StatusCode) -> Self {
-        self.status = status;
+        self.settings.status = status;
         self
     }
 
@@ -256,7 +240,7 @@ impl RateLimitLayerBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn table_full_status(mut self, status: StatusCode) -> Self {
-        self.table_full_status = status;
+        self.settings.table_full_status = status;
         self
     }
 
@@ -267,7 +251,7 @@ impl RateLimitLayerBuilder {
     ///
     /// See [`RateLimitLayer::builder`].
     pub fn body(mut self, body: RejectionBody) -> Self {
-        self.body = body;
+        self.settings.body = body;
         self
     }
 
@@ -278,7 +262,7 @@ impl RateLimitLayerBuilder {
     ///
     /// See [`RateLimitLayer::builder`].
     pub fn legacy_headers(mut self, on: bool) -> Self {
-        self.legacy = on;
+        self.settings.legacy = on;
         self
     }
 
@@ -314,7 +298,7 @@ impl RateLimitLayerBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dry_run(mut self, on: bool) -> Self {
-        self.dry_run = on;
+        self.settings.dry_run = on;
         self
     }
 
@@ -349,7 +333,7 @@ impl RateLimitLayerBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn decision_in_extensions(mut self, on: bool) -> Self {
-        self.extensions = on;
+        self.settings.extensions = on;
         self
     }
 
@@ -370,7 +354,7 @@ impl RateLimitLayerBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn fail_open(mut self, on: bool) -> Self {
-        self.fail_open = on;
+        self.settings.fail_open = on;
         self
     }
 
@@ -400,7 +384,7 @@ impl RateLimitLayerBuilder {
         mut self,
         handler: impl Fn(&Rejection) -> Response<Bytes> + Send + Sync + 'static,
     ) -> Self {
-        self.handler = Some(Arc::new(handler));
+        self.settings.handler = Some(Arc::new(handler));
         self
     }
 
@@ -445,8 +429,8 @@ impl RateLimitLayerBuilder {
                 ))
             }
         };
-        check("status", self.status)?;
-        check("table_full_status", self.table_full_status)?;
+        check("status", self.settings.status)?;
+        check("table_full_status", self.settings.table_full_status)?;
         let mut seen = HashSet::new();
         let mut policies = Vec::with_capacity(self.policies.len());
         for policy in self.policies {
@@ -474,15 +458,7 @@ impl RateLimitLayerBuilder {
             shared: Arc::new(Shared {
                 policies,
                 policy_field,
-                status: self.status,
-                table_full_status: self.table_full_status,
-                error_status: self.error_status,
-                body: self.body,
-                legacy: self.legacy,
-                dry_run: self.dry_run,
-                extensions: self.extensions,
-                fail_open: self.fail_open,
-                handler: self.handler,
+                settings: self.settings,
             }),
         })
     }
