@@ -7,7 +7,9 @@
 //!
 //! Prints one line once it listens, and the counters every 10 s; serves until killed.
 
-use std::net::{IpAddr, SocketAddr};
+mod common;
+
+use std::net::IpAddr;
 use std::time::Duration;
 
 use axum::routing::get;
@@ -19,10 +21,6 @@ use hotlimit_tower::{
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr: SocketAddr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:3001".to_owned())
-        .parse()?;
     let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(10)?).build()?;
     let per_key = Keyed::<String, SlidingLog>::sliding_log(Rate::per_minute(100)?)
         .capacity(10_000)
@@ -50,12 +48,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = Router::new()
         .route("/", get(|| async { "hello\n" }))
         .layer(layer);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    println!("listening on http://{}", listener.local_addr()?);
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .await?;
-    Ok(())
+    // Listens with each connection's peer address, which `PeerIp` keys on.
+    common::serve(app, "127.0.0.1:3001").await
 }

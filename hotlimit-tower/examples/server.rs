@@ -7,7 +7,9 @@
 //!
 //!     for i in $(seq 7); do curl -si http://127.0.0.1:3000/ | grep -iE '^(HTTP|ratelimit|retry)'; done
 
-use std::net::{IpAddr, SocketAddr};
+mod common;
+
+use std::net::IpAddr;
 
 use axum::routing::get;
 use axum::Router;
@@ -16,10 +18,6 @@ use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr: SocketAddr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:3000".to_owned())
-        .parse()?;
     // 5 per second per client IP, burst 5; at most 100,000 clients remembered at once.
     let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?)
         .burst(5)
@@ -29,12 +27,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = Router::new()
         .route("/", get(|| async { "hello\n" }))
         .layer(layer);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    println!("listening on http://{}", listener.local_addr()?);
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .await?;
-    Ok(())
+    // Listens with each connection's peer address, which `PeerIp` keys on.
+    common::serve(app, "127.0.0.1:3000").await
 }

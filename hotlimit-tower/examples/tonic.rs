@@ -19,14 +19,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new()))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(
         Server::builder()
             .layer(layer)
             .add_service(echo::EchoServer)
-            .serve_with_incoming_shutdown(TcpIncoming::from(listener), async {
-                let _ = stopped.await;
-            }),
+            .serve_with_incoming(TcpIncoming::from(listener)),
     );
     println!("gRPC server on {addr}");
     let channel = Endpoint::from_shared(format!("http://{addr}"))?
@@ -46,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ),
         }
     }
-    let _ = stop.send(());
-    server.await??;
+    // The demo is over: stop the server (its connections go with it).
+    server.abort();
     Ok(())
 }

@@ -17,7 +17,7 @@ use crate::key::KeyExtractor;
 use crate::policy::{quote_name, BoxError, Entry, ErasedPolicy, Policy};
 use crate::response::{Rejection, RejectionBody};
 use crate::service::RateLimit;
-use crate::shared::{Handler, Shared};
+use crate::shared::{Settings, Shared};
 
 /// A `tower` layer that rate-limits requests under one or more named [`Policy`]s and reports
 /// them in the `RateLimit-Policy` / `RateLimit` headers of every response.
@@ -102,15 +102,7 @@ impl RateLimitLayer {
     pub fn builder() -> RateLimitLayerBuilder {
         RateLimitLayerBuilder {
             policies: Vec::new(),
-            status: StatusCode::TOO_MANY_REQUESTS,
-            table_full_status: StatusCode::SERVICE_UNAVAILABLE,
-            error_status: StatusCode::SERVICE_UNAVAILABLE,
-            body: RejectionBody::Text,
-            legacy: false,
-            dry_run: false,
-            extensions: false,
-            fail_open: false,
-            handler: None,
+            settings: Settings::default(),
         }
     }
 
@@ -165,23 +157,15 @@ impl<S> Layer<S> for RateLimitLayer {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct RateLimitLayerBuilder {
     policies: Vec<Box<dyn ErasedPolicy>>,
-    status: StatusCode,
-    table_full_status: StatusCode,
-    error_status: StatusCode,
-    body: RejectionBody,
-    legacy: bool,
-    dry_run: bool,
-    extensions: bool,
-    fail_open: bool,
-    handler: Option<Arc<Handler>>,
+    settings: Settings,
 }
 
 impl fmt::Debug for RateLimitLayerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitLayerBuilder")
             .field("policies", &self.policies.len())
-            .field("status", &self.status)
-            .field("body", &self.body)
+            .field("status", &self.settings.status)
+            .field("body", &self.settings.body)
             .finish_non_exhaustive()
     }
 }
@@ -232,7 +216,7 @@ impl RateLimitLayerBuilder {
     ///
     /// See [`RateLimitLayer::builder`].
     pub fn status(mut self, status: StatusCode) -> Self {
-        self.status = status;
+        self.settings.status = status;
         self
     }
 
@@ -243,19 +227,20 @@ impl RateLimitLayerBuilder {
     /// # Examples
     ///
     /// ```
-    /// use hotlimit::{Gcra, Rate};
-    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use hotlimit::{Gcra, Keyed, Rate};
+    /// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
     /// use http::StatusCode;
+    /// use std::net::IpAddr;
     ///
-    /// let layer = RateLimitLayer::builder()
-    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
-    ///     .table_full_status(StatusCode::TOO_MANY_REQUESTS)
-    ///     .build()?;
-    /// # let _ = layer;
+    /// // Room for 10,000 client IPs; when it is full, a new client gets 429 too.
+    /// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).capacity(10_000).build()?;
+    /// let policy = Policy::new("per-ip", per_ip, PeerIp::new());
+    /// let layer = RateLimitLayer::builder().policy(policy).table_full_status(StatusCode::TOO_MANY_REQUESTS);
+    /// # let _ = layer.build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn table_full_status(mut self, status: StatusCode) -> Self {
-        self.table_full_status = status;
+        self.settings.table_full_status = status;
         self
     }
 
@@ -266,7 +251,7 @@ impl RateLimitLayerBuilder {
     ///
     /// See [`RateLimitLayer::builder`].
     pub fn body(mut self, body: RejectionBody) -> Self {
-        self.body = body;
+        self.settings.body = body;
         self
     }
 
@@ -277,7 +262,7 @@ impl RateLimitLayerBuilder {
     ///
     /// See [`RateLimitLayer::builder`].
     pub fn legacy_headers(mut self, on: bool) -> Self {
-        self.legacy = on;
+        self.settings.legacy = on;
         self
     }
 
@@ -288,18 +273,32 @@ impl RateLimitLayerBuilder {
     /// # Examples
     ///
     /// ```
+    /// use std::convert::Infallible;
+    ///
     /// use hotlimit::{Gcra, Rate};
     /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use http::{Request, Response, StatusCode};
+    /// use tower::{service_fn, Layer, ServiceExt};
     ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// // One request per second: the second is over the limit, but dry-run lets it through.
     /// let layer = RateLimitLayer::builder()
     ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
     ///     .dry_run(true)
     ///     .build()?;
-    /// # let _ = layer;
+    /// let hello = service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(String::new())) });
+    /// let svc = layer.layer(hello);
+    /// for _ in 0..2 {
+    ///     assert_eq!(svc.clone().oneshot(Request::new(())).await?.status(), StatusCode::OK);
+    /// }
+    /// let counts = &layer.counters()[0];
+    /// assert_eq!((counts.allowed, counts.dry_run_denied), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dry_run(mut self, on: bool) -> Self {
-        self.dry_run = on;
+        self.settings.dry_run = on;
         self
     }
 
@@ -310,18 +309,31 @@ impl RateLimitLayerBuilder {
     /// # Examples
     ///
     /// ```
-    /// use hotlimit::{Gcra, Rate};
-    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use std::convert::Infallible;
     ///
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitDecision, RateLimitLayer};
+    /// use http::{Request, Response};
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let layer = RateLimitLayer::builder()
     ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
     ///     .decision_in_extensions(true)
     ///     .build()?;
-    /// # let _ = layer;
+    /// // The handler sees what the layer decided.
+    /// let handler = service_fn(|req: Request<()>| async move {
+    ///     let decision = req.extensions().get::<RateLimitDecision>();
+    ///     assert!(decision.is_some_and(|d| d.is_allowed() && !d.is_dry_run()));
+    ///     Ok::<_, Infallible>(Response::new(String::new()))
+    /// });
+    /// layer.layer(handler).oneshot(Request::new(())).await?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn decision_in_extensions(mut self, on: bool) -> Self {
-        self.extensions = on;
+        self.settings.extensions = on;
         self
     }
 
@@ -334,15 +346,15 @@ impl RateLimitLayerBuilder {
     /// use hotlimit::{Gcra, Rate};
     /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
     ///
-    /// let layer = RateLimitLayer::builder()
-    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
-    ///     .fail_open(true)
-    ///     .build()?;
+    /// // A networked limiter goes in with `from_decide` (an in-process one stands in here);
+    /// // while its backend is down, admit everyone rather than no one.
+    /// let remote = Policy::from_decide("global", Gcra::new(Rate::per_second(1_000)?)?, Global);
+    /// let layer = RateLimitLayer::builder().policy(remote).fail_open(true).build()?;
     /// # let _ = layer;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn fail_open(mut self, on: bool) -> Self {
-        self.fail_open = on;
+        self.settings.fail_open = on;
         self
     }
 
@@ -372,7 +384,7 @@ impl RateLimitLayerBuilder {
         mut self,
         handler: impl Fn(&Rejection) -> Response<Bytes> + Send + Sync + 'static,
     ) -> Self {
-        self.handler = Some(Arc::new(handler));
+        self.settings.handler = Some(Arc::new(handler));
         self
     }
 
@@ -417,8 +429,8 @@ impl RateLimitLayerBuilder {
                 ))
             }
         };
-        check("status", self.status)?;
-        check("table_full_status", self.table_full_status)?;
+        check("status", self.settings.status)?;
+        check("table_full_status", self.settings.table_full_status)?;
         let mut seen = HashSet::new();
         let mut policies = Vec::with_capacity(self.policies.len());
         for policy in self.policies {
@@ -446,15 +458,7 @@ impl RateLimitLayerBuilder {
             shared: Arc::new(Shared {
                 policies,
                 policy_field,
-                status: self.status,
-                table_full_status: self.table_full_status,
-                error_status: self.error_status,
-                body: self.body,
-                legacy: self.legacy,
-                dry_run: self.dry_run,
-                extensions: self.extensions,
-                fail_open: self.fail_open,
-                handler: self.handler,
+                settings: self.settings,
             }),
         })
     }

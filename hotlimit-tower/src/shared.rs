@@ -24,6 +24,11 @@ pub(crate) struct Shared {
     pub(crate) policies: Vec<Entry>,
     /// `RateLimit-Policy` when every policy decides on its own quota (the usual response).
     pub(crate) policy_field: http::HeaderValue,
+    pub(crate) settings: Settings,
+}
+
+/// The layer's settings besides its policies: what the builder sets, kept as it set them.
+pub(crate) struct Settings {
     pub(crate) status: StatusCode,
     pub(crate) table_full_status: StatusCode,
     pub(crate) error_status: StatusCode,
@@ -35,14 +40,32 @@ pub(crate) struct Shared {
     pub(crate) handler: Option<Arc<Handler>>,
 }
 
+impl Default for Settings {
+    /// 429, 503 when a key table is full or a limiter fails (fail closed), plain-text bodies,
+    /// no legacy headers, no dry-run, no decisions in the extensions, no handler.
+    fn default() -> Self {
+        Settings {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            table_full_status: StatusCode::SERVICE_UNAVAILABLE,
+            error_status: StatusCode::SERVICE_UNAVAILABLE,
+            body: RejectionBody::Text,
+            legacy: false,
+            dry_run: false,
+            extensions: false,
+            fail_open: false,
+            handler: None,
+        }
+    }
+}
+
 impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shared")
             .field("policies", &self.policies)
-            .field("status", &self.status)
-            .field("body", &self.body)
-            .field("legacy", &self.legacy)
-            .field("dry_run", &self.dry_run)
+            .field("status", &self.settings.status)
+            .field("body", &self.settings.body)
+            .field("legacy", &self.settings.legacy)
+            .field("dry_run", &self.settings.dry_run)
             .finish_non_exhaustive()
     }
 }
@@ -124,7 +147,7 @@ impl Shared {
             end: End::Admit,
         };
         let mut first = None;
-        if self.policies.len() > 1 && !self.dry_run {
+        if self.policies.len() > 1 && !self.settings.dry_run {
             first = self
                 .policies
                 .iter()
@@ -214,7 +237,7 @@ impl Shared {
                 verdict.decisions.push((i, d));
                 false
             }
-            Ok(d) if self.dry_run => {
+            Ok(d) if self.settings.dry_run => {
                 counters.count(Counted::DryRunDenied);
                 verdict.decisions.push((i, d));
                 false
@@ -228,7 +251,7 @@ impl Shared {
                 };
                 true
             }
-            Err(_) if self.fail_open => {
+            Err(_) if self.settings.fail_open => {
                 counters.count(Counted::Error);
                 false
             }
@@ -260,19 +283,19 @@ impl Shared {
                 .map(|(i, d)| (self.policies[*i].quoted.as_str(), d)),
             all.then(|| self.policy_field.clone()),
             denied,
-            self.legacy,
+            self.settings.legacy,
         )
     }
 
     /// The decisions for the request's extensions, if the layer puts them there.
     pub(crate) fn extension(&self, verdict: &Verdict) -> Option<RateLimitDecision> {
-        (self.dry_run || self.extensions).then(|| RateLimitDecision {
+        (self.settings.dry_run || self.settings.extensions).then(|| RateLimitDecision {
             decisions: verdict
                 .decisions
                 .iter()
                 .map(|(i, d)| (self.policies[*i].policy.name().to_owned(), *d))
                 .collect(),
-            dry_run: self.dry_run,
+            dry_run: self.settings.dry_run,
         })
     }
 
@@ -292,16 +315,19 @@ impl Shared {
                     .denial()
                     .map_or(RejectionKind::OverLimit, |x| RejectionKind::of(x.reason()));
                 let status = if kind == RejectionKind::TableFull {
-                    self.table_full_status
+                    self.settings.table_full_status
                 } else {
-                    self.status
+                    self.settings.status
                 };
                 (policy, kind, status, Some(d))
             }
             End::MissingKey { policy, status } => (policy, RejectionKind::MissingKey, status, None),
-            End::Failed { policy } => {
-                (policy, RejectionKind::LimiterError, self.error_status, None)
-            }
+            End::Failed { policy } => (
+                policy,
+                RejectionKind::LimiterError,
+                self.settings.error_status,
+                None,
+            ),
         };
         let rejection = Rejection {
             status,
@@ -311,9 +337,9 @@ impl Shared {
             decision,
             grpc,
         };
-        let mut resp = match &self.handler {
+        let mut resp = match &self.settings.handler {
             Some(h) => h(&rejection),
-            None => default_response(&rejection, self.body),
+            None => default_response(&rejection, self.settings.body),
         };
         // After the handler: it cannot drop or change them.
         if let Some(h) = headers.take() {
