@@ -448,7 +448,10 @@ fn invalid_shows_the_value_debug_text_and_cuts_long_ones_at_a_character() {
     let e = ConfigError::invalid("hops", 0_usize, "must be at least 1");
     assert_eq!(e.to_string(), "invalid hops = 0: must be at least 1");
     let e = ConfigError::invalid("deadline", Duration::ZERO, "must be more than zero");
-    assert_eq!(e.to_string(), "invalid deadline = 0ns: must be more than zero");
+    assert_eq!(
+        e.to_string(),
+        "invalid deadline = 0ns: must be more than zero"
+    );
     // 46 bytes of Debug text fit whole: the quotes and 44 characters.
     let fits = "a".repeat(44);
     let e = ConfigError::invalid("name", fits.as_str(), "r");
@@ -456,11 +459,17 @@ fn invalid_shows_the_value_debug_text_and_cuts_long_ones_at_a_character() {
     // One more is cut, and marked.
     let long = "a".repeat(45);
     let e = ConfigError::invalid("name", long.as_str(), "r");
-    assert_eq!(e.to_string(), format!("invalid name = \"{}…: r", "a".repeat(45)));
+    assert_eq!(
+        e.to_string(),
+        format!("invalid name = \"{}…: r", "a".repeat(45))
+    );
     // A cut never splits a character: 'é' is two bytes, the quote takes one, so the 46th byte
     // would be the first half of the 23rd 'é'.
     let e = ConfigError::invalid("name", "é".repeat(30).as_str(), "r");
-    assert_eq!(e.to_string(), format!("invalid name = \"{}…: r", "é".repeat(22)));
+    assert_eq!(
+        e.to_string(),
+        format!("invalid name = \"{}…: r", "é".repeat(22))
+    );
     // Copy, comparable, and equal when made of equal parts.
     let copy = e;
     assert_eq!(copy, e);
