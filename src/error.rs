@@ -41,6 +41,59 @@ pub(crate) enum Value {
         need: u128,
         budget: u128,
     },
+    /// Any other value, as its `Debug` text: see [`ConfigError::invalid`].
+    Text(Text),
+}
+
+/// Up to [`Text::CAP`] bytes of a value's `Debug` text, kept inline so that [`ConfigError`]
+/// stays `Copy` and needs no allocation; a longer text is cut at a character boundary and
+/// shown with a trailing `…`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Text {
+    len: u8,
+    cut: bool,
+    bytes: [u8; Text::CAP],
+}
+
+impl Text {
+    /// 46 bytes: with the length and the cut flag, no larger than [`Value::Memory`].
+    const CAP: usize = 46;
+
+    fn of(value: &dyn fmt::Debug) -> Text {
+        let mut text = Text {
+            len: 0,
+            cut: false,
+            bytes: [0; Text::CAP],
+        };
+        // The writer never fails: what does not fit is dropped and marked as cut.
+        let _ = fmt::write(&mut text, format_args!("{value:?}"));
+        text
+    }
+
+    fn as_str(&self) -> &str {
+        // `write_str` only ever copies whole characters, so the prefix is UTF-8; the fallback
+        // is unreachable but keeps this free of `unsafe` and of panics.
+        core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl fmt::Write for Text {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.cut {
+            return Ok(());
+        }
+        let len = usize::from(self.len);
+        let room = Text::CAP - len;
+        let mut take = s.len().min(room);
+        while !s.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.bytes[len..len + take].copy_from_slice(&s.as_bytes()[..take]);
+        // ≤ CAP = 46, so it fits in a u8.
+        self.len = (len + take) as u8;
+        self.cut = take < s.len();
+        Ok(())
+    }
 }
 
 impl ConfigError {
@@ -50,6 +103,28 @@ impl ConfigError {
             value,
             reason,
         }
+    }
+
+    /// An error for a setting of yours: `field` is the setting's name, `value` what was given
+    /// (shown with its `Debug` form, cut to 46 bytes), `reason` why it cannot work. For crates
+    /// that build on hotlimit (`hotlimit-tower`, `hotlimit-redis` return this type too) and for
+    /// your own wrappers, so that one error type covers all configuration.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::ConfigError;
+    ///
+    /// let err = ConfigError::invalid("header", "x forwarded", "not a valid HTTP header name");
+    /// assert_eq!(err.field(), "header");
+    /// assert_eq!(err.reason(), "not a valid HTTP header name");
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     r#"invalid header = "x forwarded": not a valid HTTP header name"#
+    /// );
+    /// ```
+    pub fn invalid(field: &'static str, value: impl fmt::Debug, reason: &'static str) -> Self {
+        ConfigError::new(field, Value::Text(Text::of(&value)), reason)
     }
 
     /// The name of the setting that was rejected (`"limit"`, `"period"`, `"burst"`, ...).
@@ -102,6 +177,12 @@ impl fmt::Display for ConfigError {
                 f,
                 "{value} (needs {need} bytes, over max_memory = {budget} bytes)"
             )?,
+            Value::Text(text) => {
+                f.write_str(text.as_str())?;
+                if text.cut {
+                    f.write_str("…")?;
+                }
+            }
         }
         write!(f, ": {}", self.reason)
     }

@@ -442,3 +442,56 @@ fn keyed_overrides_beyond_capacity_are_an_error() {
         .unwrap_err();
     assert_eq!(e.field(), "rate");
 }
+
+#[test]
+fn invalid_shows_the_value_debug_text_and_cuts_long_ones_at_a_character() {
+    let e = ConfigError::invalid("hops", 0_usize, "must be at least 1");
+    assert_eq!(e.to_string(), "invalid hops = 0: must be at least 1");
+    let e = ConfigError::invalid("deadline", Duration::ZERO, "must be more than zero");
+    assert_eq!(
+        e.to_string(),
+        "invalid deadline = 0ns: must be more than zero"
+    );
+    // 46 bytes of Debug text fit whole: the quotes and 44 characters.
+    let fits = "a".repeat(44);
+    let e = ConfigError::invalid("name", fits.as_str(), "r");
+    assert_eq!(e.to_string(), format!("invalid name = \"{fits}\": r"));
+    // One more is cut, and marked.
+    let long = "a".repeat(45);
+    let e = ConfigError::invalid("name", long.as_str(), "r");
+    assert_eq!(
+        e.to_string(),
+        format!("invalid name = \"{}…: r", "a".repeat(45))
+    );
+    // A cut never splits a character: 'é' is two bytes, the quote takes one, so the 46th byte
+    // would be the first half of the 23rd 'é'.
+    let e = ConfigError::invalid("name", "é".repeat(30).as_str(), "r");
+    assert_eq!(
+        e.to_string(),
+        format!("invalid name = \"{}…: r", "é".repeat(22))
+    );
+    // Copy, comparable, and equal when made of equal parts.
+    let copy = e;
+    assert_eq!(copy, e);
+    assert_ne!(e, ConfigError::invalid("name", "é", "r"));
+}
+
+proptest::proptest! {
+    #[test]
+    fn invalid_never_panics_and_keeps_a_prefix_of_the_debug_text(s in ".{0,80}") {
+        let e = ConfigError::invalid("field", s.as_str(), "reason");
+        let shown = e.to_string();
+        let debug = format!("{s:?}");
+        let value = shown
+            .strip_prefix("invalid field = ")
+            .and_then(|v| v.strip_suffix(": reason"))
+            .unwrap();
+        match value.strip_suffix('…') {
+            Some(cut) if debug.len() > 46 => {
+                proptest::prop_assert!(debug.starts_with(cut));
+                proptest::prop_assert!(cut.len() <= 46 && cut.len() > 42, "{}", cut.len());
+            }
+            _ => proptest::prop_assert_eq!(value, debug),
+        }
+    }
+}

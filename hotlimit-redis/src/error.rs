@@ -1,85 +1,8 @@
-//! The crate's errors: [`ConfigError`] for a bad builder, [`Error`] for a decision that could
-//! not be made.
+//! [`Error`]: a decision that could not be made (a bad builder is the core's
+//! [`ConfigError`](hotlimit::ConfigError)).
 
 use std::fmt;
 use std::time::Duration;
-
-/// A limiter that cannot be built: the field and the value that were refused, and why.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::Rate;
-/// use hotlimit_redis::{OnError, RedisLimiter};
-/// use std::time::Duration;
-///
-/// // 2,000,000 per second: an emission interval under one microsecond.
-/// let err = RedisLimiter::gcra(Rate::per_second(2_000_000)?, OnError::FailClosed)
-///     .build()
-///     .unwrap_err();
-/// assert_eq!(err.field(), "rate");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    field: &'static str,
-    value: String,
-    reason: &'static str,
-}
-
-impl ConfigError {
-    pub(crate) fn new(field: &'static str, value: impl fmt::Debug, reason: &'static str) -> Self {
-        ConfigError {
-            field,
-            value: format!("{value:?}"),
-            reason,
-        }
-    }
-
-    /// The builder field that was refused.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::Rate;
-    /// use hotlimit_redis::{OnError, RedisLimiter};
-    ///
-    /// let err = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailOpen).burst(0).build();
-    /// assert_eq!(err.unwrap_err().field(), "burst");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn field(&self) -> &'static str {
-        self.field
-    }
-
-    /// Why it was refused.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::Rate;
-    /// use hotlimit_redis::{OnError, RedisLimiter};
-    ///
-    /// let err = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailOpen).burst(0).build();
-    /// assert_eq!(err.unwrap_err().reason(), "must be at least 1");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn reason(&self) -> &'static str {
-        self.reason
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid `{}` = {}: {}",
-            self.field, self.value, self.reason
-        )
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// A decision that could not be made: the caller's input was refused (no round trip was made).
 ///

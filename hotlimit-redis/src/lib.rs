@@ -48,7 +48,24 @@ mod stats;
 
 pub use connection::{cluster_connection, connection_manager, SyncConnection};
 pub use decide::{DecideFuture, RedisDecide};
-pub use error::{ConfigError, Error};
+pub use error::Error;
+/// A limiter that cannot be built: the core's [`hotlimit::ConfigError`] (the field and the
+/// value that were refused, and why), so that one error type covers the rate and the limiter.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::Rate;
+/// use hotlimit_redis::{OnError, RedisLimiter};
+///
+/// // 2,000,000 per second: an emission interval under one microsecond.
+/// let err = RedisLimiter::gcra(Rate::per_second(2_000_000)?, OnError::FailClosed)
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(err.field(), "rate");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub use hotlimit::ConfigError;
 #[doc(hidden)]
 pub use limiter::TestClock;
 pub use limiter::{RedisLimiter, RedisLimiterBuilder};

@@ -11,10 +11,11 @@ use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::cache::DenialCache;
 use crate::connection::SyncConnection;
-use crate::error::{ConfigError, Error};
+use crate::error::Error;
 use crate::policy::OnError;
 use crate::script::{Algorithm, Reply};
 use crate::stats::{Counters, Stats};
+use hotlimit::ConfigError;
 
 /// A rate limit shared by every process that builds the same limiter against the same Redis:
 /// each decision is one Lua script, one round trip, atomic on the server, timed by the
@@ -337,7 +338,7 @@ impl RedisLimiterBuilder {
             Kind::Gcra => Algorithm::gcra(self.rate, self.burst)?,
             Kind::Log => {
                 if let Some(burst) = self.burst {
-                    return Err(ConfigError::new(
+                    return Err(ConfigError::invalid(
                         "burst",
                         burst,
                         "a sliding log's burst is its limit: set the rate instead",
@@ -347,7 +348,7 @@ impl RedisLimiterBuilder {
             }
         };
         if self.deadline.is_zero() {
-            return Err(ConfigError::new(
+            return Err(ConfigError::invalid(
                 "deadline",
                 self.deadline,
                 "must be more than zero",

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use hotlimit::{Decision, Denied, Gcra, Keyed, Quota, Rate};
+use hotlimit::{ConfigError, Decision, Denied, Gcra, Keyed, Quota, Rate};
 
 /// What a limiter decides when Redis does not answer in time, answers with an error, or is
 /// known to be down (within [`reprobe_after`](crate::RedisLimiterBuilder::reprobe_after) of the
@@ -51,7 +51,7 @@ impl OnError {
     /// # let _ = policy;
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    pub fn fallback(rate: Rate) -> Result<OnError, hotlimit::ConfigError> {
+    pub fn fallback(rate: Rate) -> Result<OnError, ConfigError> {
         Ok(OnError::Fallback(Box::new(Fallback {
             limiter: Keyed::<String, Gcra>::gcra(rate).build()?,
             quota: Quota::new(rate.limit(), rate.period()),

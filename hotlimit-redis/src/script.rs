@@ -6,7 +6,8 @@ use std::time::Duration;
 use hotlimit::{Decision, Denied, Quota, Rate};
 use redis::Script;
 
-use crate::error::{ConfigError, Error};
+use crate::error::Error;
+use hotlimit::ConfigError;
 
 /// The largest microsecond value a script may see, with `now` added: 2^52, so that
 /// now (~2^50.6 µs since the epoch) + tolerance stays below 2^53, where doubles stop being exact.
@@ -46,7 +47,7 @@ impl Algorithm {
         let limit = u128::from(rate.limit());
         let period_ns = u128::from(rate.period_nanos());
         if period_ns < limit * 1000 {
-            return Err(ConfigError::new(
+            return Err(ConfigError::invalid(
                 "rate",
                 rate,
                 "emission interval period/limit is under 1 µs (the scripts count microseconds)",
@@ -56,7 +57,7 @@ impl Algorithm {
         let interval = period_ns.div_ceil(limit * 1000) as u64;
         let burst = burst.unwrap_or(rate.limit());
         if burst == 0 {
-            return Err(ConfigError::new("burst", burst, "must be at least 1"));
+            return Err(ConfigError::invalid("burst", burst, "must be at least 1"));
         }
         match burst.checked_mul(interval) {
             Some(tolerance) if tolerance <= MAX_MICROS => Ok(Algorithm::Gcra {
@@ -64,7 +65,7 @@ impl Algorithm {
                 tolerance,
                 burst,
             }),
-            _ => Err(ConfigError::new(
+            _ => Err(ConfigError::invalid(
                 "burst",
                 burst,
                 "burst × emission interval exceeds 2^52 µs (142 years): Lua's doubles would lose precision",
@@ -76,7 +77,7 @@ impl Algorithm {
     pub(crate) fn log(rate: Rate) -> Result<Algorithm, ConfigError> {
         let period = rate.period_nanos().div_ceil(1000);
         if period > MAX_MICROS {
-            return Err(ConfigError::new(
+            return Err(ConfigError::invalid(
                 "rate",
                 rate,
                 "period exceeds 2^52 µs (142 years): Lua's doubles would lose precision",

@@ -8,8 +8,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use http::header::{HeaderName, FORWARDED};
 use http::request::Parts;
 
-use crate::error::ConfigError;
 use crate::key::KeyExtractor;
+use hotlimit::ConfigError;
 
 /// The IPv6 prefix every IP extractor groups by unless told otherwise.
 pub const DEFAULT_IPV6_PREFIX: u8 = 56;
@@ -36,7 +36,7 @@ fn group(ip: IpAddr, prefix: u8) -> IpAddr {
 /// Checks an IPv6 prefix length.
 fn check_prefix(prefix: u8) -> Result<u8, ConfigError> {
     if prefix == 0 || prefix > 128 {
-        return Err(ConfigError::new(
+        return Err(ConfigError::invalid(
             "ipv6_prefix",
             prefix,
             "must be between 1 and 128",
@@ -164,7 +164,7 @@ struct Network {
 
 impl Network {
     fn parse(s: &str) -> Result<Network, ConfigError> {
-        let bad = |reason| ConfigError::new("trusted_proxies", s, reason);
+        let bad = |reason| ConfigError::invalid("trusted_proxies", s, reason);
         let (addr, len) = match s.split_once('/') {
             Some((a, l)) => (a, Some(l)),
             None => (s, None),
@@ -330,7 +330,7 @@ impl ForwardedIp {
     /// ```
     pub fn hops(n: usize) -> Result<ForwardedIp, ConfigError> {
         if n == 0 {
-            return Err(ConfigError::new(
+            return Err(ConfigError::invalid(
                 "hops",
                 n,
                 "must be at least 1 (with no proxy, use PeerIp)",

@@ -7,7 +7,7 @@ use std::fmt;
 use http::header::{HeaderName, AUTHORIZATION};
 use http::request::Parts;
 
-use crate::error::ConfigError;
+use hotlimit::ConfigError;
 
 /// Reads the key a request is limited by from its head. `None` means the request has no key
 /// (no such header, no peer address): the policy's [`MissingKey`](crate::MissingKey) choice
@@ -122,7 +122,7 @@ impl HeaderKey {
     pub fn new(name: &str) -> Result<HeaderKey, ConfigError> {
         HeaderName::from_bytes(name.as_bytes())
             .map(|name| HeaderKey { name })
-            .map_err(|_| ConfigError::new("header", name, "not a valid HTTP header name"))
+            .map_err(|_| ConfigError::invalid("header", name, "not a valid HTTP header name"))
     }
 }
 

@@ -12,12 +12,12 @@ use http::{Response, StatusCode};
 use tower_layer::Layer;
 
 use crate::counters::{Counters, PolicyCounts};
-use crate::error::ConfigError;
 use crate::key::KeyExtractor;
 use crate::policy::{quote_name, BoxError, Entry, ErasedPolicy, Policy};
 use crate::response::{Rejection, RejectionBody};
 use crate::service::RateLimit;
 use crate::shared::{Settings, Shared};
+use hotlimit::ConfigError;
 
 /// A `tower` layer that rate-limits requests under one or more named [`Policy`]s and reports
 /// them in the `RateLimit-Policy` / `RateLimit` headers of every response.
@@ -412,7 +412,7 @@ impl RateLimitLayerBuilder {
     /// ```
     pub fn build(self) -> Result<RateLimitLayer, ConfigError> {
         if self.policies.is_empty() {
-            return Err(ConfigError::new(
+            return Err(ConfigError::invalid(
                 "policies",
                 0,
                 "at least one policy is needed",
@@ -422,7 +422,7 @@ impl RateLimitLayerBuilder {
             if s.is_client_error() || s.is_server_error() {
                 Ok(())
             } else {
-                Err(ConfigError::new(
+                Err(ConfigError::invalid(
                     field,
                     s.as_u16(),
                     "must be a 4xx or 5xx status",
@@ -436,7 +436,7 @@ impl RateLimitLayerBuilder {
         for policy in self.policies {
             let quoted = quote_name(policy.name())?;
             if !seen.insert(policy.name().to_owned()) {
-                return Err(ConfigError::new(
+                return Err(ConfigError::invalid(
                     "name",
                     policy.name(),
                     "two policies of one layer have this name",

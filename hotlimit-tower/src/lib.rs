@@ -65,7 +65,6 @@
 
 mod body;
 mod counters;
-mod error;
 mod ip;
 mod key;
 mod layer;
@@ -78,7 +77,23 @@ pub use body::ResponseBody;
 pub use counters::PolicyCounts;
 #[cfg(feature = "metrics")]
 pub use counters::METRIC_NAME;
-pub use error::ConfigError;
+/// A layer, policy or key extractor configured with a value that cannot work: the core's
+/// [`hotlimit::ConfigError`], so that one error type covers the rates, the limiters and the
+/// layer. Reported when the layer is built, never at request time.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::ForwardedIp;
+///
+/// let err = ForwardedIp::trusted_proxies(["10.0.0.0/33"]).unwrap_err();
+/// assert_eq!(err.field(), "trusted_proxies");
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid trusted_proxies = \"10.0.0.0/33\": the prefix length must be at most 32 for IPv4"
+/// );
+/// ```
+pub use hotlimit::ConfigError;
 pub use ip::{ForwardedIp, PeerIp, DEFAULT_IPV6_PREFIX};
 pub use key::{key_fn, Bearer, FnKey, Global, HeaderKey, KeyExtractor, Pair, Route};
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};

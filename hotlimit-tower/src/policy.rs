@@ -18,8 +18,8 @@ use http::request::Parts;
 use http::StatusCode;
 
 use crate::counters::Counters;
-use crate::error::ConfigError;
 use crate::key::KeyExtractor;
+use hotlimit::ConfigError;
 
 /// A boxed error from a policy's limiter (a networked backend that failed).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -417,10 +417,10 @@ impl fmt::Debug for Entry {
 /// Checks a policy name and quotes it as a structured-field string.
 pub(crate) fn quote_name(name: &str) -> Result<String, ConfigError> {
     if name.is_empty() {
-        return Err(ConfigError::new("name", name, "a policy needs a name"));
+        return Err(ConfigError::invalid("name", name, "a policy needs a name"));
     }
     if !name.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
-        return Err(ConfigError::new(
+        return Err(ConfigError::invalid(
             "name",
             name,
             "must be printable ASCII (it is sent in the RateLimit headers)",
