@@ -208,62 +208,18 @@ impl KeyedState for GcraPair {
 pub mod planted {
     use super::*;
 
-    /// One key's pair state and its configuration, as a `Keyed` entry holds them: the first
-    /// rate is the model's, the second has the same limit over twice the period.
-    #[derive(Debug)]
-    pub struct PairKey {
-        cfg: PairConfig,
-        state: PairState,
-    }
-
-    impl crate::keyed::planted::ModelKey for PairKey {
-        type L = GcraPair;
-        fn state(&self) -> &PairState {
-            &self.state
-        }
-    }
-
-    impl PairKey {
-        fn cfg(rate: Rate) -> PairConfig {
+    crate::keyed::planted::model_key!(
+        /// One key's pair state and its configuration, as a `Keyed` entry holds them: the
+        /// first rate is the model's, the second has the same limit over twice the period.
+        PairKey: GcraPair,
+        |rate| {
             let slower = Rate::new(rate.limit(), rate.period() * 2).expect("valid rate");
             <GcraPair as KeyedState>::config_with(rate, None, Some((slower, None)))
                 .expect("valid rates")
         }
+    );
 
-        /// A new key's state as its creator inserts it: pending until [`commit`](PairKey::commit).
-        pub fn pending(rate: Rate) -> Self {
-            let cfg = Self::cfg(rate);
-            let state = <GcraPair as KeyedState>::pending(&cfg);
-            PairKey { cfg, state }
-        }
-
-        /// The creator's commit once its place is reserved.
-        pub fn commit(&self, floor: u64) {
-            <GcraPair as KeyedState>::commit(&self.state, floor);
-        }
-
-        /// Whether the state is still pending.
-        pub fn is_pending(&self) -> bool {
-            <GcraPair as KeyedState>::is_pending(&self.state)
-        }
-
-        /// A fresh state (bursts = limits) with floor `floor`: pending, then committed.
-        pub fn new(rate: Rate, floor: u64) -> Self {
-            let key = Self::pending(rate);
-            key.commit(floor);
-            key
-        }
-
-        /// The real admission on the 16-byte word.
-        pub fn acquire_at(&self, now: u64) -> Admit {
-            <GcraPair as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
-        }
-
-        /// The real eviction: CAS an idle word to the marker.
-        pub fn evict_at(&self, now: u64) -> bool {
-            <GcraPair as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle).is_some()
-        }
-
+    impl PairKey {
         /// The planted bug: idleness checked with a load, the entry removed without the marker
         /// CAS, so an admitter holding the old state can still grant on it.
         pub fn evict_racy_at(&self, now: u64) -> bool {
