@@ -17,16 +17,15 @@
 //! S', and moving S back under them would let new requests take the same time twice.
 
 use core::future::Future;
+use core::ops::ControlFlow;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::{fmt, time::Duration};
 
-use alloc::boxed::Box;
-
 use crate::clock::Clock;
 use crate::error::Denied;
 use crate::gcra::Gcra;
-use crate::wait::{nanos, wait_until, Sleep};
+use crate::wait::{nanos, wait_until, Sleep, Timer};
 
 /// Permits reserved on a [`Gcra`] for a time that may lie in the future: the caller's place in
 /// line. Made by [`Gcra::reserve`] / [`Gcra::reserve_n_at`].
@@ -445,8 +444,8 @@ pub struct FairAcquire<'a, C, F, Fut> {
     gcra: &'a Gcra<C>,
     permits: u32,
     max_wait: u64,
-    sleep: F,
-    state: State<'a, C, Fut>,
+    timer: Timer<F, Fut>,
+    state: State<'a, C>,
 }
 
 impl<'a, C, F, Fut> FairAcquire<'a, C, F, Fut> {
@@ -456,20 +455,18 @@ impl<'a, C, F, Fut> FairAcquire<'a, C, F, Fut> {
             gcra,
             permits,
             max_wait,
-            sleep,
+            timer: Timer::new(sleep),
             state: State::Start,
         }
     }
 }
 
-enum State<'a, C, Fut> {
+enum State<'a, C> {
     /// Not polled yet: holds nothing.
     Start,
-    /// In line: the reservation (cancelled if dropped) and the timer being awaited, if any.
-    Waiting {
-        reservation: Reservation<'a, C>,
-        timer: Option<Pin<Box<Fut>>>,
-    },
+    /// In line: the reservation (cancelled if dropped); the timer being awaited, if any, is
+    /// the future's `timer`.
+    Waiting(Reservation<'a, C>),
     /// Resolved.
     Done,
 }
@@ -483,48 +480,40 @@ where
     type Output = Result<(), Denied>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        loop {
-            match &mut this.state {
-                State::Start => {
-                    let now = this.gcra.clock().now();
-                    match this.gcra.reserve_n_at(this.permits, now, this.max_wait) {
-                        Ok(reservation) => {
-                            this.state = State::Waiting {
-                                reservation,
-                                timer: None,
-                            }
-                        }
-                        Err(denied) => {
-                            this.state = State::Done;
-                            return Poll::Ready(Err(denied));
-                        }
-                    }
+        let FairAcquire {
+            gcra,
+            permits,
+            max_wait,
+            timer,
+            state,
+        } = self.get_mut();
+        if let State::Start = state {
+            let now = gcra.clock().now();
+            match gcra.reserve_n_at(*permits, now, *max_wait) {
+                Ok(reservation) => *state = State::Waiting(reservation),
+                Err(denied) => {
+                    *state = State::Done;
+                    return Poll::Ready(Err(denied));
                 }
-                State::Waiting { reservation, timer } => {
-                    if let Some(t) = timer.as_mut() {
-                        if t.as_mut().poll(cx).is_pending() {
-                            return Poll::Pending;
-                        }
-                        *timer = None;
-                    }
-                    // The timer may be on another clock than the limiter's (tokio's vs quanta)
-                    // and wake a little early by this one: sleep again for what is left.
-                    let now = this.gcra.clock().now();
-                    if now < reservation.ready_at() {
-                        *timer = Some(Box::pin((this.sleep)(reservation.delay_at(now))));
-                        continue;
-                    }
-                    if let State::Waiting { reservation, .. } =
-                        core::mem::replace(&mut this.state, State::Done)
-                    {
-                        reservation.keep();
-                    }
-                    return Poll::Ready(Ok(()));
-                }
-                State::Done => return Poll::Pending,
             }
         }
+        let State::Waiting(reservation) = state else {
+            return Poll::Pending; // resolved
+        };
+        // The timer may be on another clock than the limiter's (tokio's vs quanta) and wake
+        // a little early by this one: sleep again for what is left.
+        core::task::ready!(timer.poll_until(cx, || {
+            let now = gcra.clock().now();
+            if now < reservation.ready_at() {
+                ControlFlow::Continue(reservation.delay_at(now))
+            } else {
+                ControlFlow::Break(())
+            }
+        }));
+        if let State::Waiting(reservation) = core::mem::replace(state, State::Done) {
+            reservation.keep();
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -532,12 +521,12 @@ impl<C, F, Fut> fmt::Debug for FairAcquire<'_, C, F, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Start => "not polled",
-            State::Waiting { .. } => "in line",
+            State::Waiting(_) => "in line",
             State::Done => "done",
         };
         let mut d = f.debug_struct("FairAcquire");
         d.field("permits", &self.permits).field("state", &state);
-        if let State::Waiting { reservation, .. } = &self.state {
+        if let State::Waiting(reservation) = &self.state {
             d.field("ready_at", &reservation.ready_at());
         }
         d.finish_non_exhaustive()
