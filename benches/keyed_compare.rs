@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use hotlimit::{Gcra, IntKeyed, Keyed, Rate};
+use hotlimit::{DefaultClock, Gcra, IntKeyed, Keyed, KeyedBuilder, Rate};
 
 #[path = "cli.rs"]
 mod cli;
@@ -349,15 +349,16 @@ fn rss() -> u64 {
         * 4096
 }
 
-/// Prints the RSS growth per key of building a `Keyed` with `build` and creating keys 0 .. n.
+/// Prints the RSS growth per key of building a `Keyed` from `builder` with room for `n` keys
+/// and creating keys 0 .. n.
 fn mem_per_key<L: hotlimit::KeyedState>(
     label: &str,
     n: u64,
-    build: impl FnOnce() -> Keyed<u64, L>,
+    builder: KeyedBuilder<u64, L, DefaultClock>,
 ) {
     let mut k = None;
     let per_key = rss_growth_per_key(n, || {
-        let keyed = build();
+        let keyed = builder.capacity(n as usize).build().unwrap();
         for i in 0..n {
             keyed.try_acquire(&i).unwrap();
         }
@@ -365,6 +366,43 @@ fn mem_per_key<L: hotlimit::KeyedState>(
     });
     let len = k.map_or(0, |k| k.len());
     println!("hotlimit {label}: {len} keys, {per_key:.1} bytes/key (RSS growth)");
+}
+
+/// Keyed's entry step on a `(state, override)` slot: the step is the override if any, else 1;
+/// one load and one CAS, as a grant on the state word.
+fn slot_cas(a: &AtomicU64, cfg: &Option<std::sync::Arc<u64>>, now: u64) {
+    let step = cfg.as_deref().copied().unwrap_or(1);
+    // Relaxed (both): as Keyed's state word, self-contained.
+    let v = a.load(Ordering::Relaxed);
+    let _ = a.compare_exchange(v, v.max(now) + step, Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// A papaya map (foldhash, blocking resize) holding keys 0 .. n, each with `value()`.
+fn papaya_filled<V>(
+    n: u64,
+    value: impl Fn() -> V,
+) -> papaya::HashMap<u64, V, foldhash::fast::RandomState> {
+    let pm = papaya::HashMap::builder()
+        .hasher(Default::default())
+        .resize_mode(papaya::ResizeMode::Blocking)
+        .build();
+    for i in 0..n {
+        pm.pin().insert(i, value());
+    }
+    pm
+}
+
+/// An scc `HashIndex` (foldhash) holding keys 0 .. n, each with `value()` behind an `Arc`
+/// (the index clones entries when it resizes).
+fn scc_filled<V: 'static>(
+    n: u64,
+    value: impl Fn() -> V,
+) -> scc::HashIndex<u64, std::sync::Arc<V>, foldhash::fast::RandomState> {
+    let sm = scc::HashIndex::with_hasher(Default::default());
+    for i in 0..n {
+        let _ = sm.insert_sync(i, std::sync::Arc::new(value()));
+    }
+    sm
 }
 
 /// Runs per cell: `REPS` (default 5).
@@ -513,31 +551,14 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
         "papaya-slot" | "papaya-slot-clock" => {
             // Keyed's entry shape: the key, the state word and an optional override pointer
             // (24 bytes, so glibc's 32-byte chunks put half the entries across two lines).
-            let pm: papaya::HashMap<
-                u64,
-                (AtomicU64, Option<std::sync::Arc<u64>>),
-                foldhash::fast::RandomState,
-            > = papaya::HashMap::builder()
-                .hasher(Default::default())
-                .resize_mode(papaya::ResizeMode::Blocking)
-                .build();
-            for i in 0..n {
-                pm.pin().insert(i, (AtomicU64::new(0), None));
-            }
+            let pm = papaya_filled(n, || (AtomicU64::new(0), None::<std::sync::Arc<u64>>));
             let c = hotlimit::DefaultClock::default();
             let clock = what == "papaya-slot-clock";
             hot_loop(&seq, |k| {
                 let now = if clock { hotlimit::Clock::now(&c) } else { 0 };
                 let m = pm.pin();
                 if let Some((a, cfg)) = m.get(&k) {
-                    let step = cfg.as_deref().copied().unwrap_or(1);
-                    let v = a.load(Ordering::Relaxed);
-                    let _ = a.compare_exchange(
-                        v,
-                        v.max(now) + step,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    );
+                    slot_cas(a, cfg, now);
                 }
             });
         }
@@ -555,26 +576,12 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
                 let guard = scc::Guard::new();
                 if let Some(slot) = sm.peek(&k, &guard) {
                     let (a, cfg) = &**slot;
-                    let step = cfg.as_deref().copied().unwrap_or(1);
-                    let v = a.load(Ordering::Relaxed);
-                    let _ = a.compare_exchange(
-                        v,
-                        v.max(now) + step,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    );
+                    slot_cas(a, cfg, now);
                 }
             });
         }
         "papaya-get" | "papaya-get-pinned" => {
-            let pm: papaya::HashMap<u64, AtomicU64, foldhash::fast::RandomState> =
-                papaya::HashMap::builder()
-                    .hasher(Default::default())
-                    .resize_mode(papaya::ResizeMode::Blocking)
-                    .build();
-            for i in 0..n {
-                pm.pin().insert(i, AtomicU64::new(0));
-            }
+            let pm = papaya_filled(n, || AtomicU64::new(0));
             // An outer guard makes each call's guard a reentrant counter bump.
             let _outer = (what == "papaya-get-pinned").then(|| pm.guard());
             hot_loop(&seq, |k| {
@@ -585,11 +592,7 @@ fn prof(what: &str, n: u64, rate: Rate, quota: governor::Quota) {
             });
         }
         "scc-peek" => {
-            let sm: scc::HashIndex<u64, std::sync::Arc<AtomicU64>, foldhash::fast::RandomState> =
-                scc::HashIndex::with_hasher(Default::default());
-            for i in 0..n {
-                let _ = sm.insert_sync(i, std::sync::Arc::new(AtomicU64::new(0)));
-            }
+            let sm = scc_filled(n, || AtomicU64::new(0));
             hot_loop(&seq, |k| {
                 sm.peek_with(&k, |_, a| cas(a));
             });
@@ -699,14 +702,7 @@ fn main() {
             for &threads in &[1usize, 2] {
                 let (mut p, mut s, mut d) = (Vec::new(), Vec::new(), Vec::new());
                 for _ in 0..reps() {
-                    let pm: papaya::HashMap<u64, AtomicU64, foldhash::fast::RandomState> =
-                        papaya::HashMap::builder()
-                            .hasher(Default::default())
-                            .resize_mode(papaya::ResizeMode::Blocking)
-                            .build();
-                    for i in 0..n {
-                        pm.pin().insert(i, AtomicU64::new(0));
-                    }
+                    let pm = papaya_filled(n, || AtomicU64::new(0));
                     p.push(map_lookup(
                         &pm,
                         |m, k| {
@@ -718,14 +714,7 @@ fn main() {
                         threads,
                         n,
                     ));
-                    let sm: scc::HashIndex<
-                        u64,
-                        std::sync::Arc<AtomicU64>,
-                        foldhash::fast::RandomState,
-                    > = scc::HashIndex::with_hasher(Default::default());
-                    for i in 0..n {
-                        let _ = sm.insert_sync(i, std::sync::Arc::new(AtomicU64::new(0)));
-                    }
+                    let sm = scc_filled(n, || AtomicU64::new(0));
                     s.push(map_lookup(
                         &sm,
                         |m, k| {
@@ -762,27 +751,19 @@ fn main() {
     let n = 1_000_000u64;
     if mode == "mem-hotlimit" {
         // Bytes per key: RSS growth while inserting the keys (a fresh process per peer).
-        mem_per_key("Keyed<u64, Gcra>", n, || {
-            Keyed::gcra(rate).capacity(n as usize).build().unwrap()
-        });
+        mem_per_key("Keyed<u64, Gcra>", n, Keyed::gcra(rate));
     }
+    let ten = Rate::per_second(10).unwrap();
     if mode == "mem-log" {
-        let n = 100_000u64;
-        mem_per_key("Keyed<u64, SlidingLog> limit 10", n, || {
-            Keyed::sliding_log(Rate::per_second(10).unwrap())
-                .capacity(n as usize)
-                .build()
-                .unwrap()
-        });
+        mem_per_key(
+            "Keyed<u64, SlidingLog> limit 10",
+            100_000,
+            Keyed::sliding_log(ten),
+        );
     }
     if mode == "mem-window" {
-        let n = 100_000u64;
-        mem_per_key("Keyed<u64, SlidingWindow> 10 buckets", n, || {
-            Keyed::sliding_window(Rate::per_second(10).unwrap())
-                .capacity(n as usize)
-                .build()
-                .unwrap()
-        });
+        let label = "Keyed<u64, SlidingWindow> 10 buckets";
+        mem_per_key(label, 100_000, Keyed::sliding_window(ten));
     }
     if mode == "algos" {
         // 1,000 keys, 1 thread; 1,000 per ms per key, so that nothing is denied (about 40

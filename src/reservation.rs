@@ -17,16 +17,16 @@
 //! S', and moving S back under them would let new requests take the same time twice.
 
 use core::future::Future;
-use core::pin::Pin;
-use core::task::{Context, Poll};
 use core::{fmt, time::Duration};
-
-use alloc::boxed::Box;
 
 use crate::clock::Clock;
 use crate::error::Denied;
 use crate::gcra::Gcra;
 use crate::wait::{nanos, wait_until, Sleep};
+
+mod fair_acquire;
+
+pub use fair_acquire::FairAcquire;
 
 /// Permits reserved on a [`Gcra`] for a time that may lie in the future: the caller's place in
 /// line. Made by [`Gcra::reserve`] / [`Gcra::reserve_n_at`].
@@ -413,134 +413,6 @@ impl<C: Clock> Gcra<C> {
         Fut: Future<Output = ()>,
     {
         FairAcquire::new(self, permits, nanos(timeout), sleep)
-    }
-}
-
-/// The future of [`Gcra::acquire_async`]: a first-come-first-served wait for permits. Its
-/// place in line is taken at the first poll; dropping it before it resolves cancels that
-/// reservation, which gives the permits back exactly when nothing has reserved or acquired
-/// on the limiter since (see [`Gcra::acquire_async`]).
-///
-/// Once it has resolved, polling it again returns `Poll::Pending` and takes nothing.
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Gcra, ManualClock, Rate};
-/// use std::future::{pending, Future};
-/// use std::task::{Context, Waker};
-///
-/// let limiter = Gcra::builder(Rate::per_second(1)?).burst(1).clock(ManualClock::new()).build()?;
-/// limiter.try_acquire_at(0).unwrap();
-/// // A timer that never fires: the future holds its place (1 s away), then is dropped.
-/// let mut fut = Box::pin(limiter.acquire_async(1, |_| pending::<()>()));
-/// assert!(fut.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
-/// assert_eq!(limiter.remaining_at(1_000_000_000), 0); // the place is held
-/// drop(fut); // last in line: given back exactly
-/// assert_eq!(limiter.remaining_at(1_000_000_000), 1);
-/// # Ok::<(), hotlimit::ConfigError>(())
-/// ```
-#[must_use = "futures do nothing unless polled"]
-pub struct FairAcquire<'a, C, F, Fut> {
-    gcra: &'a Gcra<C>,
-    permits: u32,
-    max_wait: u64,
-    sleep: F,
-    state: State<'a, C, Fut>,
-}
-
-impl<'a, C, F, Fut> FairAcquire<'a, C, F, Fut> {
-    /// The future before its first poll: nothing reserved yet.
-    fn new(gcra: &'a Gcra<C>, permits: u32, max_wait: u64, sleep: F) -> Self {
-        FairAcquire {
-            gcra,
-            permits,
-            max_wait,
-            sleep,
-            state: State::Start,
-        }
-    }
-}
-
-enum State<'a, C, Fut> {
-    /// Not polled yet: holds nothing.
-    Start,
-    /// In line: the reservation (cancelled if dropped) and the timer being awaited, if any.
-    Waiting {
-        reservation: Reservation<'a, C>,
-        timer: Option<Pin<Box<Fut>>>,
-    },
-    /// Resolved.
-    Done,
-}
-
-impl<C, F, Fut> Future for FairAcquire<'_, C, F, Fut>
-where
-    C: Clock,
-    F: FnMut(Duration) -> Fut + Unpin,
-    Fut: Future<Output = ()>,
-{
-    type Output = Result<(), Denied>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        loop {
-            match &mut this.state {
-                State::Start => {
-                    let now = this.gcra.clock().now();
-                    match this.gcra.reserve_n_at(this.permits, now, this.max_wait) {
-                        Ok(reservation) => {
-                            this.state = State::Waiting {
-                                reservation,
-                                timer: None,
-                            }
-                        }
-                        Err(denied) => {
-                            this.state = State::Done;
-                            return Poll::Ready(Err(denied));
-                        }
-                    }
-                }
-                State::Waiting { reservation, timer } => {
-                    if let Some(t) = timer.as_mut() {
-                        if t.as_mut().poll(cx).is_pending() {
-                            return Poll::Pending;
-                        }
-                        *timer = None;
-                    }
-                    // The timer may be on another clock than the limiter's (tokio's vs quanta)
-                    // and wake a little early by this one: sleep again for what is left.
-                    let now = this.gcra.clock().now();
-                    if now < reservation.ready_at() {
-                        *timer = Some(Box::pin((this.sleep)(reservation.delay_at(now))));
-                        continue;
-                    }
-                    if let State::Waiting { reservation, .. } =
-                        core::mem::replace(&mut this.state, State::Done)
-                    {
-                        reservation.keep();
-                    }
-                    return Poll::Ready(Ok(()));
-                }
-                State::Done => return Poll::Pending,
-            }
-        }
-    }
-}
-
-impl<C, F, Fut> fmt::Debug for FairAcquire<'_, C, F, Fut> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.state {
-            State::Start => "not polled",
-            State::Waiting { .. } => "in line",
-            State::Done => "done",
-        };
-        let mut d = f.debug_struct("FairAcquire");
-        d.field("permits", &self.permits).field("state", &state);
-        if let State::Waiting { reservation, .. } = &self.state {
-            d.field("ready_at", &reservation.ready_at());
-        }
-        d.finish_non_exhaustive()
     }
 }
 

@@ -22,6 +22,7 @@
 //! retrying one).
 
 use core::future::Future;
+use core::ops::ControlFlow;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::{fmt, time::Duration};
@@ -102,12 +103,66 @@ pub(crate) fn wait_until<C: Clock + ?Sized, S: Sleep + ?Sized>(
     deadline: u64,
     sleeper: &S,
 ) {
+    until(clock, deadline, |_, left| {
+        sleeper.sleep(Duration::from_nanos(left))
+    });
+}
+
+/// Runs `step(now, left)` while `clock` reads `now` before `deadline` (`left` is what
+/// remains), reading the clock again before each step: the loop of every waiter here.
+fn until<C: Clock + ?Sized>(clock: &C, deadline: u64, mut step: impl FnMut(u64, u64)) {
     loop {
         let now = clock.now();
         if now >= deadline {
             return;
         }
-        sleeper.sleep(Duration::from_nanos(deadline - now));
+        step(now, deadline - now);
+    }
+}
+
+/// The sleep-then-retry core of the async waiters: the runtime's `sleep` function and the
+/// timer being awaited, if any. It holds nothing else, so dropping it leaks nothing.
+pub(crate) struct Timer<F, Fut> {
+    sleep: F,
+    timer: Option<Pin<Box<Fut>>>,
+}
+
+impl<F, Fut> Timer<F, Fut> {
+    /// No timer started yet.
+    pub(crate) fn new(sleep: F) -> Self {
+        Timer { sleep, timer: None }
+    }
+
+    /// Whether a timer is being awaited.
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.timer.is_some()
+    }
+}
+
+impl<F, Fut> Timer<F, Fut>
+where
+    F: FnMut(Duration) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    /// Awaits the running timer (if any), then asks `next`: `Break(t)` resolves with `t`;
+    /// `Continue(wait)` starts a timer of `wait` (one boxed timer future) and awaits it.
+    pub(crate) fn poll_until<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut next: impl FnMut() -> ControlFlow<T, Duration>,
+    ) -> Poll<T> {
+        loop {
+            if let Some(t) = self.timer.as_mut() {
+                if t.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.timer = None;
+            }
+            match next() {
+                ControlFlow::Break(done) => return Poll::Ready(done),
+                ControlFlow::Continue(wait) => self.timer = Some(Box::pin((self.sleep)(wait))),
+            }
+        }
     }
 }
 
@@ -318,12 +373,7 @@ impl<C: Clock> Sleep for Precise<C> {
             return self.sleep_until_adaptive(deadline);
         }
         let yield_above = nanos(Precise::YIELD_ABOVE);
-        loop {
-            let now = self.clock.now();
-            if now >= deadline {
-                return;
-            }
-            let left = deadline - now;
+        until(&self.clock, deadline, |_, left| {
             let margin = self.margin();
             if left > margin {
                 std::thread::sleep(Duration::from_nanos(left - margin));
@@ -332,7 +382,7 @@ impl<C: Clock> Sleep for Precise<C> {
             } else {
                 core::hint::spin_loop();
             }
-        }
+        });
     }
 }
 
@@ -345,22 +395,17 @@ impl<C: Clock> Precise<C> {
     /// sleepers the scheduler favours: measured, up to a quarter of a pacer's rate.
     fn sleep_until_adaptive(&self, deadline: u64) {
         let guard = nanos(Precise::GUARD);
-        loop {
-            let now = self.clock.now();
-            if now >= deadline {
-                return;
-            }
-            let left = deadline - now;
+        until(&self.clock, deadline, |now, left| {
             if left <= guard {
                 core::hint::spin_loop();
-                continue;
+                return;
             }
             let est = self.margin();
             let asked = if left > est + guard { left - est } else { left };
             std::thread::sleep(Duration::from_nanos(asked));
             let slept = self.clock.now().saturating_sub(now);
             learn_oversleep(slept.saturating_sub(asked));
-        }
+        });
     }
 }
 
@@ -567,8 +612,7 @@ pub trait LimiterExt: Limiter {
         Acquire {
             limiter: self,
             permits,
-            sleep,
-            timer: None,
+            timer: Timer::new(sleep),
         }
     }
 }
@@ -597,8 +641,7 @@ impl<L: Limiter + ?Sized> LimiterExt for L {}
 pub struct Acquire<'a, L: ?Sized, F, Fut> {
     limiter: &'a L,
     permits: u32,
-    sleep: F,
-    timer: Option<Pin<Box<Fut>>>,
+    timer: Timer<F, Fut>,
 }
 
 impl<L, F, Fut> Future for Acquire<'_, L, F, Fut>
@@ -610,22 +653,12 @@ where
     type Output = Result<(), Denied>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        loop {
-            if let Some(timer) = this.timer.as_mut() {
-                if timer.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                this.timer = None;
-            }
-            match this.limiter.try_acquire_n(this.permits) {
-                Ok(()) => return Poll::Ready(Ok(())),
-                Err(denied) => match denied.retry_after() {
-                    None => return Poll::Ready(Err(denied)),
-                    Some(wait) => this.timer = Some(Box::pin((this.sleep)(wait))),
-                },
-            }
-        }
+        let Acquire {
+            limiter,
+            permits,
+            timer,
+        } = self.get_mut();
+        timer.poll_until(cx, || retry_step(limiter.try_acquire_n(*permits)))
     }
 }
 
@@ -633,7 +666,7 @@ impl<L: ?Sized, F, Fut> fmt::Debug for Acquire<'_, L, F, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Acquire")
             .field("permits", &self.permits)
-            .field("waiting", &self.timer.is_some())
+            .field("waiting", &self.timer.is_waiting())
             .finish_non_exhaustive()
     }
 }
@@ -645,14 +678,10 @@ pub(crate) fn retry_blocking<T, S: Sleep + ?Sized>(
     sleeper: &S,
 ) -> Result<T, Denied> {
     loop {
-        let denied = match attempt() {
-            Ok(granted) => return Ok(granted),
-            Err(denied) => denied,
-        };
-        let Some(wait) = denied.retry_after() else {
-            return Err(denied);
-        };
-        sleeper.sleep(wait);
+        match retry_step(attempt()) {
+            ControlFlow::Break(done) => return done,
+            ControlFlow::Continue(wait) => sleeper.sleep(wait),
+        }
     }
 }
 
@@ -667,13 +696,21 @@ where
     Fut: Future<Output = ()>,
 {
     loop {
-        let denied = match attempt() {
-            Ok(granted) => return Ok(granted),
-            Err(denied) => denied,
-        };
-        let Some(wait) = denied.retry_after() else {
-            return Err(denied);
-        };
-        sleep(wait).await;
+        match retry_step(attempt()) {
+            ControlFlow::Break(done) => return done,
+            ControlFlow::Continue(wait) => sleep(wait).await,
+        }
+    }
+}
+
+/// What a retrying waiter does with an attempt's result: stop at a grant or a "never"
+/// (`Break`), else wait the denial's `retry_after` and try again (`Continue`).
+fn retry_step<T>(attempt: Result<T, Denied>) -> ControlFlow<Result<T, Denied>, Duration> {
+    match attempt {
+        Ok(granted) => ControlFlow::Break(Ok(granted)),
+        Err(denied) => match denied.retry_after() {
+            None => ControlFlow::Break(Err(denied)),
+            Some(wait) => ControlFlow::Continue(wait),
+        },
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use hotlimit::{Gcra, Keyed, ManualClock, Rate, SlidingLog, WhenFull};
 use model::gcra::GcraModel;
-use model::keyed_table::keyed_table;
+use model::keyed_table::{each_key_matches, keyed_table};
 use model::log::LogModel;
 use proptest::prelude::*;
 
@@ -216,6 +216,15 @@ enum Step {
     Evict,
 }
 
+/// A step as [`each_key_matches`] takes it (a clock that never goes back): an ask, or a sweep.
+fn ask_or_evict(step: &Step) -> Option<(u64, u64, u32)> {
+    match *step {
+        Step::Ask { gap, key, n } => Some((gap, key, n)),
+        Step::Back { .. } => unreachable!(),
+        Step::Evict => None,
+    }
+}
+
 fn steps(burst: u64, period: u64, back: bool) -> impl Strategy<Value = Vec<Step>> {
     let n = 0..=(burst + 1) as u32;
     let key = 0u64..6;
@@ -249,20 +258,7 @@ proptest! {
         let k: Keyed<u64, Gcra, ManualClock> =
             Keyed::gcra(rate).burst(burst).capacity(6).clock(ManualClock::new()).build().unwrap();
         let mut models: Vec<GcraModel> = (0..6).map(|_| GcraModel::new(limit, period, burst)).collect();
-        let mut now = 0u64;
-        for (i, step) in steps.iter().enumerate() {
-            match *step {
-                Step::Ask { gap, key, n } => {
-                    now += gap;
-                    let real = k.try_acquire_n_at(&key, n, now).map_err(|d| d.retry_after_nanos());
-                    let want = models[key as usize].acquire(n, now);
-                    prop_assert_eq!(real, want, "step {} ({:?}) at {}", i, step, now);
-                }
-                Step::Back { .. } => unreachable!(),
-                Step::Evict => { k.evict_idle_at(now); }
-            }
-            prop_assert!(k.len() <= 6);
-        }
+        each_key_matches(&k, &steps, ask_or_evict, &mut models, |m, n, now| m.acquire(n, now), 6)?;
     }
 
     /// With a table too small for the keys and a clock that jumps back, the keyed limiter may
@@ -322,20 +318,7 @@ proptest! {
         let k: Keyed<u64, SlidingLog, ManualClock> =
             Keyed::sliding_log(rate).capacity(6).clock(ManualClock::new()).build().unwrap();
         let mut models: Vec<LogModel> = (0..6).map(|_| LogModel::new(limit, period)).collect();
-        let mut now = 0u64;
-        for (i, step) in steps.iter().enumerate() {
-            match *step {
-                Step::Ask { gap, key, n } => {
-                    now += gap;
-                    let real = k.try_acquire_n_at(&key, n, now).map_err(|d| d.retry_after_nanos());
-                    let want = models[key as usize].acquire(n, now);
-                    prop_assert_eq!(real, want, "step {} ({:?}) at {}", i, step, now);
-                }
-                Step::Back { .. } => unreachable!(),
-                Step::Evict => { k.evict_idle_at(now); }
-            }
-            prop_assert!(k.len() <= 6);
-        }
+        each_key_matches(&k, &steps, ask_or_evict, &mut models, |m, n, now| m.acquire(n, now), 6)?;
     }
 }
 
@@ -524,20 +507,7 @@ proptest! {
         let k = window_keyed(rate, buckets as usize, 6);
         let mut models: Vec<BucketModel> =
             (0..6).map(|_| BucketModel::new(limit, period, buckets, false)).collect();
-        let mut now = 0u64;
-        for (i, step) in steps.iter().enumerate() {
-            match *step {
-                Step::Ask { gap, key, n } => {
-                    now += gap;
-                    let real = k.try_acquire_n_at(&key, n, now).map_err(|d| d.retry_after_nanos());
-                    let want = models[key as usize].acquire(u64::from(n), now);
-                    prop_assert_eq!(real, want, "step {} ({:?}) at {}", i, step, now);
-                }
-                Step::Back { .. } => unreachable!(),
-                Step::Evict => { k.evict_idle_at(now); }
-            }
-            prop_assert!(k.len() <= 6);
-        }
+        each_key_matches(&k, &steps, ask_or_evict, &mut models, |m, n, now| m.acquire(u64::from(n), now), 6)?;
     }
 
     /// With a table too small for the keys (sweeps on insert, new keys denied when too few are

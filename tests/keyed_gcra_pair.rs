@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use hotlimit::{GcraPair, Keyed, ManualClock, Rate, WhenFull};
 use model::gcra_pair::AllGcraModel;
-use model::keyed_table::keyed_table;
+use model::keyed_table::{each_key_matches, keyed_table};
 use proptest::prelude::*;
 
 const S: u64 = 1_000_000_000;
@@ -166,19 +166,10 @@ proptest! {
         let mut models: Vec<AllGcraModel> = (0..4)
             .map(|_| AllGcraModel::new(&[(l1, p1 * S, b1), (l2, p2 * S, b2)]))
             .collect();
-        let mut now = 0u64;
-        for (i, step) in steps.iter().enumerate() {
-            match *step {
-                Step::Ask { gap, key, n } => {
-                    now += gap;
-                    let real = k.try_acquire_n_at(&key, n, now).map_err(|d| d.retry_after_nanos());
-                    let want = models[key as usize].acquire(n, now);
-                    prop_assert_eq!(real, want, "step {} ({:?}) at now={}", i, step, now);
-                }
-                Step::Sweep => {
-                    k.evict_idle_at(now);
-                }
-            }
-        }
+        let ask = |step: &Step| match *step {
+            Step::Ask { gap, key, n } => Some((gap, key, n)),
+            Step::Sweep => None,
+        };
+        each_key_matches(&k, &steps, ask, &mut models, |m, n, now| m.acquire(n, now), 4)?;
     }
 }

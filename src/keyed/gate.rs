@@ -44,7 +44,7 @@ pub(super) fn gate_close(gate: &AtomicU64) -> bool {
 /// Enters a per-key gate (`LogState::gate`, `WindowState::gate`): `Ok` if the caller is now
 /// counted inside (it must call [`gate_leave`]), else what to tell the admitter.
 #[inline]
-pub(super) fn gate_enter(gate: &AtomicU64) -> Result<(), Admit> {
+fn gate_enter(gate: &AtomicU64) -> Result<(), Admit> {
     // Relaxed: a look before announcing ourselves, so that admitters bouncing off a closed
     // gate do not keep its count above 0 while the closer waits for it to drain.
     let mut g = gate.load(Ordering::Relaxed);
@@ -83,7 +83,7 @@ pub(super) fn gate_commit(gate: &AtomicU64, floor_of_state: &AtomicU64, floor: u
 /// the floor, not by `now`), so a fresh state must not grant at `now` what it would have
 /// denied. Denied until the floor; the caller is inside the gate (or the state is not shared).
 #[inline]
-pub(super) fn below_floor(floor: &AtomicU64, now: u64) -> Option<Denied> {
+fn below_floor(floor: &AtomicU64, now: u64) -> Option<Denied> {
     // Relaxed: written once before the state went live, made visible by `gate_enter`'s Acquire.
     let floor = floor.load(Ordering::Relaxed);
     (now < floor).then(|| Denied::after_nanos(floor - now))
@@ -103,10 +103,50 @@ pub(super) fn gate_is_pending(gate: &AtomicU64) -> bool {
 
 /// Leaves a gate entered with [`gate_enter`].
 #[inline]
-pub(super) fn gate_leave(gate: &AtomicU64) {
+fn gate_leave(gate: &AtomicU64) {
     // Release: publishes our writes inside (slot claims, bucket records) to a closer that sees
     // the count drop to 0.
     gate.fetch_sub(1, Ordering::Release);
+}
+
+/// Admits `permits` on a gated state (a per-key log or window) whose limit is `limit`: a
+/// request above the limit is never granted; otherwise enters the gate, denies a `now` below
+/// the state's floor, runs `decide` inside (the state's own admission at `now`), and leaves.
+#[inline]
+pub(super) fn gated_acquire(
+    gate: &AtomicU64,
+    floor: &AtomicU64,
+    permits: u32,
+    limit: u64,
+    now: u64,
+    decide: impl FnOnce() -> Result<(), Denied>,
+) -> Admit {
+    if u64::from(permits) > limit {
+        return Admit::Denied(Denied::never());
+    }
+    if let Err(admit) = gate_enter(gate) {
+        return admit;
+    }
+    if let Some(denied) = below_floor(floor, now) {
+        gate_leave(gate);
+        return Admit::Denied(denied);
+    }
+    let result = decide();
+    gate_leave(gate);
+    match result {
+        Ok(()) => Admit::Granted,
+        Err(denied) => Admit::Denied(denied),
+    }
+}
+
+/// A gated state's `idle_at`: `u64::MAX` for a state out of the sweep's ranking (evicted,
+/// frozen for a rate change, or pending), else `idle()`, the time its contents go idle.
+pub(super) fn gated_idle_at(gate: &AtomicU64, idle: impl FnOnce() -> u64) -> u64 {
+    // Relaxed: a snapshot to rank eviction candidates; `retire` decides under the gate.
+    if gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING | LOG_PENDING) != 0 {
+        return u64::MAX;
+    }
+    idle()
 }
 
 /// Retires a gated state: if `idle` (checked again once the gate is closed and empty) or
@@ -147,15 +187,15 @@ pub(super) fn gate_retire<T>(
 macro_rules! gated_state_methods {
     ($state:ty) => {
         fn is_evicted(state: &$state) -> bool {
-            gate_is_evicted(&state.gate)
+            $crate::keyed::gate::gate_is_evicted(&state.gate)
         }
 
         fn commit(state: &$state, floor: u64) {
-            gate_commit(&state.gate, &state.floor, floor);
+            $crate::keyed::gate::gate_commit(&state.gate, &state.floor, floor);
         }
 
         fn is_pending(state: &$state) -> bool {
-            gate_is_pending(&state.gate)
+            $crate::keyed::gate::gate_is_pending(&state.gate)
         }
     };
 }

@@ -84,73 +84,20 @@ impl KeyedState for Gcra {
         else {
             return Admit::Denied(Denied::never());
         };
-        // Relaxed: the word is the key's whole state; the CAS below fails if this is stale.
-        let mut tat = state.0.load(Ordering::Relaxed);
-        let backoff = Backoff::new();
-        loop {
-            if tat >= GCRA_PENDING {
-                return gcra_retired(state, tat);
-            }
-            // A denial returns here, before any write.
-            let next = match crate::gcra::decide(tat, now, cost, slack) {
-                Ok(next) if next <= GCRA_MAX_TAT => next,
-                // The top of the range is reserved for the tombstones: never.
-                Ok(_) => return Admit::Denied(Denied::never()),
-                Err(denied) => return Admit::Denied(denied),
-            };
-            // Relaxed (both): grants are linearized by the CAS on this one word, as in `Gcra`;
-            // a tombstone written meanwhile makes it fail, and the loop sees it above.
-            match state
-                .0
-                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return Admit::Granted,
-                Err(current) => {
-                    tat = current;
-                    backoff.spin();
-                }
-            }
-        }
+        grant(&state.0, |tat| crate::gcra::decide(tat, now, cost, slack))
     }
 
     fn idle_at(_: &GcraConfig, state: &GcraState) -> u64 {
-        // Relaxed: a snapshot to rank eviction candidates; the retire CAS decides.
-        match state.0.load(Ordering::Relaxed) {
-            tat if tat >= GCRA_PENDING => u64::MAX,
-            tat => tat,
-        }
+        word_idle_at(&state.0)
     }
 
     fn retire(cfg: &GcraConfig, state: &GcraState, now: u64, how: Retire) -> Option<Self::Carry> {
-        let tombstone = if how == Retire::Move {
-            GCRA_MOVING
-        } else {
-            GCRA_EVICTED
-        };
-        // Relaxed: the CAS below checks the value.
-        let mut tat = state.0.load(Ordering::Relaxed);
-        loop {
-            if tat >= GCRA_PENDING || (how == Retire::IfIdle && tat > now) {
-                return None;
-            }
-            // Release on success: publishes the raised floor (the sweep raised it before
-            // retiring) to an admitter that Acquire-loads the tombstone and then creates the
-            // key's fresh state from the floor. Relaxed on failure: we only re-check.
-            match state.0.compare_exchange_weak(
-                tat,
-                tombstone,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Some((tat, cfg.interval, cfg.tolerance, now)),
-                Err(current) => tat = current,
-            }
-        }
+        let tat = retire_word(&state.0, now, how)?;
+        Some((tat, cfg.interval, cfg.tolerance, now))
     }
 
     fn is_evicted(state: &GcraState) -> bool {
-        // Relaxed: the tombstone is terminal; a stale read only delays the removal.
-        state.0.load(Ordering::Relaxed) == GCRA_EVICTED
+        word_is(&state.0, GCRA_EVICTED)
     }
 
     fn pending(_: &GcraConfig) -> GcraState {
@@ -164,8 +111,7 @@ impl KeyedState for Gcra {
     }
 
     fn is_pending(state: &GcraState) -> bool {
-        // Relaxed: only the creator asks, about its own entry.
-        state.0.load(Ordering::Relaxed) == GCRA_PENDING
+        word_is(&state.0, GCRA_PENDING)
     }
 
     fn bytes_per_state(_: &GcraConfig) -> u128 {
@@ -173,14 +119,132 @@ impl KeyedState for Gcra {
     }
 }
 
-/// The outcome for a GCRA word found retired or pending (`tat` is `GCRA_EVICTED`,
-/// `GCRA_MOVING` or `GCRA_PENDING`).
+/// A per-key GCRA state word: `Gcra`'s 8-byte TAT, or `GcraPair`'s 16-byte word of two. Its
+/// first TAT holds the markers; every protocol step (grant, retire, the markers' checks) is
+/// the same on both, written once below over this trait.
+pub(super) trait TatWord {
+    /// The word's value.
+    type W: Copy;
+    /// The first TAT of a value: the one the markers replace.
+    fn first(w: Self::W) -> u64;
+    /// The value a retire installs: the marker in the first TAT (the rest zero).
+    fn marker(marker: u64) -> Self::W;
+    /// The latest of a live value's TATs: the key is idle from then.
+    fn idle_at(w: Self::W) -> u64;
+    /// The atomic load, with the caller's ordering.
+    fn load(&self, order: Ordering) -> Self::W;
+    /// The atomic weak CAS, with the caller's orderings.
+    fn cas_weak(
+        &self,
+        current: Self::W,
+        new: Self::W,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<Self::W, Self::W>;
+}
+
+impl TatWord for AtomicU64 {
+    type W = u64;
+    fn first(w: u64) -> u64 {
+        w
+    }
+    fn marker(marker: u64) -> u64 {
+        marker
+    }
+    fn idle_at(w: u64) -> u64 {
+        w
+    }
+    fn load(&self, order: Ordering) -> u64 {
+        // The caller's ordering: each call site says why.
+        AtomicU64::load(self, order)
+    }
+    fn cas_weak(&self, current: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64> {
+        // The caller's orderings: each call site says why.
+        self.compare_exchange_weak(current, new, s, f)
+    }
+}
+
+/// Admits on a live word: `decide` (a denial returns before any write) gives the word's next
+/// value, installed by one CAS; a marker makes the caller look the key up again.
+#[inline]
+pub(super) fn grant<A: TatWord>(word: &A, decide: impl Fn(A::W) -> Result<A::W, Denied>) -> Admit {
+    // Relaxed: the word is the key's whole state; the CAS below fails if this is stale.
+    let mut w = word.load(Ordering::Relaxed);
+    let backoff = Backoff::new();
+    loop {
+        let first = A::first(w);
+        if first >= GCRA_PENDING {
+            return retired(word, first);
+        }
+        // A denial returns here, before any write (for a pair: neither rate is charged).
+        let next = match decide(w) {
+            Ok(next) if A::first(next) <= GCRA_MAX_TAT => next,
+            // The top of the first TAT's range is reserved for the markers: never.
+            Ok(_) => return Admit::Denied(Denied::never()),
+            Err(denied) => return Admit::Denied(denied),
+        };
+        // Relaxed (both): grants are linearized by the CAS on this one word, as in `Gcra` and
+        // `GcraPair`; a marker written meanwhile makes it fail, and the loop sees it above.
+        match word.cas_weak(w, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Admit::Granted,
+            Err(current) => {
+                w = current;
+                backoff.spin();
+            }
+        }
+    }
+}
+
+/// Retires a live word (if `how` is `IfIdle`, only an idle one) by one CAS to the marker of
+/// `how`: the retired value, or `None` if the word is a marker already or busy.
+pub(super) fn retire_word<A: TatWord>(word: &A, now: u64, how: Retire) -> Option<A::W> {
+    let marker = A::marker(if how == Retire::Move {
+        GCRA_MOVING
+    } else {
+        GCRA_EVICTED
+    });
+    // Relaxed: the CAS below checks the value.
+    let mut w = word.load(Ordering::Relaxed);
+    loop {
+        if A::first(w) >= GCRA_PENDING || (how == Retire::IfIdle && A::idle_at(w) > now) {
+            return None;
+        }
+        // Release on success: publishes the raised floor (the sweep raised it before
+        // retiring) to an admitter that Acquire-loads the marker and then creates the
+        // key's fresh state from the floor. Relaxed on failure: we only re-check.
+        match word.cas_weak(w, marker, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return Some(w),
+            Err(current) => w = current,
+        }
+    }
+}
+
+/// A word's `idle_at`: `u64::MAX` for a marker (out of the sweep's ranking), else the latest
+/// of its TATs.
+pub(super) fn word_idle_at<A: TatWord>(word: &A) -> u64 {
+    // Relaxed: a snapshot to rank eviction candidates; the retire CAS decides.
+    match word.load(Ordering::Relaxed) {
+        w if A::first(w) >= GCRA_PENDING => u64::MAX,
+        w => A::idle_at(w),
+    }
+}
+
+/// Whether a word holds `marker` (`GCRA_EVICTED`: terminal; `GCRA_PENDING`: only its
+/// creator asks, about its own entry).
+pub(super) fn word_is<A: TatWord>(word: &A, marker: u64) -> bool {
+    // Relaxed: the evicted marker is terminal, so a stale read only delays the removal; the
+    // pending one is asked about only by the creator, which wrote it.
+    A::first(word.load(Ordering::Relaxed)) == marker
+}
+
+/// The outcome for a GCRA word found retired or pending (its first TAT, `first`, is
+/// `GCRA_EVICTED`, `GCRA_MOVING` or `GCRA_PENDING`).
 #[cold]
-fn gcra_retired(state: &GcraState, tat: u64) -> Admit {
-    if tat == GCRA_EVICTED {
-        // Acquire: reads the terminal tombstone from the evictor's Release CAS, so the floor
-        // it raised before is visible when the caller creates the key's fresh state.
-        let _ = state.0.load(Ordering::Acquire);
+fn retired<A: TatWord>(word: &A, first: u64) -> Admit {
+    if first == GCRA_EVICTED {
+        // Acquire: reads the terminal marker from the evictor's Release CAS, so the floor it
+        // raised before is visible when the caller creates the key's fresh state.
+        let _ = word.load(Ordering::Acquire);
         Admit::Evicted
     } else {
         Admit::Moving

@@ -12,7 +12,9 @@
 //! to a marker. The only difference is that the word is 16 bytes and carries two TATs.
 #![allow(unreachable_pub)]
 
-use super::gcra::{GCRA_EVICTED, GCRA_MAX_TAT, GCRA_MOVING, GCRA_PENDING};
+use super::gcra::{
+    grant, retire_word, word_idle_at, word_is, TatWord, GCRA_EVICTED, GCRA_MAX_TAT, GCRA_PENDING,
+};
 use super::{Admit, KeyedState, Retire};
 use crate::error::ConfigError;
 use crate::error::Denied;
@@ -20,7 +22,7 @@ use crate::gcra::{price, Params};
 use crate::gcra_pair::GcraPair;
 use crate::gcra_pair::{decide_pair, join, split};
 use crate::rate::Rate;
-use crate::sync::{AtomicU128, Backoff, Ordering};
+use crate::sync::{AtomicU128, Ordering};
 
 /// A pair's shared configuration: both rates' parameters.
 #[derive(Debug)]
@@ -33,15 +35,25 @@ pub struct PairConfig {
 #[derive(Debug)]
 pub struct PairState(AtomicU128);
 
-/// The outcome for a word whose first half is a marker.
-fn retired(state: &PairState, s1: u64) -> Admit {
-    if s1 == GCRA_EVICTED {
-        // Acquire: reads the terminal marker from the evictor's Release CAS, so the floor it
-        // raised before is visible when the caller creates the key's fresh state.
-        let _ = state.0.load(Ordering::Acquire);
-        Admit::Evicted
-    } else {
-        Admit::Moving
+impl TatWord for AtomicU128 {
+    type W = u128;
+    fn first(w: u128) -> u64 {
+        split(w).0
+    }
+    fn marker(marker: u64) -> u128 {
+        join(marker, 0)
+    }
+    fn idle_at(w: u128) -> u64 {
+        let (s1, s2) = split(w);
+        s1.max(s2)
+    }
+    fn load(&self, order: Ordering) -> u128 {
+        // The caller's ordering: each call site says why.
+        AtomicU128::load(self, order)
+    }
+    fn cas_weak(&self, current: u128, new: u128, s: Ordering, f: Ordering) -> Result<u128, u128> {
+        // The caller's orderings: each call site says why.
+        self.compare_exchange_weak(current, new, s, f)
     }
 }
 
@@ -102,74 +114,19 @@ impl KeyedState for GcraPair {
         ) else {
             return Admit::Denied(Denied::never());
         };
-        // Relaxed: the word is the key's whole state; the CAS below fails if this is stale.
-        let mut word = state.0.load(Ordering::Relaxed);
-        let backoff = Backoff::new();
-        loop {
-            let (s1, _) = split(word);
-            if s1 >= GCRA_PENDING {
-                return retired(state, s1);
-            }
-            // A denial returns here, before any write: neither rate is charged.
-            let next = match decide_pair(word, now, first, second) {
-                Ok(next) if split(next).0 <= GCRA_MAX_TAT => next,
-                // The top of the first half's range is reserved for the markers: never.
-                Ok(_) => return Admit::Denied(Denied::never()),
-                Err(denied) => return Admit::Denied(denied),
-            };
-            // Relaxed (both): grants are linearized by the CAS on this one word, as in
-            // `GcraPair`; a marker written meanwhile makes it fail, and the loop sees it above.
-            match state
-                .0
-                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return Admit::Granted,
-                Err(current) => {
-                    word = current;
-                    backoff.spin();
-                }
-            }
-        }
+        grant(&state.0, |word| decide_pair(word, now, first, second))
     }
 
     fn idle_at(_: &PairConfig, state: &PairState) -> u64 {
-        // Relaxed: a snapshot to rank eviction candidates; the retire CAS decides.
-        match split(state.0.load(Ordering::Relaxed)) {
-            (s1, _) if s1 >= GCRA_PENDING => u64::MAX,
-            (s1, s2) => s1.max(s2),
-        }
+        word_idle_at(&state.0)
     }
 
     fn retire(_: &PairConfig, state: &PairState, now: u64, how: Retire) -> Option<(u64, u64)> {
-        let marker = if how == Retire::Move {
-            GCRA_MOVING
-        } else {
-            GCRA_EVICTED
-        };
-        // Relaxed: the CAS below checks the value.
-        let mut word = state.0.load(Ordering::Relaxed);
-        loop {
-            let (s1, s2) = split(word);
-            if s1 >= GCRA_PENDING || (how == Retire::IfIdle && s1.max(s2) > now) {
-                return None;
-            }
-            // Release on success: publishes the raised floor to an admitter that
-            // Acquire-loads the marker (as for `Gcra`). Relaxed on failure: we only re-check.
-            match state.0.compare_exchange_weak(
-                word,
-                join(marker, 0),
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Some((s1, s2)),
-                Err(current) => word = current,
-            }
-        }
+        retire_word(&state.0, now, how).map(split)
     }
 
     fn is_evicted(state: &PairState) -> bool {
-        // Relaxed: the marker is terminal; a stale read only delays the removal.
-        split(state.0.load(Ordering::Relaxed)).0 == GCRA_EVICTED
+        word_is(&state.0, GCRA_EVICTED)
     }
 
     fn pending(_: &PairConfig) -> PairState {
@@ -193,8 +150,7 @@ impl KeyedState for GcraPair {
     }
 
     fn is_pending(state: &PairState) -> bool {
-        // Relaxed: only the creator asks, about its own entry.
-        split(state.0.load(Ordering::Relaxed)).0 == GCRA_PENDING
+        word_is(&state.0, GCRA_PENDING)
     }
 
     fn bytes_per_state(_: &PairConfig) -> u128 {
@@ -208,62 +164,18 @@ impl KeyedState for GcraPair {
 pub mod planted {
     use super::*;
 
-    /// One key's pair state and its configuration, as a `Keyed` entry holds them: the first
-    /// rate is the model's, the second has the same limit over twice the period.
-    #[derive(Debug)]
-    pub struct PairKey {
-        cfg: PairConfig,
-        state: PairState,
-    }
-
-    impl crate::keyed::planted::ModelKey for PairKey {
-        type L = GcraPair;
-        fn state(&self) -> &PairState {
-            &self.state
-        }
-    }
-
-    impl PairKey {
-        fn cfg(rate: Rate) -> PairConfig {
+    crate::keyed::planted::model_key!(
+        /// One key's pair state and its configuration, as a `Keyed` entry holds them: the
+        /// first rate is the model's, the second has the same limit over twice the period.
+        PairKey: GcraPair,
+        |rate| {
             let slower = Rate::new(rate.limit(), rate.period() * 2).expect("valid rate");
             <GcraPair as KeyedState>::config_with(rate, None, Some((slower, None)))
                 .expect("valid rates")
         }
+    );
 
-        /// A new key's state as its creator inserts it: pending until [`commit`](PairKey::commit).
-        pub fn pending(rate: Rate) -> Self {
-            let cfg = Self::cfg(rate);
-            let state = <GcraPair as KeyedState>::pending(&cfg);
-            PairKey { cfg, state }
-        }
-
-        /// The creator's commit once its place is reserved.
-        pub fn commit(&self, floor: u64) {
-            <GcraPair as KeyedState>::commit(&self.state, floor);
-        }
-
-        /// Whether the state is still pending.
-        pub fn is_pending(&self) -> bool {
-            <GcraPair as KeyedState>::is_pending(&self.state)
-        }
-
-        /// A fresh state (bursts = limits) with floor `floor`: pending, then committed.
-        pub fn new(rate: Rate, floor: u64) -> Self {
-            let key = Self::pending(rate);
-            key.commit(floor);
-            key
-        }
-
-        /// The real admission on the 16-byte word.
-        pub fn acquire_at(&self, now: u64) -> Admit {
-            <GcraPair as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
-        }
-
-        /// The real eviction: CAS an idle word to the marker.
-        pub fn evict_at(&self, now: u64) -> bool {
-            <GcraPair as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle).is_some()
-        }
-
+    impl PairKey {
         /// The planted bug: idleness checked with a load, the entry removed without the marker
         /// CAS, so an admitter holding the old state can still grant on it.
         pub fn evict_racy_at(&self, now: u64) -> bool {

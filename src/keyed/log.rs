@@ -4,15 +4,12 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::gate::{
-    below_floor, gate_commit, gate_enter, gate_is_evicted, gate_is_pending, gate_leave,
-    gate_retire, gated_state_methods, LOG_EVICTED, LOG_MOVING, LOG_PENDING,
-};
+use super::gate::{gate_retire, gated_acquire, gated_idle_at, gated_state_methods, LOG_PENDING};
 use super::{Admit, KeyedState, Retire};
-use crate::error::{ConfigError, Denied};
+use crate::error::ConfigError;
 use crate::rate::Rate;
 use crate::sliding_log::SlidingLog;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::AtomicU64;
 
 pub(super) use state::{LogConfig, LogState};
 
@@ -98,35 +95,20 @@ impl KeyedState for SlidingLog {
     }
 
     fn acquire(cfg: &LogConfig, state: &LogState, permits: u32, now: u64) -> Admit {
-        if u64::from(permits) > cfg.limit {
-            return Admit::Denied(Denied::never());
-        }
-        if let Err(admit) = gate_enter(&state.gate) {
-            return admit;
-        }
-        if let Some(denied) = below_floor(&state.floor, now) {
-            gate_leave(&state.gate);
-            return Admit::Denied(denied);
-        }
-        let result = state.log.try_acquire_n_at(permits, now.max(state.start));
-        gate_leave(&state.gate);
-        match result {
-            Ok(()) => Admit::Granted,
-            Err(denied) => Admit::Denied(denied),
-        }
+        gated_acquire(&state.gate, &state.floor, permits, cfg.limit, now, || {
+            state.log.try_acquire_n_at(permits, now.max(state.start))
+        })
     }
 
     fn idle_at(cfg: &LogConfig, state: &LogState) -> u64 {
-        // Relaxed: a snapshot to rank eviction candidates; `retire` decides under the gate.
-        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING | LOG_PENDING) != 0 {
-            return u64::MAX;
-        }
-        state
-            .log
-            .stamps()
-            .map(|s| log_end(cfg, s))
-            .max()
-            .unwrap_or(0)
+        gated_idle_at(&state.gate, || {
+            state
+                .log
+                .stamps()
+                .map(|s| log_end(cfg, s))
+                .max()
+                .unwrap_or(0)
+        })
     }
 
     fn retire(cfg: &LogConfig, state: &LogState, now: u64, how: Retire) -> Option<Vec<u64>> {

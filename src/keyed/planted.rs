@@ -4,22 +4,13 @@
 
 use alloc::vec::Vec;
 
-use super::gcra::{GcraConfig, GcraState};
-use super::log::{log_end, LogConfig, LogState};
-use super::window::{window_idle_at, WindowConfig, WindowState};
+use super::log::log_end;
+use super::window::window_idle_at;
 use super::{KeyedState, Retire};
 use crate::gcra::Gcra;
-use crate::rate::Rate;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
 use crate::sync::{AtomicU64, Ordering};
-
-/// One key's GCRA state and its configuration, as a `Keyed` entry holds them.
-#[derive(Debug)]
-pub struct GcraKey {
-    cfg: GcraConfig,
-    state: GcraState,
-}
 
 pub use super::gcra_pair::planted::PairKey;
 /// What an admission saw.
@@ -43,27 +34,6 @@ pub trait ModelKey {
     fn state(&self) -> &<Self::L as KeyedState>::State;
 }
 
-impl ModelKey for GcraKey {
-    type L = Gcra;
-    fn state(&self) -> &GcraState {
-        &self.state
-    }
-}
-
-impl ModelKey for LogKey {
-    type L = SlidingLog;
-    fn state(&self) -> &LogState {
-        &self.state
-    }
-}
-
-impl ModelKey for WindowKey {
-    type L = SlidingWindow;
-    fn state(&self) -> &WindowState {
-        &self.state
-    }
-}
-
 /// The real creation protocol ([`super::create`]) with the model's map insert: `insert`
 /// puts the creator's pending state in the map if the key is absent and returns it. No
 /// capacity (the reservation always succeeds).
@@ -85,44 +55,77 @@ pub fn create_floor_first<'a, M: ModelKey + 'a>(
     }
 }
 
+/// A model key: the struct (`cfg` and `state`, as a `Keyed` entry holds them), its
+/// [`ModelKey`] impl, and the real protocol steps every model drives (made pending, committed,
+/// admitted, evicted), for a key over the `KeyedState` `$l` whose configuration for `$rate`
+/// is `$config`. Each key's planted bug stays beside it, written out.
+macro_rules! model_key {
+    ($(#[$doc:meta])* $key:ident: $l:ty, |$rate:ident| $config:expr) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $key {
+            cfg: <$l as $crate::keyed::KeyedState>::Config,
+            state: <$l as $crate::keyed::KeyedState>::State,
+        }
+
+        impl $crate::keyed::planted::ModelKey for $key {
+            type L = $l;
+            fn state(&self) -> &<$l as $crate::keyed::KeyedState>::State {
+                &self.state
+            }
+        }
+
+        impl $key {
+            /// A new key's state as its creator inserts it: pending until `commit`.
+            pub fn pending($rate: $crate::rate::Rate) -> Self {
+                let cfg = $config;
+                let state = <$l as $crate::keyed::KeyedState>::pending(&cfg);
+                $key { cfg, state }
+            }
+
+            /// The creator's commit once its place is reserved.
+            pub fn commit(&self, floor: u64) {
+                <$l as $crate::keyed::KeyedState>::commit(&self.state, floor);
+            }
+
+            /// Whether the state is still pending.
+            pub fn is_pending(&self) -> bool {
+                <$l as $crate::keyed::KeyedState>::is_pending(&self.state)
+            }
+
+            /// A fresh state for `rate` with floor `floor`, made as `Keyed` makes one:
+            /// pending, then committed.
+            pub fn new(rate: $crate::rate::Rate, floor: u64) -> Self {
+                let key = Self::pending(rate);
+                key.commit(floor);
+                key
+            }
+
+            /// The real admission (on the state word, or through the gate).
+            pub fn acquire_at(&self, now: u64) -> $crate::keyed::Admit {
+                <$l as $crate::keyed::KeyedState>::acquire(&self.cfg, &self.state, 1, now)
+            }
+
+            /// The real eviction (a CAS to the tombstone, or: close the gate, wait out the
+            /// admitters, check idleness, retire); true if the caller may now remove the
+            /// entry.
+            pub fn evict_at(&self, now: u64) -> bool {
+                let how = $crate::keyed::Retire::IfIdle;
+                <$l as $crate::keyed::KeyedState>::retire(&self.cfg, &self.state, now, how)
+                    .is_some()
+            }
+        }
+    };
+}
+pub(super) use model_key;
+
+model_key!(
+    /// One key's GCRA state and its configuration, as a `Keyed` entry holds them.
+    GcraKey: Gcra,
+    |rate| <Gcra as KeyedState>::config(rate, None).expect("valid rate")
+);
+
 impl GcraKey {
-    /// A new key's state as its creator inserts it: pending until [`commit`](GcraKey::commit).
-    pub fn pending(rate: Rate) -> Self {
-        let cfg = <Gcra as KeyedState>::config(rate, None).expect("valid rate");
-        let state = <Gcra as KeyedState>::pending(&cfg);
-        GcraKey { cfg, state }
-    }
-
-    /// The creator's commit once its place is reserved.
-    pub fn commit(&self, floor: u64) {
-        <Gcra as KeyedState>::commit(&self.state, floor);
-    }
-
-    /// Whether the state is still pending.
-    pub fn is_pending(&self) -> bool {
-        <Gcra as KeyedState>::is_pending(&self.state)
-    }
-
-    /// A fresh state for `rate` (burst = limit) with floor `floor`, made as `Keyed` makes
-    /// one: pending, then committed.
-    pub fn new(rate: Rate, floor: u64) -> Self {
-        let cfg = <Gcra as KeyedState>::config(rate, None).expect("valid rate");
-        let state = <Gcra as KeyedState>::pending(&cfg);
-        <Gcra as KeyedState>::commit(&state, floor);
-        GcraKey { cfg, state }
-    }
-
-    /// The real admission on the state word.
-    pub fn acquire_at(&self, now: u64) -> Admit {
-        <Gcra as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
-    }
-
-    /// The real eviction: CAS an idle state to the tombstone; true if the caller may now
-    /// remove the entry.
-    pub fn evict_at(&self, now: u64) -> bool {
-        <Gcra as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle).is_some()
-    }
-
     /// The planted bug: checks idleness with a load and lets the caller remove the entry
     /// without retiring the state word, so an admitter holding the old state can still
     /// grant on it after a fresh state replaced it.
@@ -132,49 +135,13 @@ impl GcraKey {
     }
 }
 
-/// One key's sliding log behind its gate, as a `Keyed<_, SlidingLog>` entry holds it.
-#[derive(Debug)]
-pub struct LogKey {
-    cfg: LogConfig,
-    state: LogState,
-}
+model_key!(
+    /// One key's sliding log behind its gate, as a `Keyed<_, SlidingLog>` entry holds it.
+    LogKey: SlidingLog,
+    |rate| <SlidingLog as KeyedState>::config(rate, None).expect("valid rate")
+);
 
 impl LogKey {
-    /// A new key's state as its creator inserts it: pending until [`commit`](LogKey::commit).
-    pub fn pending(rate: Rate) -> Self {
-        let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
-        let state = <SlidingLog as KeyedState>::pending(&cfg);
-        LogKey { cfg, state }
-    }
-
-    /// The creator's commit once its place is reserved.
-    pub fn commit(&self, floor: u64) {
-        <SlidingLog as KeyedState>::commit(&self.state, floor);
-    }
-
-    /// Whether the state is still pending.
-    pub fn is_pending(&self) -> bool {
-        <SlidingLog as KeyedState>::is_pending(&self.state)
-    }
-
-    /// A fresh log for `rate` with floor `floor` (pending, then committed, as in `Keyed`).
-    pub fn new(rate: Rate, floor: u64) -> Self {
-        let cfg = <SlidingLog as KeyedState>::config(rate, None).expect("valid rate");
-        let state = <SlidingLog as KeyedState>::pending(&cfg);
-        <SlidingLog as KeyedState>::commit(&state, floor);
-        LogKey { cfg, state }
-    }
-
-    /// The real admission through the gate.
-    pub fn acquire_at(&self, now: u64) -> Admit {
-        <SlidingLog as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
-    }
-
-    /// The real eviction: close the gate, wait out the admitters, check idleness, retire.
-    pub fn evict_at(&self, now: u64) -> bool {
-        <SlidingLog as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle).is_some()
-    }
-
     /// The planted bug: checks idleness with loads only, without closing the gate.
     pub fn evict_racy_at(&self, now: u64) -> bool {
         self.state
@@ -184,50 +151,14 @@ impl LogKey {
     }
 }
 
-/// One key's strict sliding window behind its gate, as a `Keyed<_, SlidingWindow>` entry
-/// holds it (one bucket: the smallest ring).
-#[derive(Debug)]
-pub struct WindowKey {
-    cfg: WindowConfig,
-    state: WindowState,
-}
+model_key!(
+    /// One key's strict sliding window behind its gate, as a `Keyed<_, SlidingWindow>` entry
+    /// holds it (one bucket: the smallest ring).
+    WindowKey: SlidingWindow,
+    |rate| <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate")
+);
 
 impl WindowKey {
-    /// A new key's state as its creator inserts it: pending until [`commit`](WindowKey::commit).
-    pub fn pending(rate: Rate) -> Self {
-        let cfg = <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate");
-        let state = <SlidingWindow as KeyedState>::pending(&cfg);
-        WindowKey { cfg, state }
-    }
-
-    /// The creator's commit once its place is reserved.
-    pub fn commit(&self, floor: u64) {
-        <SlidingWindow as KeyedState>::commit(&self.state, floor);
-    }
-
-    /// Whether the state is still pending.
-    pub fn is_pending(&self) -> bool {
-        <SlidingWindow as KeyedState>::is_pending(&self.state)
-    }
-
-    /// A fresh one-bucket window for `rate` with floor `floor` (pending, then committed).
-    pub fn new(rate: Rate, floor: u64) -> Self {
-        let cfg = <SlidingWindow as KeyedState>::config(rate, Some(1)).expect("valid rate");
-        let state = <SlidingWindow as KeyedState>::pending(&cfg);
-        <SlidingWindow as KeyedState>::commit(&state, floor);
-        WindowKey { cfg, state }
-    }
-
-    /// The real admission through the gate.
-    pub fn acquire_at(&self, now: u64) -> Admit {
-        <SlidingWindow as KeyedState>::acquire(&self.cfg, &self.state, 1, now)
-    }
-
-    /// The real eviction: close the gate, wait out the admitters, check idleness, retire.
-    pub fn evict_at(&self, now: u64) -> bool {
-        <SlidingWindow as KeyedState>::retire(&self.cfg, &self.state, now, Retire::IfIdle).is_some()
-    }
-
     /// The planted bug: checks idleness from the buckets with loads only, without closing
     /// the gate, so a grant decided but not yet recorded in its bucket (or not yet made) is
     /// missed and lands on a state the caller then removes.

@@ -3,12 +3,9 @@
 
 use alloc::vec::Vec;
 
-use super::gate::{
-    below_floor, gate_commit, gate_enter, gate_is_evicted, gate_is_pending, gate_leave,
-    gate_retire, gated_state_methods, LOG_EVICTED, LOG_MOVING, LOG_PENDING,
-};
+use super::gate::{gate_retire, gated_acquire, gated_idle_at, gated_state_methods, LOG_PENDING};
 use super::{Admit, KeyedState, Retire};
-use crate::error::{ConfigError, Denied};
+use crate::error::ConfigError;
 use crate::rate::Rate;
 use crate::sliding_window::SlidingWindow;
 use crate::sync::{AtomicU64, Ordering};
@@ -127,36 +124,27 @@ impl KeyedState for SlidingWindow {
     }
 
     fn acquire(cfg: &WindowConfig, state: &WindowState, permits: u32, now: u64) -> Admit {
-        if u64::from(permits) > cfg.rate.limit() {
-            return Admit::Denied(Denied::never());
-        }
-        if let Err(admit) = gate_enter(&state.gate) {
-            return admit;
-        }
-        if let Some(denied) = below_floor(&state.floor, now) {
-            gate_leave(&state.gate);
-            return Admit::Denied(denied);
-        }
-        // Relaxed (both): a high-water mark read only by a closer, to which our `gate_leave`
-        // (Release) publishes it. A grant's effective time is at most the highest `now` any
-        // call brought (the window's floor start comes from one), so every call raises it.
-        if state.newest.load(Ordering::Relaxed) < now {
-            state.newest.fetch_max(now, Ordering::Relaxed);
-        }
-        let result = state.window.try_acquire_n_at(permits, now);
-        gate_leave(&state.gate);
-        match result {
-            Ok(()) => Admit::Granted,
-            Err(denied) => Admit::Denied(denied),
-        }
+        gated_acquire(
+            &state.gate,
+            &state.floor,
+            permits,
+            cfg.rate.limit(),
+            now,
+            || {
+                // Relaxed (both): a high-water mark read only by a closer, to which our
+                // `gate_leave` (Release) publishes it. A grant's effective time is at most the
+                // highest `now` any call brought (the window's floor start comes from one), so
+                // every call raises it.
+                if state.newest.load(Ordering::Relaxed) < now {
+                    state.newest.fetch_max(now, Ordering::Relaxed);
+                }
+                state.window.try_acquire_n_at(permits, now)
+            },
+        )
     }
 
     fn idle_at(cfg: &WindowConfig, state: &WindowState) -> u64 {
-        // Relaxed: a snapshot to rank eviction candidates; `retire` decides under the gate.
-        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING | LOG_PENDING) != 0 {
-            return u64::MAX;
-        }
-        window_idle_at(cfg, &state.window)
+        gated_idle_at(&state.gate, || window_idle_at(cfg, &state.window))
     }
 
     fn retire(
