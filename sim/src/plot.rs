@@ -4,6 +4,7 @@
 use std::error::Error;
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -161,6 +162,31 @@ fn line(color: RGBColor, width: u32) -> ShapeStyle {
     color.stroke_width(width)
 }
 
+/// A legend entry's key: a short line in `style`.
+fn line_key(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style)
+}
+
+/// A legend entry's key: a small box filled with `fill`.
+fn box_key(fill: ShapeStyle) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
+    move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], fill)
+}
+
+/// Both panels' legend: the labelled series at `position`, on a light box with a border.
+fn draw_legend<'a, 'b: 'a>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    position: SeriesLabelPosition,
+) -> Drawn {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 fn cumulative_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis) -> Drawn {
     let last = |s: &[Sample]| s.last().map_or(0, |s| s.used);
     let top = last(&o.samples).max(last(&run.exact.samples)).max(1) as f64 * 1.08;
@@ -196,16 +222,9 @@ fn cumulative_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis) -> 
         chart
             .draw_series(LineSeries::new(points, style))?
             .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+            .legend(line_key(style));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 16))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: &str) -> Drawn {
@@ -254,7 +273,7 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
                 Rectangle::new([(axis.x(from), 0.0), (axis.x(to), room as f64)], fill)
             }))?
             .label(FALSE)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], fill));
+            .legend(box_key(fill));
     }
     if over {
         let fill = OVER_FILL.mix(0.45).filled();
@@ -266,7 +285,7 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
                 )
             }))?
             .label(OVER)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], fill));
+            .legend(box_key(fill));
     }
     let limit_style = line(GREY_LINE, 1);
     chart
@@ -275,7 +294,7 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
             limit_style,
         ))?
         .label(format!("{LIMIT} ({})", run.limit))
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], limit_style));
+        .legend(line_key(limit_style));
     // The limiter's own report first, wide and light, so that the exact line drawn over it
     // stays visible where the two agree.
     let points = o.samples.iter().map(|s| (axis.x(s.at), s.reported as f64));
@@ -283,7 +302,7 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
     chart
         .draw_series(LineSeries::new(points, style))?
         .label(REPORTED)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+        .legend(line_key(style));
     let exact_style = line(BLACK, 2);
     chart
         .draw_series(LineSeries::new(
@@ -293,13 +312,6 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
             exact_style,
         ))?
         .label(EXACT_FREE)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], exact_style));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 16))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+        .legend(line_key(exact_style));
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
