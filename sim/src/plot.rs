@@ -172,11 +172,38 @@ fn box_key(fill: ShapeStyle) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
     move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], fill)
 }
 
+/// The chart both panels draw on: time across, permits up.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A panel's chart on `area`, its mesh drawn: `caption` above, time from 0 to `end` across,
+/// `y` up, described as `y_desc`.
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: &str,
+    axis: TimeAxis,
+    end: u64,
+    y: std::ops::Range<f64>,
+    y_desc: &str,
+) -> Result<Chart<'a, 'b>, Box<dyn Error>> {
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(42)
+        .y_label_area_size(72)
+        .caption(caption, (FONT, 19))
+        .build_cartesian_2d(0f64..axis.x(end), y)?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("time ({})", axis.unit))
+        .x_label_formatter(&|v| tick(*v))
+        .y_desc(y_desc)
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style((FONT, 16))
+        .draw()?;
+    Ok(chart)
+}
+
 /// Both panels' legend: the labelled series at `position`, on a light box with a border.
-fn draw_legend<'a, 'b: 'a>(
-    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    position: SeriesLabelPosition,
-) -> Drawn {
+fn draw_legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, position: SeriesLabelPosition) -> Drawn {
     chart
         .configure_series_labels()
         .position(position)
@@ -190,20 +217,15 @@ fn draw_legend<'a, 'b: 'a>(
 fn cumulative_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis) -> Drawn {
     let last = |s: &[Sample]| s.last().map_or(0, |s| s.used);
     let top = last(&o.samples).max(last(&run.exact.samples)).max(1) as f64 * 1.08;
-    let mut chart = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(42)
-        .y_label_area_size(72)
-        .caption("permits used and freed over time", (FONT, 19))
-        .build_cartesian_2d(0f64..axis.x(run.end), 0f64..top)?;
-    chart
-        .configure_mesh()
-        .x_desc(format!("time ({})", axis.unit))
-        .x_label_formatter(&|v| tick(*v))
-        .y_desc("permits (cumulative)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style((FONT, 16))
-        .draw()?;
+    let caption = "permits used and freed over time";
+    let mut chart = panel(
+        area,
+        caption,
+        axis,
+        run.end,
+        0f64..top,
+        "permits (cumulative)",
+    )?;
     let series = |samples: &[Sample], f: fn(&Sample) -> u64| -> Vec<(f64, f64)> {
         std::iter::once((0.0, 0.0))
             .chain(samples.iter().map(|s| (axis.x(s.at), f(s) as f64)))
@@ -247,20 +269,8 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
     let plot_px = (f64::from(area.dim_in_pixel().1) - 110.0).max(100.0);
     let share = ((entries as f64 * 21.0 + 24.0) / plot_px).min(0.8);
     let top = (limit - share * bottom) / (1.0 - share);
-    let mut chart = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(42)
-        .y_label_area_size(72)
-        .caption(caption, (FONT, 19))
-        .build_cartesian_2d(0f64..axis.x(run.end), bottom..top)?;
-    chart
-        .configure_mesh()
-        .x_desc(format!("time ({})", axis.unit))
-        .x_label_formatter(&|v| tick(*v))
-        .y_desc("free permits in the window")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style((FONT, 16))
-        .draw()?;
+    let y_desc = "free permits in the window";
+    let mut chart = panel(area, caption, axis, run.end, bottom..top, y_desc)?;
     let cells = || {
         o.samples
             .iter()
