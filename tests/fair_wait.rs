@@ -116,6 +116,14 @@ fn ten_per_second(clock: &ManualClock) -> Gcra<ManualClock> {
         .unwrap()
 }
 
+/// A 100/s `Pacer` (one slot per 10 ms) on `clock`.
+fn pacer_every_10_ms(clock: &ManualClock) -> Pacer<ManualClock> {
+    Pacer::builder(Rate::per_second(100).unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+}
+
 /// A fresh `ManualClock` and [`ten_per_second`] on it with its one permit taken at 0.
 fn one_taken_at_zero() -> (ManualClock, Gcra<ManualClock>) {
     let clock = ManualClock::new();
@@ -302,10 +310,7 @@ fn a_timer_that_wakes_early_is_slept_again() {
 #[test]
 fn pacer_async_hands_out_slots_in_arrival_order() {
     let clock = ManualClock::new();
-    let pacer = Pacer::builder(Rate::per_second(100).unwrap()) // one slot per 10 ms
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let pacer = pacer_every_10_ms(&clock);
     let timer = SimTimer::new(&clock, 3 * MS);
     let slots = RefCell::new(Vec::new());
     let (pacer, timer_ref, slots_ref) = (&pacer, &timer, &slots);
@@ -335,10 +340,7 @@ fn pacer_async_hands_out_slots_in_arrival_order() {
 #[test]
 fn pacer_async_dropped_while_last_gives_its_slot_back() {
     let clock = ManualClock::new();
-    let pacer = Pacer::builder(Rate::per_second(100).unwrap())
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let pacer = pacer_every_10_ms(&clock);
     let mut cx = Context::from_waker(Waker::noop());
     assert_eq!(pacer.next_slot_at(0).unwrap(), 0);
     let mut fut = Box::pin(pacer.pace_async(|_| pending::<()>()));

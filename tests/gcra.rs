@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use hotlimit::{Clock, Gcra, Limiter, ManualClock, Rate};
 use model::gcra::GcraModel;
+use model::trace::{no_difference, rate, trace_weighted};
 use proptest::prelude::*;
 
 const S: u64 = 1_000_000_000;
@@ -194,67 +195,23 @@ fn default_clock_limiter_works() {
     );
 }
 
-/// One step of a random trace.
-#[derive(Debug, Clone)]
-enum Step {
-    /// Advance the clock, then ask for n permits.
-    Forward { gap: u64, n: u32 },
-    /// Set the clock back by `back` (saturating at 0), then ask.
-    Back { back: u64, n: u32 },
-    /// Jump near the end of the clock's range, then ask.
-    NearEnd { below_max: u64, n: u32 },
-}
-
-fn config() -> impl Strategy<Value = (u64, u64, u64)> {
-    // (limit, period_ns, burst), all valid: period ≥ limit and b·I fits.
-    (1u64..=1_000, 1u64..=1_000_000_000_000, 1u64..=2_000).prop_filter_map(
-        "valid config",
-        |(limit, period, burst)| {
-            if period < limit {
-                return None;
-            }
-            let i = period.div_ceil(limit);
-            burst.checked_mul(i)?;
-            Some((limit, period, burst))
-        },
-    )
-}
-
-fn trace(burst: u64, period: u64) -> impl Strategy<Value = Vec<Step>> {
-    let n_max = (burst + 2).min(u64::from(u32::MAX)) as u32;
-    let n = prop_oneof![8 => 0..=n_max, 1 => Just(u32::MAX), 1 => Just(1)];
-    let step = prop_oneof![
-        12 => (0..=period / 2 + 1, n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
-        3 => (0..=period.saturating_mul(3), n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
-        2 => (0..=period, n.clone()).prop_map(|(back, n)| Step::Back { back, n }),
-        1 => (0..=period.saturating_mul(4), n).prop_map(|(below_max, n)| Step::NearEnd { below_max, n }),
-    ];
-    prop::collection::vec(step, 1..120)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(10_000))]
 
     /// Every decision and every retry_after equals the GCRA definition's.
     #[test]
     fn matches_reference_model(
-        (limit, period, burst, steps) in config().prop_flat_map(|(l, p, b)| {
-            (Just(l), Just(p), Just(b), trace(b, p))
+        (limit, period, burst, steps) in rate().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), trace_weighted(b, p, 120, 1))
         })
     ) {
         let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
         let g = Gcra::builder(rate).burst(burst).clock(ManualClock::new()).build().unwrap();
         let mut model = GcraModel::new(limit, period, burst);
-        let mut now: u64 = 0;
-        for (i, step) in steps.iter().enumerate() {
-            let n = match *step {
-                Step::Forward { gap, n } => { now = now.saturating_add(gap); n }
-                Step::Back { back, n } => { now = now.saturating_sub(back); n }
-                Step::NearEnd { below_max, n } => { now = u64::MAX - below_max; n }
-            };
-            let real = g.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos());
-            let want = model.acquire(n, now);
-            prop_assert_eq!(real, want, "step {} ({:?}) at now={}", i, step, now);
-        }
+        no_difference(
+            &steps,
+            |n, now| g.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos()),
+            |n, now| model.acquire(n, now),
+        )?;
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hotlimit::{Gcra, GcraPair, Limiter, ManualClock, Rate};
 use model::gcra_pair::AllGcraModel;
-use model::trace::{first_difference, rate, trace};
+use model::trace::{no_difference, rate, trace};
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;
@@ -198,13 +198,10 @@ proptest! {
         let rate = |(l, p, _): (u64, u64, u64)| Rate::new(l, Duration::from_nanos(p)).unwrap();
         let p = pair(rate(r1), r1.2, rate(r2), r2.2);
         let mut model = AllGcraModel::new(&[r1, r2]);
-        let differs = first_difference(
+        no_difference(
             &steps,
             |n, now| p.try_acquire_n_at(n, now).map_err(|d| d.retry_after_nanos()),
             |n, now| model.acquire(n, now),
-        );
-        if let Some((i, step, now, real, want)) = differs {
-            prop_assert_eq!(real, want, "step {} ({:?}) at now={}", i, step, now);
-        }
+        )?;
     }
 }

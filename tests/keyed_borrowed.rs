@@ -7,17 +7,19 @@ use std::time::Duration;
 
 use hotlimit::{Clock, Gcra, Keyed, ManualClock, Rate, SlidingLog, SlidingWindow};
 
+/// A GCRA per `String` key, `per_second` a second each, on `clock`.
+fn per_string_gcra(per_second: u64, clock: &ManualClock) -> Keyed<String, Gcra, ManualClock> {
+    Keyed::gcra(Rate::per_second(per_second).unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn borrowed_lookups_decide_as_owned_ones() {
     let clock = ManualClock::new();
-    let by_str: Keyed<String, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(3).unwrap())
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let by_string: Keyed<String, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(3).unwrap())
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let by_str = per_string_gcra(3, &clock);
+    let by_string = per_string_gcra(3, &clock);
     // Every method that takes a key, with &str and with &String, on two twin limiters.
     by_str
         .set_rate("vip".to_string(), Rate::per_second(10).unwrap())
@@ -98,10 +100,7 @@ fn borrowed_lookups_decide_as_owned_ones() {
 #[test]
 fn waits_take_a_borrowed_key() {
     let clock = ManualClock::new();
-    let per_user: Keyed<String, Gcra, ManualClock> = Keyed::gcra(Rate::per_second(2).unwrap())
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let per_user = per_string_gcra(2, &clock);
     for _ in 0..3 {
         // The ManualClock as the sleeper: simulated time.
         per_user.acquire_blocking_with("alice", 1, &clock).unwrap();

@@ -24,6 +24,23 @@ fn gcra(limit: u64, period_ns: u64, burst: u64) -> Gcra<ManualClock> {
         .unwrap()
 }
 
+/// Up to 119 steps `(gap, n, change)`: six in seven ask for 1..=`n_max` permits after a gap of
+/// 0..=`gap_max` ns (`change` is `None`), one in seven sets the limit to 1..=`limit_max`
+/// (`n` is 0).
+fn limit_changes(
+    gap_max: u64,
+    n_max: u32,
+    limit_max: u64,
+) -> impl Strategy<Value = Vec<(u64, u32, Option<u64>)>> {
+    prop::collection::vec(
+        prop_oneof![
+            6 => (0u64..=gap_max, 1u32..=n_max).prop_map(|(gap, n)| (gap, n, None)),
+            1 => (0u64..=gap_max, 1u64..=limit_max).prop_map(|(gap, l)| (gap, 0, Some(l))),
+        ],
+        1..120,
+    )
+}
+
 /// The bound over every interval [t, e] between grant times that contains at most one change
 /// s (t ≤ s ≤ e): N·I·I' ≤ b·I·I' + (s − t)·I' + (e − s)·I, exactly in u128. `grants` are
 /// (time, permits), `epochs` (time, I, b) of every change, the first at 0. Returns the first
@@ -544,13 +561,7 @@ mod sliding_window {
         fn every_window_holds_the_limit_in_force(
             buckets in 1usize..=12,
             first in 1u64..=30,
-            steps in prop::collection::vec(
-                prop_oneof![
-                    6 => (0u64..=300, 1u32..=5).prop_map(|(gap, n)| (gap, n, None)),
-                    1 => (0u64..=300, 1u64..=30).prop_map(|(gap, l)| (gap, 0, Some(l))),
-                ],
-                1..120,
-            ),
+            steps in limit_changes(300, 5, 30),
         ) {
             let period = 1_000u64;
             let w = SlidingWindow::builder(rate(first, period))
@@ -623,13 +634,7 @@ mod sliding_log {
         #[test]
         fn changes_match_the_exact_log(
             first in 1u64..=20,
-            steps in prop::collection::vec(
-                prop_oneof![
-                    6 => (0u64..=400, 1u32..=6).prop_map(|(gap, n)| (gap, n, None)),
-                    1 => (0u64..=400, 1u64..=20).prop_map(|(gap, l)| (gap, 0, Some(l))),
-                ],
-                1..120,
-            ),
+            steps in limit_changes(400, 6, 20),
         ) {
             let period = 1_000u64;
             let mut log = SlidingLog::builder(rate(first, period)).clock(ManualClock::new()).build().unwrap();

@@ -30,6 +30,26 @@ fn race_single_permits(limiter: &(impl Limiter + ?Sized), calls: u64) -> u64 {
     granted.into_inner()
 }
 
+/// Races `want + 10` single-permit calls per thread on `limiter` (frozen, holding `want`) and
+/// asserts that exactly `want` were granted; `what` names the configuration.
+fn race_grants_exactly(limiter: &(impl Limiter + ?Sized), want: u64, what: &str) {
+    assert_eq!(race_single_permits(limiter, want + 10), want, "{what}");
+}
+
+/// [`race_weighted`] with sizes 1 to 4 on a frozen `limiter` holding `burst`: all-or-nothing
+/// requests of 1..=4 can strand at most 3 permits at the end, and nothing is over-granted.
+fn race_weighted_strands_at_most_3(limiter: &(impl Limiter + ?Sized), burst: u64) {
+    let total = race_weighted(limiter, &[1, 2, 3, 4]);
+    assert!((burst - 3..=burst).contains(&total), "{total}");
+}
+
+/// A frozen clock away from zero (42 s), for the exact-burst races.
+fn clock_at_42s() -> ManualClock {
+    let clock = ManualClock::new();
+    clock.set(Duration::from_secs(42));
+    clock
+}
+
 /// Eight threads each make 5,000 requests on `limiter`, thread t asking for
 /// `sizes[t % sizes.len()]` permits at a time. Returns the permits granted.
 fn race_weighted(limiter: &(impl Limiter + ?Sized), sizes: &[u32]) -> u64 {
@@ -54,14 +74,12 @@ fn race_weighted(limiter: &(impl Limiter + ?Sized), sizes: &[u32]) -> u64 {
 #[test]
 fn frozen_clock_grants_exactly_the_burst() {
     for burst in [1u64, 7, 1_000, 25_000] {
-        let clock = ManualClock::new();
-        clock.set(Duration::from_secs(42));
         let g = Gcra::builder(Rate::per_second(10).unwrap())
             .burst(burst)
-            .clock(clock)
+            .clock(clock_at_42s())
             .build()
             .unwrap();
-        assert_eq!(race_single_permits(&g, burst + 10), burst, "burst {burst}");
+        race_grants_exactly(&g, burst, &format!("burst {burst}"));
         assert_eq!(g.remaining(), 0);
     }
 }
@@ -73,9 +91,7 @@ fn frozen_clock_weighted_requests_never_exceed_the_burst() {
         .clock(ManualClock::new())
         .build()
         .unwrap();
-    let total = race_weighted(&g, &[1, 2, 3, 4]);
-    // All-or-nothing requests of 1..=4 can strand at most 3 permits at the end.
-    assert!((10_000 - 3..=10_000).contains(&total), "{total}");
+    race_weighted_strands_at_most_3(&g, 10_000);
 }
 
 /// Checks "at most b + d/I in any interval of length d" over grants `(now, n)`, in O(k log k).
@@ -164,17 +180,11 @@ fn audit_catches_an_over_admission() {
 #[test]
 fn sliding_log_frozen_clock_grants_exactly_the_limit() {
     for limit in [1u64, 7, 1_000, 25_000] {
-        let clock = ManualClock::new();
-        clock.set(Duration::from_secs(42));
         let log = hotlimit::SlidingLog::builder(Rate::per_second(limit).unwrap())
-            .clock(clock)
+            .clock(clock_at_42s())
             .build()
             .unwrap();
-        assert_eq!(
-            race_single_permits(&log, limit + 10),
-            limit,
-            "limit {limit}"
-        );
+        race_grants_exactly(&log, limit, &format!("limit {limit}"));
         assert!(log.try_acquire().is_err());
     }
 }
@@ -441,18 +451,15 @@ fn key_audit_catches_a_key_over_budget() {
 #[test]
 fn sharded_frozen_clock_grants_exactly_the_burst() {
     for (shards, burst) in [(2usize, 2u64), (4, 7), (8, 1_000), (8, 25_000), (3, 25_000)] {
-        let clock = ManualClock::new();
-        clock.set(Duration::from_secs(42));
         let g = ShardedGcra::builder(Rate::per_second(100).unwrap())
             .shards(shards)
             .burst(burst)
-            .clock(clock)
+            .clock(clock_at_42s())
             .build()
             .unwrap();
         // Homes are thread-local; every thread could take the whole burst by borrowing.
         // Single permits never split, so none is stranded: exactly the burst.
-        let granted = race_single_permits(&g, burst + 10);
-        assert_eq!(granted, burst, "shards {shards}, burst {burst}");
+        race_grants_exactly(&g, burst, &format!("shards {shards}, burst {burst}"));
         assert_eq!(g.remaining(), 0);
     }
 }
@@ -839,20 +846,13 @@ fn keyed_racing_creators_never_refuse_a_key_that_fits() {
 #[test]
 fn gcra_pair_frozen_clock_grants_exactly_the_smaller_burst() {
     for (b1, b2) in [(1u64, 5u64), (7, 3), (1_000, 25_000), (25_000, 1_000)] {
-        let clock = ManualClock::new();
-        clock.set(Duration::from_secs(42));
         let p = GcraPair::builder(Rate::per_second(10).unwrap(), Rate::per_hour(10).unwrap())
             .first_burst(b1)
             .second_burst(b2)
-            .clock(clock)
+            .clock(clock_at_42s())
             .build()
             .unwrap();
-        let want = b1.min(b2);
-        assert_eq!(
-            race_single_permits(&p, want + 10),
-            want,
-            "bursts {b1}, {b2}"
-        );
+        race_grants_exactly(&p, b1.min(b2), &format!("bursts {b1}, {b2}"));
         assert_eq!(p.remaining(), 0);
     }
 }
@@ -865,9 +865,8 @@ fn gcra_pair_frozen_clock_weighted_requests_never_exceed_either_burst() {
         .clock(ManualClock::new())
         .build()
         .unwrap();
-    let total = race_weighted(&p, &[1, 2, 3, 4]);
-    // All-or-nothing requests of 1..=4 can strand at most 3 permits of the smaller burst.
-    assert!((6_000 - 3..=6_000).contains(&total), "{total}");
+    // Of the smaller burst.
+    race_weighted_strands_at_most_3(&p, 6_000);
 }
 
 /// Eight threads on the real clock; both rates bind during the run (the first with a small
@@ -913,15 +912,9 @@ fn gcra_multi_three(
 #[test]
 fn gcra_multi_frozen_clock_grants_exactly_the_smallest_burst() {
     for (bursts, snapshots) in [([5, 3, 9], 3), ([1_000, 2_500, 4_000], 3), ([7, 7, 7], 18)] {
-        let clock = ManualClock::new();
-        clock.set(Duration::from_secs(42));
-        let g = gcra_multi_three(bursts, snapshots, clock);
+        let g = gcra_multi_three(bursts, snapshots, clock_at_42s());
         let want = *bursts.iter().min().unwrap();
-        assert_eq!(
-            race_single_permits(&g, want + 10),
-            want,
-            "bursts {bursts:?}"
-        );
+        race_grants_exactly(&g, want, &format!("bursts {bursts:?}"));
         assert_eq!(g.remaining(), 0);
     }
 }
@@ -929,8 +922,7 @@ fn gcra_multi_frozen_clock_grants_exactly_the_smallest_burst() {
 #[test]
 fn gcra_multi_frozen_clock_weighted_requests_never_exceed_any_burst() {
     let g = gcra_multi_three([9_000, 6_000, 7_000], 4, ManualClock::new());
-    let total = race_weighted(&g, &[1, 2, 3, 4]);
-    assert!((6_000 - 3..=6_000).contains(&total), "{total}");
+    race_weighted_strands_at_most_3(&g, 6_000);
 }
 
 /// Eight threads on the real clock, three rates that all bind during the run: every interval

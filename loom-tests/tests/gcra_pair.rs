@@ -14,8 +14,6 @@ use std::time::Duration;
 
 use hotlimit::__planted_gcra_pair::{remaining_each, SplitGcraPair};
 use hotlimit::{GcraPair, ManualClock, Rate};
-use loom::sync::Arc;
-use loom::thread;
 
 /// I₁ = 10 ns, I₂ = 20 ns; bursts as given.
 fn limiter(b1: u64, b2: u64, clock: &ManualClock) -> GcraPair<ManualClock> {
@@ -35,26 +33,27 @@ fn limiter(b1: u64, b2: u64, clock: &ManualClock) -> GcraPair<ManualClock> {
 /// charged neither rate (the first rate has 1 left, not 0).
 #[test]
 fn frozen_clock_three_threads_exactly_the_smaller_burst() {
-    loom::model(|| {
-        let clock = ManualClock::new();
-        let p = Arc::new(limiter(3, 2, &clock));
-        let granted = common::granted_of_three(&p);
-        assert_eq!(granted, 2);
-        assert_eq!(remaining_each(&p, 0), (1, 0));
-    });
+    common::model_on_a_clock(
+        |clock| limiter(3, 2, clock),
+        |p, _| {
+            assert_eq!(common::granted_of_three(p), 2);
+            assert_eq!(remaining_each(p, 0), (1, 0));
+        },
+    );
 }
 
 /// Weighted requests from two threads (2 each, bursts 3 and 4): exactly one wins, and the
 /// loser charged nothing: 1 and 2 permits are left.
 #[test]
 fn frozen_clock_weighted_all_or_nothing() {
-    loom::model(|| {
-        let clock = ManualClock::new();
-        let p = Arc::new(limiter(3, 4, &clock));
-        let (mine, theirs) = common::two_weighted_by_two(&p);
-        assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
-        assert_eq!(remaining_each(&p, 0), (1, 2));
-    });
+    common::model_on_a_clock(
+        |clock| limiter(3, 4, clock),
+        |p, _| {
+            let (mine, theirs) = common::two_weighted_by_two(p);
+            assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
+            assert_eq!(remaining_each(p, 0), (1, 2));
+        },
+    );
 }
 
 /// Two workers take permits (reading the clock before each call) while the main thread
@@ -63,25 +62,26 @@ fn frozen_clock_weighted_all_or_nothing() {
 /// grants in time order (no update lost, no denied call charged).
 #[test]
 fn advancing_clock_keeps_both_bounds_and_loses_nothing() {
-    loom::model(|| {
-        let clock = ManualClock::new();
-        let p = Arc::new(limiter(1, 2, &clock));
-        let grants = common::grants_while_the_clock_advances(&p, &clock, |p, now| {
-            p.try_acquire_at(now).is_ok()
-        });
-        // Times lie in [0, 10]: rate 1 allows b₁ + 10/I₁ = 2, rate 2 allows b₂ + 10/20 = 2.
-        assert!((1..=2).contains(&grants.len()), "grants {grants:?}");
-        // With one permit per call and these bursts, every order of the same grants gives the
-        // same final TATs: S = max(S, t) + I for each.
-        let s1 = grants.iter().fold(0u64, |s, &t| s.max(t) + 10);
-        let s2 = grants.iter().fold(0u64, |s, &t| s.max(t) + 20);
-        let left = |s: u64, tol: u64, i: u64| tol.saturating_sub(s.saturating_sub(10)) / i;
-        assert_eq!(
-            remaining_each(&p, 10),
-            (left(s1, 10, 10), left(s2, 40, 20)),
-            "grants {grants:?}"
-        );
-    });
+    common::model_on_a_clock(
+        |clock| limiter(1, 2, clock),
+        |p, clock| {
+            let grants = common::grants_while_the_clock_advances(p, clock, |p, now| {
+                p.try_acquire_at(now).is_ok()
+            });
+            // Times lie in [0, 10]: rate 1 allows b₁ + 10/I₁ = 2, rate 2 allows b₂ + 10/20 = 2.
+            assert!((1..=2).contains(&grants.len()), "grants {grants:?}");
+            // With one permit per call and these bursts, every order of the same grants gives the
+            // same final TATs: S = max(S, t) + I for each.
+            let s1 = grants.iter().fold(0u64, |s, &t| s.max(t) + 10);
+            let s2 = grants.iter().fold(0u64, |s, &t| s.max(t) + 20);
+            let left = |s: u64, tol: u64, i: u64| tol.saturating_sub(s.saturating_sub(10)) / i;
+            assert_eq!(
+                remaining_each(p, 10),
+                (left(s1, 10, 10), left(s2, 40, 20)),
+                "grants {grants:?}"
+            );
+        },
+    );
 }
 
 /// The planted twin: two threads, one permit each, bursts 2 and 1. One is granted; the other
@@ -90,18 +90,16 @@ fn advancing_clock_keeps_both_bounds_and_loses_nothing() {
 #[test]
 #[should_panic(expected = "charged for a denied request")]
 fn split_twin_burns_quota_and_is_caught() {
-    loom::model(|| {
-        let clock = ManualClock::new();
-        let p = Arc::new(SplitGcraPair::of(&limiter(2, 1, &clock)));
-        let p2 = p.clone();
-        let t = thread::spawn(move || p2.try_acquire_at(0).is_ok());
-        let mine = p.try_acquire_at(0).is_ok();
-        let theirs = t.join().unwrap();
-        assert!(!(mine && theirs), "over-admitted: both granted with b₂ = 1");
-        assert_eq!(
-            p.remaining_at(0),
-            (1, 0),
-            "the first rate was charged for a denied request"
-        );
-    });
+    common::model_on_a_clock(
+        |clock| SplitGcraPair::of(&limiter(2, 1, clock)),
+        |p, _| {
+            let (mine, theirs) = common::two_racing(p, |p| p.try_acquire_at(0).is_ok());
+            assert!(!(mine && theirs), "over-admitted: both granted with b₂ = 1");
+            assert_eq!(
+                p.remaining_at(0),
+                (1, 0),
+                "the first rate was charged for a denied request"
+            );
+        },
+    );
 }

@@ -5,6 +5,8 @@
 //! an idle-looking entry without the tombstone CAS, must fail the same model.
 #![cfg(hotlimit_loom)]
 
+mod common;
+
 use std::time::Duration;
 
 use hotlimit::__planted_keyed::{Admit, GcraKey, LogKey, PairKey, WindowKey};
@@ -139,15 +141,10 @@ fn two_admitters_and_an_evictor<S: KeyState>(racy: bool) {
     });
 }
 
-#[test]
-fn eviction_never_loses_an_admission() {
-    two_admitters_and_an_evictor::<GcraKey>(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission across an eviction")]
-fn planted_eviction_without_tombstone_over_admits() {
-    two_admitters_and_an_evictor::<GcraKey>(true);
+common::real_and_planted! {
+    "over-admission across an eviction";
+    eviction_never_loses_an_admission, planted_eviction_without_tombstone_over_admits
+        => two_admitters_and_an_evictor::<GcraKey>;
 }
 
 /// One admitter racing an evictor, then a second admission after both finished: with a
@@ -173,28 +170,14 @@ fn admitter_and_evictor_then_admitter<S: KeyState>(racy: bool) {
     });
 }
 
-/// The per-key sliding log behind its gate.
-#[test]
-fn log_eviction_never_loses_an_admission() {
-    admitter_and_evictor_then_admitter::<LogKey>(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission across an eviction")]
-fn planted_log_eviction_without_closing_the_gate_over_admits() {
-    admitter_and_evictor_then_admitter::<LogKey>(true);
-}
-
-/// The two-thread model on GCRA too (its planted evictor fails it as well).
-#[test]
-fn gcra_admitter_and_evictor_then_admitter() {
-    admitter_and_evictor_then_admitter::<GcraKey>(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission across an eviction")]
-fn planted_gcra_two_thread_model_fails() {
-    admitter_and_evictor_then_admitter::<GcraKey>(true);
+common::real_and_planted! {
+    "over-admission across an eviction";
+    /// The per-key sliding log behind its gate.
+    log_eviction_never_loses_an_admission, planted_log_eviction_without_closing_the_gate_over_admits
+        => admitter_and_evictor_then_admitter::<LogKey>;
+    /// The two-thread model on GCRA too (its planted evictor fails it as well).
+    gcra_admitter_and_evictor_then_admitter, planted_gcra_two_thread_model_fails
+        => admitter_and_evictor_then_admitter::<GcraKey>;
 }
 
 /// The per-key GcraPair (one 16-byte word, its markers in the first half): the same models,
@@ -227,17 +210,12 @@ fn admission_racing_eviction_keeps_its_debt() {
     });
 }
 
-/// The per-key strict sliding window behind its gate: a grant decided on the window's word but
-/// not yet recorded in its bucket, or not yet made, must keep the evictor off the state.
-#[test]
-fn window_eviction_never_loses_an_admission() {
-    admitter_and_evictor_then_admitter::<WindowKey>(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission across an eviction")]
-fn planted_window_eviction_without_closing_the_gate_over_admits() {
-    admitter_and_evictor_then_admitter::<WindowKey>(true);
+common::real_and_planted! {
+    "over-admission across an eviction";
+    /// The per-key strict sliding window behind its gate: a grant decided on the window's word but
+    /// not yet recorded in its bucket, or not yet made, must keep the evictor off the state.
+    window_eviction_never_loses_an_admission, planted_window_eviction_without_closing_the_gate_over_admits
+        => admitter_and_evictor_then_admitter::<WindowKey>;
 }
 
 /// A rate change racing an admission on a per-key window: the mover freezes the state behind
@@ -271,15 +249,10 @@ fn window_move_racing_an_admission(racy: bool) {
     });
 }
 
-#[test]
-fn window_rate_change_never_loses_an_admission() {
-    window_move_racing_an_admission(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission across a rate change")]
-fn planted_window_rate_change_without_the_gate_over_admits() {
-    window_move_racing_an_admission(true);
+common::real_and_planted! {
+    "over-admission across a rate change";
+    window_rate_change_never_loses_an_admission, planted_window_rate_change_without_the_gate_over_admits
+        => window_move_racing_an_admission;
 }
 
 /// The abstract map for one key plus `Keyed`'s place counter (`len`), capacity 1.

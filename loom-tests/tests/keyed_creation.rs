@@ -9,6 +9,8 @@
 //! the insert), which must fail.
 #![cfg(hotlimit_loom)]
 
+mod common;
+
 use std::time::Duration;
 
 use hotlimit::__planted_keyed::{
@@ -146,46 +148,14 @@ fn creation_racing_eviction<S: Key>(planted: bool) {
     });
 }
 
-#[test]
-fn gcra_creation_racing_eviction() {
-    creation_racing_eviction::<GcraKey>(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission")]
-fn planted_gcra_floor_read_before_insert_over_admits() {
-    creation_racing_eviction::<GcraKey>(true);
-}
-
-#[test]
-fn log_creation_racing_eviction() {
-    creation_racing_eviction::<LogKey>(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission")]
-fn planted_log_floor_read_before_insert_over_admits() {
-    creation_racing_eviction::<LogKey>(true);
-}
-
-#[test]
-fn window_creation_racing_eviction() {
-    creation_racing_eviction::<WindowKey>(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission")]
-fn planted_window_floor_read_before_insert_over_admits() {
-    creation_racing_eviction::<WindowKey>(true);
-}
-
-#[test]
-fn pair_creation_racing_eviction() {
-    creation_racing_eviction::<PairKey>(false);
-}
-
-#[test]
-#[should_panic(expected = "over-admission")]
-fn planted_pair_floor_read_before_insert_over_admits() {
-    creation_racing_eviction::<PairKey>(true);
+common::real_and_planted! {
+    "over-admission";
+    gcra_creation_racing_eviction, planted_gcra_floor_read_before_insert_over_admits
+        => creation_racing_eviction::<GcraKey>;
+    log_creation_racing_eviction, planted_log_floor_read_before_insert_over_admits
+        => creation_racing_eviction::<LogKey>;
+    window_creation_racing_eviction, planted_window_floor_read_before_insert_over_admits
+        => creation_racing_eviction::<WindowKey>;
+    pair_creation_racing_eviction, planted_pair_floor_read_before_insert_over_admits
+        => creation_racing_eviction::<PairKey>;
 }

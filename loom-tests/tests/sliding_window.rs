@@ -158,32 +158,28 @@ fn granter_preempted_while_its_bucket_expires() {
 #[test]
 #[should_panic(expected = "over-admitted")]
 fn racy_sum_then_increment_is_caught() {
-    loom::model(|| {
-        let clock = ManualClock::new();
-        let w = Arc::new(RacySlidingWindow(window(1, 4, 2, &clock)));
-        let w2 = w.clone();
-        let t = thread::spawn(move || w2.try_acquire().is_ok());
-        let mine = w.try_acquire().is_ok();
-        let theirs = t.join().unwrap();
-        assert!(
-            !(mine && theirs),
-            "over-admitted: both granted with limit 1"
-        );
-    });
+    common::model_on_a_clock(
+        |clock| RacySlidingWindow(window(1, 4, 2, clock)),
+        |w, _| {
+            let (mine, theirs) = common::two_racing(w, |w| w.try_acquire().is_ok());
+            assert!(
+                !(mine && theirs),
+                "over-admitted: both granted with limit 1"
+            );
+        },
+    );
 }
 
 /// The same model passes for the real limiter: the planted bug, not the model, fails.
 #[test]
 fn real_limiter_passes_the_planted_model() {
-    loom::model(|| {
-        let clock = ManualClock::new();
-        let w = Arc::new(window(1, 4, 2, &clock));
-        let w2 = w.clone();
-        let t = thread::spawn(move || w2.try_acquire().is_ok());
-        let mine = w.try_acquire().is_ok();
-        let theirs = t.join().unwrap();
-        assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
-    });
+    common::model_on_a_clock(
+        |clock| window(1, 4, 2, clock),
+        |w, _| {
+            let (mine, theirs) = common::two_racing(w, |w| w.try_acquire().is_ok());
+            assert!(mine ^ theirs, "mine={mine} theirs={theirs}");
+        },
+    );
 }
 
 // Rolls: 2 per 4 ns in buckets of w = 2 ns (lag 3: bucket y leaves the window at 2y + 5).

@@ -11,7 +11,7 @@ use crate::error::SimError;
 use crate::limiters::{lineup, Spec};
 use crate::plot;
 use crate::run::{Outcome, Run};
-use crate::trace::{self, SECOND};
+use crate::trace::{self, Trace, SECOND};
 
 /// The slugs of the two on/off traces: silences longer than the window, and bursts that
 /// come back every period.
@@ -364,6 +364,14 @@ fn pictures(seed: u64, out: &Path, samples: usize, quiet: bool) -> Result<Vec<Pa
         written.push(path);
         Ok(())
     };
+    // Replays `trace` through `specs` and draws their panels side by side under `heading`.
+    let compare = |trace: &Trace, specs: &[Spec], heading: &str| {
+        crate::replay(trace, specs, samples, quiet).map(|run| {
+            let panels: Vec<&Outcome> = run.limiters.iter().collect();
+            let svg = plot::compare_svg(&run, &panels, heading);
+            (run, svg)
+        })
+    };
     let t10 = Spec::TimeClosed { buckets: 10 };
     let pool = trace::key_pool(POOL_KEYS, POOL_PERIOD, POOL_BURST, POOL_PICTURE, seed)?;
     let specs = [
@@ -372,12 +380,8 @@ fn pictures(seed: u64, out: &Path, samples: usize, quiet: bool) -> Result<Vec<Pa
         Spec::CountClosed { k: 25 },
         Spec::Both { buckets: 10, k: 25 },
     ];
-    let run = crate::replay(&pool, &specs, samples, quiet)?;
-    let panels: Vec<&Outcome> = run.limiters.iter().collect();
-    draw(
-        "keypool-time-count-both.svg",
-        plot::compare_svg(&run, &panels, "time-closed vs count-closed vs both"),
-    )?;
+    let (run, svg) = compare(&pool, &specs, "time-closed vs count-closed vs both")?;
+    draw("keypool-time-count-both.svg", svg)?;
     if let Some(o) = run.get(t10) {
         draw("keypool-time-closed-10.svg", plot::limiter_svg(&run, o))?;
     }
@@ -387,36 +391,21 @@ fn pictures(seed: u64, out: &Path, samples: usize, quiet: bool) -> Result<Vec<Pa
         Spec::Approximate { buckets: 60 },
         t10,
     ];
-    let run = crate::replay(&edge, &specs, samples, quiet)?;
-    let panels: Vec<&Outcome> = run.limiters.iter().collect();
-    draw(
-        "edge-approximate.svg",
-        plot::compare_svg(&run, &panels, "approximate mode's over-admission"),
-    )?;
+    let (_, svg) = compare(&edge, &specs, "approximate mode's over-admission")?;
+    draw("edge-approximate.svg", svg)?;
     let periodic = trace::on_off(rate()?, SECOND / 4, 3 * SECOND / 4, 4.0, 4 * SECOND, seed);
     let specs = [
         t10,
         Spec::CountClosed { k: 5 },
         Spec::Both { buckets: 10, k: 5 },
     ];
-    let run = crate::replay(&periodic, &specs, samples, quiet)?;
-    let panels: Vec<&Outcome> = run.limiters.iter().collect();
-    draw(
-        "onoff-periodic-time-count-both.svg",
-        plot::compare_svg(
-            &run,
-            &panels,
-            "bursts every period: time-closed vs count-closed vs both",
-        ),
-    )?;
+    let heading = "bursts every period: time-closed vs count-closed vs both";
+    let (_, svg) = compare(&periodic, &specs, heading)?;
+    draw("onoff-periodic-time-count-both.svg", svg)?;
     let onoff = trace::on_off(rate()?, SECOND / 2, 3 * SECOND / 2, 4.0, 8 * SECOND, seed);
     let specs = [Spec::Gcra, t10, Spec::SlidingLog];
-    let run = crate::replay(&onoff, &specs, samples, quiet)?;
-    let panels: Vec<&Outcome> = run.limiters.iter().collect();
-    draw(
-        "onoff-gcra-vs-window.svg",
-        plot::compare_svg(&run, &panels, "GCRA vs sliding window"),
-    )?;
+    let (_, svg) = compare(&onoff, &specs, "GCRA vs sliding window")?;
+    draw("onoff-gcra-vs-window.svg", svg)?;
     Ok(written)
 }
 

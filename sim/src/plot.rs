@@ -4,6 +4,7 @@
 use std::error::Error;
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -161,23 +162,70 @@ fn line(color: RGBColor, width: u32) -> ShapeStyle {
     color.stroke_width(width)
 }
 
-fn cumulative_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis) -> Drawn {
-    let last = |s: &[Sample]| s.last().map_or(0, |s| s.used);
-    let top = last(&o.samples).max(last(&run.exact.samples)).max(1) as f64 * 1.08;
+/// A legend entry's key: a short line in `style`.
+fn line_key(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style)
+}
+
+/// A legend entry's key: a small box filled with `fill`.
+fn box_key(fill: ShapeStyle) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
+    move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], fill)
+}
+
+/// The chart both panels draw on: time across, permits up.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A panel's chart on `area`, its mesh drawn: `caption` above, time from 0 to `end` across,
+/// `y` up, described as `y_desc`.
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: &str,
+    axis: TimeAxis,
+    end: u64,
+    y: std::ops::Range<f64>,
+    y_desc: &str,
+) -> Result<Chart<'a, 'b>, Box<dyn Error>> {
     let mut chart = ChartBuilder::on(area)
         .margin(12)
         .x_label_area_size(42)
         .y_label_area_size(72)
-        .caption("permits used and freed over time", (FONT, 19))
-        .build_cartesian_2d(0f64..axis.x(run.end), 0f64..top)?;
+        .caption(caption, (FONT, 19))
+        .build_cartesian_2d(0f64..axis.x(end), y)?;
     chart
         .configure_mesh()
         .x_desc(format!("time ({})", axis.unit))
         .x_label_formatter(&|v| tick(*v))
-        .y_desc("permits (cumulative)")
+        .y_desc(y_desc)
         .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style((FONT, 16))
         .draw()?;
+    Ok(chart)
+}
+
+/// Both panels' legend: the labelled series at `position`, on a light box with a border.
+fn draw_legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, position: SeriesLabelPosition) -> Drawn {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
+fn cumulative_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis) -> Drawn {
+    let last = |s: &[Sample]| s.last().map_or(0, |s| s.used);
+    let top = last(&o.samples).max(last(&run.exact.samples)).max(1) as f64 * 1.08;
+    let caption = "permits used and freed over time";
+    let mut chart = panel(
+        area,
+        caption,
+        axis,
+        run.end,
+        0f64..top,
+        "permits (cumulative)",
+    )?;
     let series = |samples: &[Sample], f: fn(&Sample) -> u64| -> Vec<(f64, f64)> {
         std::iter::once((0.0, 0.0))
             .chain(samples.iter().map(|s| (axis.x(s.at), f(s) as f64)))
@@ -196,16 +244,9 @@ fn cumulative_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis) -> 
         chart
             .draw_series(LineSeries::new(points, style))?
             .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+            .legend(line_key(style));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 16))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: &str) -> Drawn {
@@ -228,20 +269,8 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
     let plot_px = (f64::from(area.dim_in_pixel().1) - 110.0).max(100.0);
     let share = ((entries as f64 * 21.0 + 24.0) / plot_px).min(0.8);
     let top = (limit - share * bottom) / (1.0 - share);
-    let mut chart = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(42)
-        .y_label_area_size(72)
-        .caption(caption, (FONT, 19))
-        .build_cartesian_2d(0f64..axis.x(run.end), bottom..top)?;
-    chart
-        .configure_mesh()
-        .x_desc(format!("time ({})", axis.unit))
-        .x_label_formatter(&|v| tick(*v))
-        .y_desc("free permits in the window")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style((FONT, 16))
-        .draw()?;
+    let y_desc = "free permits in the window";
+    let mut chart = panel(area, caption, axis, run.end, bottom..top, y_desc)?;
     let cells = || {
         o.samples
             .iter()
@@ -254,7 +283,7 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
                 Rectangle::new([(axis.x(from), 0.0), (axis.x(to), room as f64)], fill)
             }))?
             .label(FALSE)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], fill));
+            .legend(box_key(fill));
     }
     if over {
         let fill = OVER_FILL.mix(0.45).filled();
@@ -266,7 +295,7 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
                 )
             }))?
             .label(OVER)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], fill));
+            .legend(box_key(fill));
     }
     let limit_style = line(GREY_LINE, 1);
     chart
@@ -275,7 +304,7 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
             limit_style,
         ))?
         .label(format!("{LIMIT} ({})", run.limit))
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], limit_style));
+        .legend(line_key(limit_style));
     // The limiter's own report first, wide and light, so that the exact line drawn over it
     // stays visible where the two agree.
     let points = o.samples.iter().map(|s| (axis.x(s.at), s.reported as f64));
@@ -283,7 +312,7 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
     chart
         .draw_series(LineSeries::new(points, style))?
         .label(REPORTED)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+        .legend(line_key(style));
     let exact_style = line(BLACK, 2);
     chart
         .draw_series(LineSeries::new(
@@ -293,13 +322,6 @@ fn free_panel(area: &Area<'_>, run: &Run, o: &Outcome, axis: TimeAxis, caption: 
             exact_style,
         ))?
         .label(EXACT_FREE)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], exact_style));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 16))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+        .legend(line_key(exact_style));
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
 }

@@ -50,8 +50,19 @@ pub(crate) fn rate() -> impl Strategy<Value = (u64, u64, u64)> {
 
 /// Up to `len` steps with sizes up to `burst` + 2 (and u32::MAX), gaps scaled to `period`.
 pub(crate) fn trace(burst: u64, period: u64, len: usize) -> impl Strategy<Value = Vec<Step>> {
+    trace_weighted(burst, period, len, 2)
+}
+
+/// [`trace`], with `ones` the weight of a request for exactly 1 permit (against 8 for any size
+/// up to `burst` + 2 and 1 for u32::MAX).
+pub(crate) fn trace_weighted(
+    burst: u64,
+    period: u64,
+    len: usize,
+    ones: u32,
+) -> impl Strategy<Value = Vec<Step>> {
     let n_max = (burst + 2).min(u64::from(u32::MAX)) as u32;
-    let n = prop_oneof![8 => 0..=n_max, 1 => Just(u32::MAX), 2 => Just(1)];
+    let n = prop_oneof![8 => 0..=n_max, 1 => Just(u32::MAX), ones => Just(1)];
     let step = prop_oneof![
         12 => (0..=period / 2 + 1, n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
         3 => (0..=period.saturating_mul(3), n.clone()).prop_map(|(gap, n)| Step::Forward { gap, n }),
@@ -78,4 +89,17 @@ pub(crate) fn first_difference<D: PartialEq>(
         }
     }
     None
+}
+
+/// [`first_difference`] as a property: fails with the first step where `real` and `want`
+/// decide differently, naming the step's index, the step and its time.
+pub(crate) fn no_difference<D: PartialEq + std::fmt::Debug>(
+    steps: &[Step],
+    real: impl FnMut(u32, u64) -> D,
+    want: impl FnMut(u32, u64) -> D,
+) -> Result<(), TestCaseError> {
+    if let Some((i, step, now, real, want)) = first_difference(steps, real, want) {
+        prop_assert_eq!(real, want, "step {} ({:?}) at now={}", i, step, now);
+    }
+    Ok(())
 }

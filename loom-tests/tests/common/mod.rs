@@ -28,12 +28,54 @@ pub fn granted_of_three<L: Limiter + Send + Sync + 'static>(limiter: &Arc<L>) ->
 
 /// A spawned thread and this one each call `try_acquire_n(2)`; returns (mine, theirs).
 pub fn two_weighted_by_two<L: Limiter + Send + Sync + 'static>(limiter: &Arc<L>) -> (bool, bool) {
+    two_racing(limiter, |l| l.try_acquire_n(2).is_ok())
+}
+
+/// A spawned thread and this one each make `call` once; returns (mine, theirs).
+pub fn two_racing<L: Send + Sync + 'static>(
+    limiter: &Arc<L>,
+    call: fn(&L) -> bool,
+) -> (bool, bool) {
     let l2 = limiter.clone();
-    let t = thread::spawn(move || l2.try_acquire_n(2).is_ok());
-    let mine = limiter.try_acquire_n(2).is_ok();
+    let t = thread::spawn(move || call(&l2));
+    let mine = call(limiter);
     let theirs = t.join().unwrap();
     (mine, theirs)
 }
+
+/// `loom::model` over a fresh `ManualClock` at 0 and the limiter `build` makes on it, shared
+/// in an `Arc`: `check` runs the race and asserts on what comes back.
+pub fn model_on_a_clock<L: 'static>(
+    build: impl Fn(&ManualClock) -> L + Send + Sync + 'static,
+    check: impl Fn(&Arc<L>, &ManualClock) + Send + Sync + 'static,
+) {
+    loom::model(move || {
+        let clock = ManualClock::new();
+        let limiter = Arc::new(build(&clock));
+        check(&limiter, &clock);
+    });
+}
+
+/// Tests in pairs: `model(false)` on the real protocol must pass, `model(true)` on the planted
+/// twin must panic with `expected`. Each row: `real_name, planted_name => model;`.
+#[allow(unused_macros)] // Only the files with planted twins use it.
+macro_rules! real_and_planted {
+    ($expected:literal; $($(#[$doc:meta])* $real:ident, $planted:ident => $model:expr;)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $real() {
+            ($model)(false);
+        }
+
+        #[test]
+        #[should_panic(expected = $expected)]
+        fn $planted() {
+            ($model)(true);
+        }
+    )*};
+}
+#[allow(unused_imports)]
+pub(crate) use real_and_planted;
 
 /// Two workers make 2 and 1 calls of `try_at(limiter, now)`, reading the clock before each,
 /// while this thread advances the clock by 10 ns; returns the `now` of every grant, sorted.
