@@ -143,21 +143,29 @@ pub(super) trait TatWord {
     ) -> Result<Self::W, Self::W>;
 }
 
+// `inline(always)` on each method of both impls: the orderings are the callers' constants only
+// once inlined; an outlined `load`/`cas_weak` turns each atomic into a match over orderings
+// (Keyed-u64's grant measured 210 instructions instead of 159 under callgrind).
 impl TatWord for AtomicU64 {
     type W = u64;
+    #[inline(always)]
     fn first(w: u64) -> u64 {
         w
     }
+    #[inline(always)]
     fn marker(marker: u64) -> u64 {
         marker
     }
+    #[inline(always)]
     fn idle_at(w: u64) -> u64 {
         w
     }
+    #[inline(always)]
     fn load(&self, order: Ordering) -> u64 {
         // The caller's ordering: each call site says why.
         AtomicU64::load(self, order)
     }
+    #[inline(always)]
     fn cas_weak(&self, current: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64> {
         // The caller's orderings: each call site says why.
         self.compare_exchange_weak(current, new, s, f)
@@ -197,6 +205,7 @@ pub(super) fn grant<A: TatWord>(word: &A, decide: impl Fn(A::W) -> Result<A::W, 
 
 /// Retires a live word (if `how` is `IfIdle`, only an idle one) by one CAS to the marker of
 /// `how`: the retired value, or `None` if the word is a marker already or busy.
+#[inline]
 pub(super) fn retire_word<A: TatWord>(word: &A, now: u64, how: Retire) -> Option<A::W> {
     let marker = A::marker(if how == Retire::Move {
         GCRA_MOVING
@@ -221,6 +230,7 @@ pub(super) fn retire_word<A: TatWord>(word: &A, now: u64, how: Retire) -> Option
 
 /// A word's `idle_at`: `u64::MAX` for a marker (out of the sweep's ranking), else the latest
 /// of its TATs.
+#[inline]
 pub(super) fn word_idle_at<A: TatWord>(word: &A) -> u64 {
     // Relaxed: a snapshot to rank eviction candidates; the retire CAS decides.
     match word.load(Ordering::Relaxed) {
@@ -231,6 +241,7 @@ pub(super) fn word_idle_at<A: TatWord>(word: &A) -> u64 {
 
 /// Whether a word holds `marker` (`GCRA_EVICTED`: terminal; `GCRA_PENDING`: only its
 /// creator asks, about its own entry).
+#[inline]
 pub(super) fn word_is<A: TatWord>(word: &A, marker: u64) -> bool {
     // Relaxed: the evicted marker is terminal, so a stale read only delays the removal; the
     // pending one is asked about only by the creator, which wrote it.

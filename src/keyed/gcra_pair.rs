@@ -37,20 +37,25 @@ pub struct PairState(AtomicU128);
 
 impl TatWord for AtomicU128 {
     type W = u128;
+    #[inline(always)]
     fn first(w: u128) -> u64 {
         split(w).0
     }
+    #[inline(always)]
     fn marker(marker: u64) -> u128 {
         join(marker, 0)
     }
+    #[inline(always)]
     fn idle_at(w: u128) -> u64 {
         let (s1, s2) = split(w);
         s1.max(s2)
     }
+    #[inline(always)]
     fn load(&self, order: Ordering) -> u128 {
         // The caller's ordering: each call site says why.
         AtomicU128::load(self, order)
     }
+    #[inline(always)]
     fn cas_weak(&self, current: u128, new: u128, s: Ordering, f: Ordering) -> Result<u128, u128> {
         // The caller's orderings: each call site says why.
         self.compare_exchange_weak(current, new, s, f)
