@@ -19,6 +19,18 @@ use crate::service::RateLimit;
 use crate::shared::{Settings, Shared};
 use hotlimit::ConfigError;
 
+/// The builder's setters that store their argument in one field of its `Settings`: each
+/// `name(arg: Type) => field;` is `pub fn name(mut self, arg: Type) -> Self`, with its docs.
+macro_rules! settings {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.settings.$field = $arg;
+            self
+        }
+    )*};
+}
+
 /// A `tower` layer that rate-limits requests under one or more named [`Policy`]s and reports
 /// them in the `RateLimit-Policy` / `RateLimit` headers of every response.
 ///
@@ -209,153 +221,198 @@ impl RateLimitLayerBuilder {
         self
     }
 
-    /// The status of a rejection for being over a limit (default 429 Too Many Requests; 503
-    /// Service Unavailable is the other common choice).
-    ///
-    /// # Examples
-    ///
-    /// See [`RateLimitLayer::builder`].
-    pub fn status(mut self, status: StatusCode) -> Self {
-        self.settings.status = status;
-        self
-    }
+    settings! {
+        /// The status of a rejection for being over a limit (default 429 Too Many Requests; 503
+        /// Service Unavailable is the other common choice).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::convert::Infallible;
+        ///
+        /// use hotlimit::{Gcra, Rate};
+        /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+        /// use http::{header, Request, Response, StatusCode};
+        /// use tower::{service_fn, Layer, ServiceExt};
+        ///
+        /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+        /// let hello = service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(String::new())) });
+        /// let svc = RateLimitLayer::builder()
+        ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+        ///     .status(StatusCode::SERVICE_UNAVAILABLE)
+        ///     .build()?
+        ///     .layer(hello);
+        /// svc.clone().oneshot(Request::new(())).await?;
+        /// // Over the limit: 503 instead of 429.
+        /// let rejected = svc.oneshot(Request::new(())).await?;
+        /// assert_eq!(rejected.status(), StatusCode::SERVICE_UNAVAILABLE);
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// # })?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        status(status: StatusCode) => status;
 
-    /// The status when a keyed limiter has no room for a new key (its capacity is reached
-    /// and too few keys are idle): the client is not over its limit, the server is full
-    /// (default 503 Service Unavailable).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, Rate};
-    /// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
-    /// use http::StatusCode;
-    /// use std::net::IpAddr;
-    ///
-    /// // Room for 10,000 client IPs; when it is full, a new client gets 429 too.
-    /// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).capacity(10_000).build()?;
-    /// let policy = Policy::new("per-ip", per_ip, PeerIp::new());
-    /// let layer = RateLimitLayer::builder().policy(policy).table_full_status(StatusCode::TOO_MANY_REQUESTS);
-    /// # let _ = layer.build()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn table_full_status(mut self, status: StatusCode) -> Self {
-        self.settings.table_full_status = status;
-        self
-    }
+        /// The status when a keyed limiter has no room for a new key (its capacity is reached
+        /// and too few keys are idle): the client is not over its limit, the server is full
+        /// (default 503 Service Unavailable).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Keyed, Rate};
+        /// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+        /// use http::StatusCode;
+        /// use std::net::IpAddr;
+        ///
+        /// // Room for 10,000 client IPs; when it is full, a new client gets 429 too.
+        /// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).capacity(10_000).build()?;
+        /// let policy = Policy::new("per-ip", per_ip, PeerIp::new());
+        /// let layer = RateLimitLayer::builder().policy(policy).table_full_status(StatusCode::TOO_MANY_REQUESTS);
+        /// # let _ = layer.build()?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        table_full_status(status: StatusCode) => table_full_status;
 
-    /// The body of a rejection (default: plain text). gRPC requests always get gRPC's
-    /// `RESOURCE_EXHAUSTED`.
-    ///
-    /// # Examples
-    ///
-    /// See [`RateLimitLayer::builder`].
-    pub fn body(mut self, body: RejectionBody) -> Self {
-        self.settings.body = body;
-        self
-    }
+        /// The body of a rejection (default: plain text). gRPC requests always get gRPC's
+        /// `RESOURCE_EXHAUSTED`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::convert::Infallible;
+        ///
+        /// use hotlimit::{Gcra, Rate};
+        /// use hotlimit_tower::{Global, Policy, RateLimitLayer, RejectionBody};
+        /// use http::{header, Request, Response, StatusCode};
+        /// use tower::{service_fn, Layer, ServiceExt};
+        ///
+        /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+        /// let hello = service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(String::new())) });
+        /// let svc = RateLimitLayer::builder()
+        ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+        ///     .body(RejectionBody::Json)
+        ///     .build()?
+        ///     .layer(hello);
+        /// svc.clone().oneshot(Request::new(())).await?;
+        /// let rejected = svc.oneshot(Request::new(())).await?;
+        /// assert_eq!(rejected.headers()[header::CONTENT_TYPE], "application/json");
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// # })?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        body(body: RejectionBody) => body;
 
-    /// Also send `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`
-    /// (seconds until full again) for the policy with the least remaining (default: off).
-    ///
-    /// # Examples
-    ///
-    /// See [`RateLimitLayer::builder`].
-    pub fn legacy_headers(mut self, on: bool) -> Self {
-        self.settings.legacy = on;
-        self
-    }
+        /// Also send `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`
+        /// (seconds until full again) for the policy with the least remaining (default: off).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::convert::Infallible;
+        ///
+        /// use hotlimit::{Gcra, Rate};
+        /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+        /// use http::{header, Request, Response, StatusCode};
+        /// use tower::{service_fn, Layer, ServiceExt};
+        ///
+        /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+        /// let hello = service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(String::new())) });
+        /// let svc = RateLimitLayer::builder()
+        ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(10)?)?, Global))
+        ///     .legacy_headers(true)
+        ///     .build()?
+        ///     .layer(hello);
+        /// let ok = svc.oneshot(Request::new(())).await?;
+        /// assert_eq!(ok.headers()["x-ratelimit-limit"], "10");
+        /// assert_eq!(ok.headers()["x-ratelimit-remaining"], "9");
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// # })?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        legacy_headers(on: bool) => legacy;
 
-    /// Dry-run: decide and count as usual, send the headers, but admit every request; the
-    /// decisions are in the request's extensions ([`RateLimitDecision`](crate::RateLimitDecision))
-    /// so a handler can log what would have happened (default: off).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::convert::Infallible;
-    ///
-    /// use hotlimit::{Gcra, Rate};
-    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
-    /// use http::{Request, Response, StatusCode};
-    /// use tower::{service_fn, Layer, ServiceExt};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-    /// // One request per second: the second is over the limit, but dry-run lets it through.
-    /// let layer = RateLimitLayer::builder()
-    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
-    ///     .dry_run(true)
-    ///     .build()?;
-    /// let hello = service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(String::new())) });
-    /// let svc = layer.layer(hello);
-    /// for _ in 0..2 {
-    ///     assert_eq!(svc.clone().oneshot(Request::new(())).await?.status(), StatusCode::OK);
-    /// }
-    /// let counts = &layer.counters()[0];
-    /// assert_eq!((counts.allowed, counts.dry_run_denied), (1, 1));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn dry_run(mut self, on: bool) -> Self {
-        self.settings.dry_run = on;
-        self
-    }
+        /// Dry-run: decide and count as usual, send the headers, but admit every request; the
+        /// decisions are in the request's extensions ([`RateLimitDecision`](crate::RateLimitDecision))
+        /// so a handler can log what would have happened (default: off).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::convert::Infallible;
+        ///
+        /// use hotlimit::{Gcra, Rate};
+        /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+        /// use http::{Request, Response, StatusCode};
+        /// use tower::{service_fn, Layer, ServiceExt};
+        ///
+        /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+        /// // One request per second: the second is over the limit, but dry-run lets it through.
+        /// let layer = RateLimitLayer::builder()
+        ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+        ///     .dry_run(true)
+        ///     .build()?;
+        /// let hello = service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(String::new())) });
+        /// let svc = layer.layer(hello);
+        /// for _ in 0..2 {
+        ///     assert_eq!(svc.clone().oneshot(Request::new(())).await?.status(), StatusCode::OK);
+        /// }
+        /// let counts = &layer.counters()[0];
+        /// assert_eq!((counts.allowed, counts.dry_run_denied), (1, 1));
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// # })?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        dry_run(on: bool) => dry_run;
 
-    /// Put the decisions ([`RateLimitDecision`](crate::RateLimitDecision)) in every admitted
-    /// request's extensions, outside dry-run mode too (default: off; it costs an allocation
-    /// per request).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::convert::Infallible;
-    ///
-    /// use hotlimit::{Gcra, Rate};
-    /// use hotlimit_tower::{Global, Policy, RateLimitDecision, RateLimitLayer};
-    /// use http::{Request, Response};
-    /// use tower::{service_fn, Layer, ServiceExt};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-    /// let layer = RateLimitLayer::builder()
-    ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
-    ///     .decision_in_extensions(true)
-    ///     .build()?;
-    /// // The handler sees what the layer decided.
-    /// let handler = service_fn(|req: Request<()>| async move {
-    ///     let decision = req.extensions().get::<RateLimitDecision>();
-    ///     assert!(decision.is_some_and(|d| d.is_allowed() && !d.is_dry_run()));
-    ///     Ok::<_, Infallible>(Response::new(String::new()))
-    /// });
-    /// layer.layer(handler).oneshot(Request::new(())).await?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn decision_in_extensions(mut self, on: bool) -> Self {
-        self.settings.extensions = on;
-        self
-    }
+        /// Put the decisions ([`RateLimitDecision`](crate::RateLimitDecision)) in every admitted
+        /// request's extensions, outside dry-run mode too (default: off; it costs an allocation
+        /// per request).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::convert::Infallible;
+        ///
+        /// use hotlimit::{Gcra, Rate};
+        /// use hotlimit_tower::{Global, Policy, RateLimitDecision, RateLimitLayer};
+        /// use http::{Request, Response};
+        /// use tower::{service_fn, Layer, ServiceExt};
+        ///
+        /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+        /// let layer = RateLimitLayer::builder()
+        ///     .policy(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))
+        ///     .decision_in_extensions(true)
+        ///     .build()?;
+        /// // The handler sees what the layer decided.
+        /// let handler = service_fn(|req: Request<()>| async move {
+        ///     let decision = req.extensions().get::<RateLimitDecision>();
+        ///     assert!(decision.is_some_and(|d| d.is_allowed() && !d.is_dry_run()));
+        ///     Ok::<_, Infallible>(Response::new(String::new()))
+        /// });
+        /// layer.layer(handler).oneshot(Request::new(())).await?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// # })?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        decision_in_extensions(on: bool) => extensions;
 
-    /// When a limiter fails to decide (a networked backend's error): admit the request
-    /// (`true`, fail open) or reject it with 503 (`false`, fail closed: the default).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Rate};
-    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
-    ///
-    /// // A networked limiter goes in with `from_decide` (an in-process one stands in here);
-    /// // while its backend is down, admit everyone rather than no one.
-    /// let remote = Policy::from_decide("global", Gcra::new(Rate::per_second(1_000)?)?, Global);
-    /// let layer = RateLimitLayer::builder().policy(remote).fail_open(true).build()?;
-    /// # let _ = layer;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn fail_open(mut self, on: bool) -> Self {
-        self.settings.fail_open = on;
-        self
+        /// When a limiter fails to decide (a networked backend's error): admit the request
+        /// (`true`, fail open) or reject it with 503 (`false`, fail closed: the default).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use hotlimit::{Gcra, Rate};
+        /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+        ///
+        /// // A networked limiter goes in with `from_decide` (an in-process one stands in here);
+        /// // while its backend is down, admit everyone rather than no one.
+        /// let remote = Policy::from_decide("global", Gcra::new(Rate::per_second(1_000)?)?, Global);
+        /// let layer = RateLimitLayer::builder().policy(remote).fail_open(true).build()?;
+        /// # let _ = layer;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fail_open(on: bool) => fail_open;
     }
 
     /// Makes rejection responses with `handler` instead of the default bodies. The layer then
