@@ -378,6 +378,13 @@ pub(crate) enum Step {
     Ask(Ask),
 }
 
+/// How an async decision ended: decided (locally or by Redis), or a failed round trip,
+/// already counted by [`RedisLimiter::failed`], with the policy's decision and the error.
+enum Sent {
+    Decided(Decision),
+    Failed(Decision, Error),
+}
+
 /// A request that goes to Redis.
 pub(crate) struct Ask {
     /// The user's key (for the cache).
@@ -655,14 +662,9 @@ impl RedisLimiter {
         key: &str,
         n: u32,
     ) -> Result<Decision, Error> {
-        let ask = match self.step(key, n)? {
-            Step::Done(d) => return Ok(d),
-            Step::Ask(ask) => ask,
-        };
-        match self.ask_async(con, &ask).await {
-            Ok(d) => Ok(d),
-            Err(e) => Ok(self.failed(key, &ask, &e)),
-        }
+        Ok(match self.send_async(con, key, n).await? {
+            Sent::Decided(d) | Sent::Failed(d, _) => d,
+        })
     }
 
     /// As [`decide_async`](Self::decide_async), but a failure is returned instead of being
@@ -694,12 +696,28 @@ impl RedisLimiter {
         key: &str,
         n: u32,
     ) -> Result<Decision, Error> {
+        match self.send_async(con, key, n).await? {
+            Sent::Decided(d) => Ok(d),
+            Sent::Failed(_, e) => Err(e),
+        }
+    }
+
+    /// The body of [`decide_async`](Self::decide_async) and
+    /// [`try_decide_async`](Self::try_decide_async), which differ only in what they return
+    /// for a failed round trip: the policy's decision or the error.
+    async fn send_async<C: ConnectionLike + Send>(
+        &self,
+        con: &mut C,
+        key: &str,
+        n: u32,
+    ) -> Result<Sent, Error> {
         let ask = match self.step(key, n)? {
-            Step::Done(d) => return Ok(d),
+            Step::Done(d) => return Ok(Sent::Decided(d)),
             Step::Ask(ask) => ask,
         };
-        self.ask_async(con, &ask).await.inspect_err(|e| {
-            let _ = self.failed(key, &ask, e);
+        Ok(match self.ask_async(con, &ask).await {
+            Ok(d) => Sent::Decided(d),
+            Err(e) => Sent::Failed(self.failed(key, &ask, &e), e),
         })
     }
 

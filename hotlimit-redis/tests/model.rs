@@ -10,7 +10,7 @@ mod common;
 use std::cell::RefCell;
 use std::time::Duration;
 
-use hotlimit::{Decision, Denied, Gcra, Rate, SlidingLog};
+use hotlimit::{Denied, Gcra, Rate, SlidingLog};
 use hotlimit_redis::{OnError, RedisLimiter, RedisLimiterBuilder, SyncConnection, TestClock};
 use proptest::prelude::*;
 
@@ -72,15 +72,15 @@ fn each_trace(check: impl Fn(&mut SyncConnection, &Trace) -> Result<(), TestCase
 }
 
 /// Replays `t` on the limiter `builder` makes (no local cache, keys under `prefix`, `now` from
-/// the trace) and on the core's `core` (`try_acquire_n_at`): the same admissions and, on a
-/// denial, the same retry-after; `granted(decision, n, now)` checks each grant further.
+/// the trace) and on `model(n, now)` (the core's `try_acquire_n_at`, then on a grant the
+/// `remaining` to expect, if it is checked): the same admissions, on a grant the same
+/// `remaining`, and on a denial the same retry-after.
 fn replay(
     con: &mut SyncConnection,
     t: &Trace,
     builder: RedisLimiterBuilder,
     prefix: &str,
-    core: impl Fn(u32, u64) -> Result<(), Denied>,
-    mut granted: impl FnMut(&Decision, u32, u64) -> Result<(), TestCaseError>,
+    mut model: impl FnMut(u32, u64) -> Result<Option<u64>, Denied>,
 ) -> Result<(), TestCaseError> {
     let clock = TestClock::default();
     let redis = builder
@@ -92,10 +92,11 @@ fn replay(
     for (now, n) in times(&t.steps) {
         clock.set_micros(now);
         let d = redis.decide_blocking(con, "k", n).unwrap();
-        let want = core(n, now);
+        let want = model(n, now);
         prop_assert_eq!(d.is_allowed(), want.is_ok(), "n={} now={}", n, now - T0);
         match want {
-            Ok(()) => granted(&d, n, now)?,
+            Ok(None) => {}
+            Ok(Some(remaining)) => prop_assert_eq!(d.remaining(), remaining, "remaining"),
             Err(denied) => {
                 let got = d
                     .denial()
@@ -129,19 +130,10 @@ fn gcra_script_decides_as_the_core() {
             .clock(hotlimit::ManualClock::new())
             .build()
             .unwrap();
-        replay(
-            con,
-            t,
-            redis,
-            "model-gcra",
-            |n, now| core.try_acquire_n_at(n, now),
-            |d, n, now| {
-                if n > 0 {
-                    prop_assert_eq!(d.remaining(), core.remaining_at(now), "remaining");
-                }
-                Ok(())
-            },
-        )
+        replay(con, t, redis, "model-gcra", |n, now| {
+            core.try_acquire_n_at(n, now)?;
+            Ok((n > 0).then(|| core.remaining_at(now)))
+        })
     });
 }
 
@@ -155,19 +147,12 @@ fn sliding_log_script_decides_as_the_core() {
             .unwrap();
         // The exact log as a model of `remaining`: grant times still in the window.
         let mut log: Vec<u64> = Vec::new();
-        replay(
-            con,
-            t,
-            redis,
-            "model-log",
-            |n, now| core.try_acquire_n_at(n, now),
-            |d, n, now| {
-                let stamp = log.last().copied().unwrap_or(0).max(now);
-                log.extend(std::iter::repeat_n(stamp, n as usize));
-                let used = log.iter().filter(|&&g| g + t.period_us > now).count() as u64;
-                prop_assert_eq!(d.remaining(), t.limit.saturating_sub(used), "remaining");
-                Ok(())
-            },
-        )
+        replay(con, t, redis, "model-log", |n, now| {
+            core.try_acquire_n_at(n, now)?;
+            let stamp = log.last().copied().unwrap_or(0).max(now);
+            log.extend(std::iter::repeat_n(stamp, n as usize));
+            let used = log.iter().filter(|&&g| g + t.period_us > now).count() as u64;
+            Ok(Some(t.limit.saturating_sub(used)))
+        })
     });
 }
