@@ -110,8 +110,8 @@ fn racy_gcra_is_caught() {
 /// grant adds n·I to the TAT with one `fetch_add`, a failed grant takes it back with
 /// `fetch_sub`, and a limiter whose TAT trails `now` is updated by CAS to now + n·I. It lives
 /// here, not in the crate, only to show the model checker finding the interleaving described
-/// in BENCHMARKS.md ("Why Gcra keeps its CAS"): the take-back lands on a word another thread
-/// has meanwhile replaced, and the limiter over-admits.
+/// in the guide (`hotlimit::guide`, "What a call costs, and why Gcra keeps its CAS"): the
+/// take-back lands on a word another thread has meanwhile replaced, and the limiter over-admits.
 struct FetchAddGcra {
     tat: AtomicU64,
     interval: u64,
