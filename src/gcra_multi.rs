@@ -118,6 +118,11 @@ impl Snapshot {
 /// request may spin while a thread stopped in the middle of a grant holds the last spare.
 /// Memory: 72 bytes × snapshots + a cache line.
 ///
+/// Grants from several cores contend on three lines (the spare's sequence word, its TATs,
+/// `current`): in BENCHMARKS.md, 27 million grants per second on one thread fall to 7 on two
+/// (a `GcraPair` holds 36). Put it where three or more rates must hold exactly, not on a hot
+/// path shared by many cores; for two rates use `GcraPair`.
+///
 /// # Examples
 ///
 /// ```
