@@ -326,10 +326,10 @@
 //! ones, and both halves' arithmetic. portable-atomic picks the 16-byte instructions at run
 //! time, so each is an out-of-line call through a function pointer; built with
 //! `-C target-feature=+cmpxchg16b,+avx` (or `target-cpu=native` on such a CPU) they are
-//! inlined. Measured: 100 instructions per granted call and 63 per denial (`Gcra`: 44 and 38;
-//! 87 and 66 with the atomics inlined), and 1.1–1.2× `Gcra`'s time single-threaded when
-//! granting (1.0–1.36× when denying), the 16-byte CAS costing about what the 8-byte one does. Figures in BENCHMARKS.md ("Two rates
-//! on one caller").
+//! inlined. Measured: 116 instructions per granted call and 77 per denial (`Gcra`: 44 and 40;
+//! 87 and 66 with the atomics inlined), and 1.12–1.13× `Gcra`'s time single-threaded when
+//! granting (1.19× when denying), the 16-byte CAS costing about what the 8-byte one does.
+//! Figures in BENCHMARKS.md ("Two rates on one caller").
 //!
 //! ## Three or more limits: why not claim, then give back
 //!
