@@ -390,30 +390,22 @@ macro_rules! decide_at_once {
 }
 pub(crate) use decide_at_once;
 
-impl<D: Decide + ?Sized> Decide for &D {
-    type Key = D::Key;
-    type Error = D::Error;
-    type Future = D::Future;
+/// `Decide` for a pointer to a decider: every call goes to the one it points to.
+macro_rules! decide_through {
+    ($($ptr:ty),*) => {$(
+        impl<D: Decide + ?Sized> Decide for $ptr {
+            type Key = D::Key;
+            type Error = D::Error;
+            type Future = D::Future;
 
-    fn decide(&self, key: &Self::Key, permits: u32) -> Self::Future {
-        (**self).decide(key, permits)
-    }
+            fn decide(&self, key: &Self::Key, permits: u32) -> Self::Future {
+                (**self).decide(key, permits)
+            }
 
-    fn quota(&self) -> Quota {
-        (**self).quota()
-    }
+            fn quota(&self) -> Quota {
+                (**self).quota()
+            }
+        }
+    )*};
 }
-
-impl<D: Decide + ?Sized> Decide for alloc::sync::Arc<D> {
-    type Key = D::Key;
-    type Error = D::Error;
-    type Future = D::Future;
-
-    fn decide(&self, key: &Self::Key, permits: u32) -> Self::Future {
-        (**self).decide(key, permits)
-    }
-
-    fn quota(&self) -> Quota {
-        (**self).quota()
-    }
-}
+decide_through!(&D, alloc::sync::Arc<D>);

@@ -441,3 +441,22 @@ fn keyed_decide_reports_the_keys_own_rate() {
     );
     assert_eq!(k.quota().limit(), 100);
 }
+
+#[test]
+fn decide_through_a_reference_or_an_arc_reaches_the_same_limiter() {
+    let clock = ManualClock::new();
+    let limiter = std::sync::Arc::new(
+        Gcra::builder(Rate::per_second(3).unwrap())
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    // One permit through each pointer, all from the one limiter.
+    assert_eq!(decide_now(&&*limiter, &(), 1).remaining(), 2);
+    assert_eq!(decide_now(&limiter, &(), 1).remaining(), 1);
+    assert_eq!(decide_now(&*limiter, &(), 1).remaining(), 0);
+    assert!(!decide_now(&limiter, &(), 1).is_allowed());
+    let by_ref: &Gcra<ManualClock> = &limiter;
+    assert_eq!(Decide::quota(&by_ref), Decide::quota(&limiter));
+    assert_eq!(Decide::quota(&limiter).limit(), 3);
+}
