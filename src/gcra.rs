@@ -455,7 +455,7 @@ impl<C> Gcra<C> {
     }
 }
 
-crate::limiter::limiter_at!(Gcra);
+crate::limiter::limiter_at!(Gcra, fair_queue);
 
 impl<C> fmt::Debug for Gcra<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

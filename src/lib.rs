@@ -23,10 +23,11 @@
 //! bounds, and BENCHMARKS.md for measurements against `governor` and others.
 //! To wait instead of being refused: [`Gcra::acquire_async`] (first come first served, any
 //! runtime, a dropped waiter gives its place back when it is last in line) and
-//! [`Gcra::acquire_blocking`]; [`LimiterExt`] (retrying blocking and async waits for every
-//! limiter); per-key waits on [`Keyed`], [`IntKeyed`] and [`KeyPool`]; and [`Gcra::reserve`]
-//! (a place in line, one CAS). Methods that block the thread say `blocking` in their name:
-//! never call them from async code.
+//! [`Gcra::acquire_blocking`]; [`LimiterExt`] (blocking and async waits for every limiter:
+//! on a `Gcra`, however it is held, the same first-come-first-served line; on the others,
+//! retrying and not fair); per-key waits on [`Keyed`], [`IntKeyed`] and [`KeyPool`]
+//! (retrying); and [`Gcra::reserve`] (a place in line, one CAS). Methods that block the
+//! thread say `blocking` in their name: never call them from async code.
 //!
 //! # Examples
 //!
@@ -62,6 +63,7 @@ extern crate alloc;
 mod clock;
 mod decide;
 mod error;
+mod fair_queue;
 mod gcra;
 mod gcra_multi;
 mod gcra_pair;
@@ -90,6 +92,10 @@ pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use decide::{Decide, Decision, Quota};
 pub use error::{ConfigError, DenialReason, Denied, ParseRateError};
+// The seam between the waits and a limiter's first-come-first-served line (the hidden
+// `Limiter::__fair_queue` hook returns it). Not part of the API.
+#[doc(hidden)]
+pub use fair_queue::{FairQueue as __FairQueue, Place as __Place};
 pub use gcra::{Gcra, GcraBuilder};
 pub use gcra_multi::{GcraMulti, GcraMultiBuilder};
 pub use gcra_pair::{GcraPair, GcraPairBuilder};

@@ -1,6 +1,7 @@
 //! The [`Limiter`] trait every limiter implements.
 
 use crate::error::Denied;
+use crate::fair_queue::FairQueue;
 
 /// A rate limiter: take permits now, or be told when to retry.
 ///
@@ -37,6 +38,18 @@ pub trait Limiter: Send + Sync {
     /// [`Denied`] when the permits are not all available; `retry_after() == None` when they
     /// never can be (more than the limiter can ever hold at once).
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied>;
+
+    /// Not part of the API: the limiter's first-come-first-served line, if it has one, for
+    /// the waits of [`LimiterExt`](crate::LimiterExt) (which retry when this is `None`, the
+    /// default). [`Gcra`](crate::Gcra) returns itself; `&L`, `Arc<L>` and `Box<L>` forward
+    /// it, so a wait through any of them, or through `dyn Limiter` or generic code, joins the
+    /// same line as the inherent `Gcra::acquire_*` methods. A type of yours that wraps a
+    /// limiter and forwards only the two methods above gets the retrying waits.
+    #[doc(hidden)]
+    #[inline]
+    fn __fair_queue(&self) -> Option<&dyn FairQueue> {
+        None
+    }
 }
 
 impl<L: Limiter + ?Sized> Limiter for &L {
@@ -48,6 +61,11 @@ impl<L: Limiter + ?Sized> Limiter for &L {
     #[inline]
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
         (**self).try_acquire_n(permits)
+    }
+
+    #[inline]
+    fn __fair_queue(&self) -> Option<&dyn FairQueue> {
+        (**self).__fair_queue()
     }
 }
 
@@ -61,6 +79,11 @@ impl<L: Limiter + ?Sized> Limiter for alloc::sync::Arc<L> {
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
         (**self).try_acquire_n(permits)
     }
+
+    #[inline]
+    fn __fair_queue(&self) -> Option<&dyn FairQueue> {
+        (**self).__fair_queue()
+    }
 }
 
 impl<L: Limiter + ?Sized> Limiter for alloc::boxed::Box<L> {
@@ -73,12 +96,30 @@ impl<L: Limiter + ?Sized> Limiter for alloc::boxed::Box<L> {
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
         (**self).try_acquire_n(permits)
     }
+
+    #[inline]
+    fn __fair_queue(&self) -> Option<&dyn FairQueue> {
+        (**self).__fair_queue()
+    }
 }
 
 /// `Limiter` for a limiter whose `try_acquire_at(now)` and `try_acquire_n_at(permits, now)`
 /// are the whole decision: each method reads the clock once and calls the `_at` form.
+/// `limiter_at!(Ty, fair_queue)` also offers the limiter itself as its
+/// [`FairQueue`] (it must implement it), so that every wait joins its line.
 macro_rules! limiter_at {
     ($ty:ident) => {
+        $crate::limiter::limiter_at!($ty, {});
+    };
+    ($ty:ident, fair_queue) => {
+        $crate::limiter::limiter_at!($ty, {
+            #[inline]
+            fn __fair_queue(&self) -> Option<&dyn $crate::fair_queue::FairQueue> {
+                Some(self)
+            }
+        });
+    };
+    ($ty:ident, { $($hook:tt)* }) => {
         impl<C: $crate::clock::Clock> $crate::limiter::Limiter for $ty<C> {
             #[inline]
             fn try_acquire(&self) -> Result<(), $crate::error::Denied> {
@@ -89,6 +130,8 @@ macro_rules! limiter_at {
             fn try_acquire_n(&self, permits: u32) -> Result<(), $crate::error::Denied> {
                 self.try_acquire_n_at(permits, $crate::clock::Clock::now(&self.clock))
             }
+
+            $($hook)*
         }
     };
 }

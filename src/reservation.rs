@@ -22,9 +22,11 @@ use core::{fmt, time::Duration};
 use crate::clock::Clock;
 use crate::error::Denied;
 use crate::gcra::Gcra;
+use crate::wait::fair;
 use crate::wait::{nanos, wait_until, Sleep};
 
 mod fair_acquire;
+mod queue;
 
 pub use fair_acquire::FairAcquire;
 
@@ -202,9 +204,9 @@ impl<C: Clock> Gcra<C> {
     /// only once something advances the clock, so tests use
     /// [`acquire_blocking_with`](Gcra::acquire_blocking_with)`(n, &clock)` instead.
     ///
-    /// (This inherent method takes precedence over
-    /// [`LimiterExt::acquire_blocking`](crate::LimiterExt::acquire_blocking), which retries
-    /// instead.)
+    /// [`LimiterExt::acquire_blocking`](crate::LimiterExt::acquire_blocking) on this limiter,
+    /// however it is held (`Arc<Gcra>`, `&Gcra`, `Box<Gcra>`, `dyn Limiter`, generic code), is
+    /// this same wait in the same line.
     ///
     /// # Errors
     ///
@@ -222,8 +224,7 @@ impl<C: Clock> Gcra<C> {
     /// ```
     #[cfg(feature = "std")]
     pub fn acquire_blocking(&self, permits: u32) -> Result<(), Denied> {
-        self.reserve_n(permits, Duration::MAX)?.wait_blocking();
-        Ok(())
+        fair::acquire_blocking(self, permits, u64::MAX)
     }
 
     /// Block the calling thread until `permits` permits are granted, or fail at once if they
@@ -249,8 +250,7 @@ impl<C: Clock> Gcra<C> {
     /// ```
     #[cfg(feature = "std")]
     pub fn acquire_blocking_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
-        self.reserve_n(permits, timeout)?.wait_blocking();
-        Ok(())
+        fair::acquire_blocking(self, permits, nanos(timeout))
     }
 
     /// [`acquire_blocking`](Gcra::acquire_blocking), letting time pass with `sleeper` (a
@@ -280,7 +280,7 @@ impl<C: Clock> Gcra<C> {
         permits: u32,
         sleeper: &S,
     ) -> Result<(), Denied> {
-        self.acquire_blocking_timeout_with(permits, Duration::MAX, sleeper)
+        fair::acquire_blocking_with(self, permits, u64::MAX, sleeper)
     }
 
     /// [`acquire_blocking_timeout`](Gcra::acquire_blocking_timeout), letting time pass with
@@ -313,9 +313,7 @@ impl<C: Clock> Gcra<C> {
         timeout: Duration,
         sleeper: &S,
     ) -> Result<(), Denied> {
-        self.reserve_n(permits, timeout)?
-            .wait_blocking_with(sleeper);
-        Ok(())
+        fair::acquire_blocking_with(self, permits, nanos(timeout), sleeper)
     }
 
     /// A future that resolves when `permits` permits are granted, **first come first served**,
@@ -326,10 +324,11 @@ impl<C: Clock> Gcra<C> {
     /// At its first poll the future takes its place in line: one [reservation](Gcra::reserve_n)
     /// (one CAS on the TAT). It then awaits `sleep(delay)` until the reservation's time and
     /// resolves. Waiters are served in the order of their first polls, whatever their timers
-    /// do: a waiter that wakes late still has its slot, and a newcomer cannot take it. (The
-    /// retrying [`LimiterExt::acquire_async`](crate::LimiterExt::acquire_async), which generic
-    /// code gets, lets waiters overtake each other.) Each wait boxes one timer future; the
-    /// precision is the runtime timer's (tokio's: 1 ms).
+    /// do: a waiter that wakes late still has its slot, and a newcomer cannot take it.
+    /// [`LimiterExt::acquire_async`](crate::LimiterExt::acquire_async) on this limiter, however
+    /// it is held (`Arc<Gcra>`, `&Gcra`, `Box<Gcra>`, `dyn Limiter`, generic code), is this
+    /// same wait in the same line. Each wait boxes one timer future; the precision is the
+    /// runtime timer's (tokio's: 1 ms).
     ///
     /// **Dropping it** (a runtime timeout, a `select!` that picks another branch) before it
     /// resolves cancels the reservation ([`Reservation::cancel`]): the permits are given back

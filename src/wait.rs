@@ -11,15 +11,19 @@
 //! 1000 ms in the issue's test). Use the `*_async` form there, which takes the runtime's sleep
 //! function and never blocks.
 //!
-//! The generic waiters here are built on [`Denied::retry_after`]: try, and on a denial wait
-//! exactly as long as the limiter says, then try again. They hold nothing while they wait, so
-//! a waiter that gives up (a timeout, a dropped future) cannot leak permits. They are not
-//! fair: a waiter that wakes may find its permit taken by a caller that came later.
-//! [`Gcra`](crate::Gcra) and [`Pacer`](crate::Pacer) wait first-come-first-served instead,
-//! built on [reservations](crate::Reservation): their inherent `acquire_*` / `pace_*` methods
-//! use them (an inherent method takes precedence over this trait's method of the same name,
-//! so `gcra.acquire_async(..)` is the fair one; generic code over `L: LimiterExt` gets the
-//! retrying one).
+//! **One fair wait.** A limiter that can queue waiters first come first served (a
+//! [`Gcra`](crate::Gcra), whose line is its [reservations](crate::Reservation)) is waited on
+//! through that line by every path: its inherent `acquire_*` methods and `LimiterExt`'s, on
+//! the limiter itself or through `&`, `Arc`, `Box`, `dyn Limiter` or generic code (the
+//! pointers forward the limiter's hidden `__fair_queue` hook; `wait/fair.rs` is the one
+//! implementation). On every other limiter `LimiterExt` retries: try, and on a denial wait
+//! exactly the denial's [`Denied::retry_after`], then try again. A retrying waiter holds
+//! nothing while it waits, so giving up (a timeout, a dropped future) cannot leak permits,
+//! but it is not fair: a waiter that wakes may find its permit taken by a caller that came
+//! later. [`Pacer`](crate::Pacer)'s `pace_*` are fair too (the same reservations).
+//!
+//! Files: this one holds [`Sleep`], [`LimiterExt`] and the retrying waits; `wait/fair.rs` the
+//! fair wait; `wait/precise.rs` the [`Precise`] sleeper.
 
 use core::future::Future;
 use core::ops::ControlFlow;
@@ -34,8 +38,11 @@ use crate::clock::ManualClock;
 use crate::error::Denied;
 use crate::limiter::Limiter;
 
+pub(crate) mod fair;
 #[cfg(feature = "std")]
 mod precise;
+
+use fair::FairWait;
 
 #[cfg(feature = "std")]
 pub use precise::Precise;
@@ -177,10 +184,18 @@ where
 /// [`acquire_blocking_timeout`](LimiterExt::acquire_blocking_timeout), their `_with` forms
 /// that take a [`Sleep`], and [`acquire_async`](LimiterExt::acquire_async).
 ///
-/// All of them loop on [`Limiter::try_acquire_n`]: on a denial they wait the denial's
-/// [`retry_after`](Denied::retry_after) and try again. They hold no permits while waiting, so
-/// giving up never leaks any, but they are not first-come-first-served. `Gcra` and `Pacer`
-/// have inherent methods built on [reservations](crate::Reservation), which are.
+/// **Which order waiters are served in depends on the limiter, not on the path.**
+///
+/// | limiter | these waits |
+/// |---|---|
+/// | [`Gcra`](crate::Gcra), also as `&Gcra`, `Arc<Gcra>`, `Box<Gcra>`, `dyn Limiter`, in generic code | **first come first served**: the same line as `Gcra`'s inherent `acquire_*` methods (one [reservation](crate::Reservation) each) |
+/// | [`GcraPair`](crate::GcraPair), [`GcraMulti`](crate::GcraMulti), [`ShardedGcra`](crate::ShardedGcra), [`SlidingWindow`](crate::SlidingWindow), [`SlidingLog`](crate::SlidingLog), your own limiters | **retrying, not fair**: they have no line (see each type's docs) |
+///
+/// A retrying wait loops on [`Limiter::try_acquire_n`]: on a denial it waits the denial's
+/// [`retry_after`](Denied::retry_after) and tries again. It holds no permits while waiting,
+/// so giving up never leaks any, but a waiter that wakes late can be overtaken by one that
+/// came later. A type of yours that wraps a `Gcra` and implements [`Limiter`] by forwarding
+/// `try_acquire_n` gets the retrying waits: to wait fairly, wait on the `Gcra` itself.
 ///
 /// The `*_blocking*` methods block the calling thread: never call them from async code (use
 /// [`acquire_async`](LimiterExt::acquire_async) there).
@@ -195,7 +210,7 @@ where
 /// // Generic code: any limiter, and a ManualClock as the sleeper (simulated time).
 /// fn take_three(l: &impl LimiterExt, clock: &ManualClock) {
 ///     for _ in 0..3 {
-///         l.acquire_blocking_with(1, clock).unwrap();
+///         l.acquire_blocking_with(1, clock).unwrap(); // on a Gcra: in line, first come first served
 ///     }
 /// }
 /// take_three(&limiter, &clock);
@@ -206,6 +221,10 @@ pub trait LimiterExt: Limiter {
     /// Block the calling thread until `permits` permits are granted, sleeping with a
     /// [`Precise`] sleeper. **Blocks: never call it from async code** (it stalls the runtime's
     /// worker thread); use [`acquire_async`](LimiterExt::acquire_async) there.
+    ///
+    /// On a [`Gcra`](crate::Gcra) (however held): first come first served, exactly
+    /// [`Gcra::acquire_blocking`](crate::Gcra::acquire_blocking). On other limiters: retrying,
+    /// **not first come first served** (see [`LimiterExt`]).
     ///
     /// # Errors
     ///
@@ -227,6 +246,9 @@ pub trait LimiterExt: Limiter {
     /// ```
     #[cfg(feature = "std")]
     fn acquire_blocking(&self, permits: u32) -> Result<(), Denied> {
+        if let Some(queue) = self.__fair_queue() {
+            return fair::acquire_blocking(queue, permits, u64::MAX);
+        }
         match self.try_acquire_n(permits) {
             // Granted at once (the common case): no sleeper needed.
             Ok(()) => Ok(()),
@@ -236,9 +258,14 @@ pub trait LimiterExt: Limiter {
     }
 
     /// Block the calling thread until `permits` permits are granted, or fail at once if they
-    /// cannot be granted within `timeout` (when a denial's `retry_after` reaches past the
-    /// deadline, this returns that denial without sleeping). Sleeps with a [`Precise`]
+    /// cannot be granted within `timeout`, without sleeping. Sleeps with a [`Precise`]
     /// sleeper. **Blocks: never call it from async code.**
+    ///
+    /// On a [`Gcra`](crate::Gcra) (however held): first come first served, exactly
+    /// [`Gcra::acquire_blocking_timeout`](crate::Gcra::acquire_blocking_timeout) (one
+    /// reservation with `timeout` as its maximum wait). On other limiters: retrying, **not
+    /// first come first served**; it fails when a denial's `retry_after` reaches past the
+    /// deadline.
     ///
     /// # Errors
     ///
@@ -261,6 +288,9 @@ pub trait LimiterExt: Limiter {
     /// ```
     #[cfg(feature = "std")]
     fn acquire_blocking_timeout(&self, permits: u32, timeout: Duration) -> Result<(), Denied> {
+        if let Some(queue) = self.__fair_queue() {
+            return fair::acquire_blocking(queue, permits, nanos(timeout));
+        }
         match self.try_acquire_n(permits) {
             Ok(()) => Ok(()),
             Err(denied) if denied.is_never() => Err(denied),
@@ -269,7 +299,8 @@ pub trait LimiterExt: Limiter {
     }
 
     /// [`acquire_blocking`](LimiterExt::acquire_blocking), letting time pass with `sleeper`
-    /// (a [`ManualClock`] for simulated time). Blocks with a real sleeper.
+    /// (a [`ManualClock`] for simulated time). Blocks with a real sleeper. First come first
+    /// served on a [`Gcra`](crate::Gcra), retrying elsewhere (see [`LimiterExt`]).
     ///
     /// # Errors
     ///
@@ -292,11 +323,16 @@ pub trait LimiterExt: Limiter {
         permits: u32,
         sleeper: &S,
     ) -> Result<(), Denied> {
+        if let Some(queue) = self.__fair_queue() {
+            return fair::acquire_blocking_with(queue, permits, u64::MAX, sleeper);
+        }
         retry_blocking(|| self.try_acquire_n(permits), sleeper)
     }
 
-    /// [`acquire_blocking_timeout`](LimiterExt::acquire_blocking_timeout), measuring the
-    /// timeout on and letting time pass with `sleeper`. Blocks with a real sleeper.
+    /// [`acquire_blocking_timeout`](LimiterExt::acquire_blocking_timeout), letting time pass
+    /// with `sleeper`. Blocks with a real sleeper. On a [`Gcra`](crate::Gcra) the timeout is
+    /// its reservation's maximum wait, on the limiter's clock (first come first served);
+    /// elsewhere it is measured on `sleeper` (retrying, see [`LimiterExt`]).
     ///
     /// # Errors
     ///
@@ -322,6 +358,9 @@ pub trait LimiterExt: Limiter {
         timeout: Duration,
         sleeper: &S,
     ) -> Result<(), Denied> {
+        if let Some(queue) = self.__fair_queue() {
+            return fair::acquire_blocking_with(queue, permits, nanos(timeout), sleeper);
+        }
         let deadline = sleeper.now().saturating_add(nanos(timeout));
         loop {
             let denied = match self.try_acquire_n(permits) {
@@ -341,27 +380,38 @@ pub trait LimiterExt: Limiter {
 
     /// A future that resolves when `permits` permits are granted, for any async runtime:
     /// `sleep` makes the runtime's timer future for a duration, e.g.
-    /// `|d| tokio::time::sleep(d)` or `|d| async_io::Timer::after(d)`.
+    /// `|d| tokio::time::sleep(d)` or `|d| async_io::Timer::after(d)`. Each wait boxes one
+    /// timer future. Wake-ups are as precise as the runtime's timer (tokio's: 1 ms). For a
+    /// timeout, wrap it in the runtime's timeout.
     ///
-    /// The future holds no permits while it waits (it retries after each denial's
-    /// `retry_after`), so dropping it — a timeout, a `select!` that picks another branch —
-    /// never leaks permits. For a timeout, wrap it in the runtime's timeout. Each wait boxes
-    /// one timer future. Wake-ups are as precise as the runtime's timer (tokio's: 1 ms).
+    /// **On a [`Gcra`](crate::Gcra)** (however held: `Arc<Gcra>`, `&Gcra`, `Box<Gcra>`,
+    /// `dyn Limiter`, generic code) it is [`Gcra::acquire_async`](crate::Gcra::acquire_async):
+    /// first come first served, its place in line taken at the first poll. Dropping it before
+    /// it resolves gives its permits back exactly when it is last in line; otherwise its slot
+    /// stays unused (capacity lost, never over-admission). To bound the wait without that loss
+    /// call `Gcra::acquire_async_timeout` on the `Gcra` (`arc.acquire_async_timeout(..)`
+    /// reaches it through the `Arc`).
+    ///
+    /// **On other limiters** it retries after each denial's `retry_after`: **not first come
+    /// first served** (a waiter whose timer fires late can be overtaken), and it holds no
+    /// permits while it waits, so dropping it never leaks any.
     ///
     /// # Examples
     ///
     /// ```
     /// use hotlimit::{Clock, Gcra, LimiterExt, ManualClock, Rate};
     /// use std::future::{ready, Future};
+    /// use std::sync::Arc;
     /// use std::task::{Context, Poll, Waker};
     ///
     /// let clock = ManualClock::new();
-    /// let limiter = Gcra::builder(Rate::per_second(4)?).burst(1).clock(clock.clone()).build()?;
+    /// let limiter = Arc::new(Gcra::builder(Rate::per_second(4)?).burst(1).clock(clock.clone()).build()?);
     /// // A simulated timer: advancing the manual clock "is" the sleep.
     /// let sleep = |d| { clock.advance(d); ready(()) };
     /// let mut cx = Context::from_waker(Waker::noop());
     /// for _ in 0..2 {
-    ///     let mut fut = std::pin::pin!(LimiterExt::acquire_async(&limiter, 1, sleep));
+    ///     // LimiterExt's method on the Arc: the Gcra's own line.
+    ///     let mut fut = std::pin::pin!(limiter.acquire_async(1, sleep));
     ///     assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
     /// }
     /// assert_eq!(clock.now(), 250_000_000);
@@ -372,39 +422,61 @@ pub trait LimiterExt: Limiter {
         F: FnMut(Duration) -> Fut + Unpin,
         Fut: Future<Output = ()>,
     {
+        let how = match self.__fair_queue() {
+            Some(queue) => How::InLine(FairWait::new(queue, permits, u64::MAX, sleep)),
+            None => How::Retry(Timer::new(sleep)),
+        };
         Acquire {
             limiter: self,
             permits,
-            timer: Timer::new(sleep),
+            how,
         }
     }
 }
 
 impl<L: Limiter + ?Sized> LimiterExt for L {}
 
-/// The future of [`LimiterExt::acquire_async`]. Dropping it never leaks permits.
+/// The future of [`LimiterExt::acquire_async`]. On a [`Gcra`](crate::Gcra) it waits in the
+/// limiter's line (dropping it leaves the line: see [`Gcra::acquire_async`]); on other
+/// limiters it retries and dropping it never leaks permits.
+///
+/// [`Gcra::acquire_async`]: crate::Gcra::acquire_async
 ///
 /// # Examples
 ///
 /// ```
-/// use hotlimit::{Gcra, LimiterExt, ManualClock, Rate};
+/// use hotlimit::{Denied, Limiter, LimiterExt};
 /// use std::future::{pending, Future};
-/// use std::task::{Context, Poll, Waker};
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::task::{Context, Waker};
+/// use std::time::Duration;
 ///
-/// let limiter = Gcra::builder(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-/// limiter.try_acquire_at(0).unwrap();
+/// // A limiter with no line: the future retries, and holds nothing while it waits.
+/// struct Closed(AtomicU32);
+/// impl Limiter for Closed {
+///     fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///         Err(Denied::new(Some(Duration::from_secs(1))))
+///     }
+/// }
+/// let limiter = Closed(AtomicU32::new(0));
 /// // A timer that never fires: the future stays pending, then is dropped.
-/// let mut fut = Box::pin(LimiterExt::acquire_async(&limiter, 1, |_| pending::<()>()));
+/// let mut fut = Box::pin(limiter.acquire_async(1, |_| pending::<()>()));
 /// assert!(fut.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
 /// drop(fut);
-/// assert_eq!(limiter.remaining_at(1_000_000_000), 1); // nothing was taken
-/// # Ok::<(), hotlimit::ConfigError>(())
+/// assert_eq!(limiter.0.load(Ordering::Relaxed), 1); // one try, nothing taken
 /// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct Acquire<'a, L: ?Sized, F, Fut> {
     limiter: &'a L,
     permits: u32,
-    timer: Timer<F, Fut>,
+    how: How<'a, F, Fut>,
+}
+
+/// How an [`Acquire`] waits: in the limiter's line, or by retrying.
+enum How<'a, F, Fut> {
+    InLine(FairWait<'a, F, Fut>),
+    Retry(Timer<F, Fut>),
 }
 
 impl<L, F, Fut> Future for Acquire<'_, L, F, Fut>
@@ -419,18 +491,26 @@ where
         let Acquire {
             limiter,
             permits,
-            timer,
+            how,
         } = self.get_mut();
-        timer.poll_until(cx, || retry_step(limiter.try_acquire_n(*permits)))
+        match how {
+            How::InLine(wait) => wait.poll_wait(cx),
+            How::Retry(timer) => {
+                timer.poll_until(cx, || retry_step(limiter.try_acquire_n(*permits)))
+            }
+        }
     }
 }
 
 impl<L: ?Sized, F, Fut> fmt::Debug for Acquire<'_, L, F, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Acquire")
-            .field("permits", &self.permits)
-            .field("waiting", &self.timer.is_waiting())
-            .finish_non_exhaustive()
+        let mut d = f.debug_struct("Acquire");
+        d.field("permits", &self.permits);
+        match &self.how {
+            How::InLine(wait) => d.field("in_line", wait),
+            How::Retry(timer) => d.field("retrying", &timer.is_waiting()),
+        };
+        d.finish_non_exhaustive()
     }
 }
 

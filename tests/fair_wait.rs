@@ -5,97 +5,27 @@
 //! deadline on a `ManualClock`, and the executor moves the clock to the next deadline when no
 //! task can make progress.
 
+mod sim;
+
 use std::cell::RefCell;
 use std::future::{pending, ready, Future};
 use std::pin::{pin, Pin};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use hotlimit::{Clock, Gcra, IntKeyed, KeyPool, Keyed, LimiterExt, ManualClock, Pacer, Rate};
+use hotlimit::{
+    Clock, Denied, Gcra, IntKeyed, KeyPool, Keyed, Limiter, LimiterExt, ManualClock, Pacer, Rate,
+};
+use sim::{SimTimer, MS};
 
-const MS: u64 = 1_000_000;
+/// A limiter with no line of its own: a `Gcra` behind a wrapper that forwards only
+/// `try_acquire_n`, so `LimiterExt` retries on it (the wait a `Gcra` got before issue 28
+/// whenever `LimiterExt`'s method was the one called).
+struct Retrying(Gcra<ManualClock>);
 
-/// A simulated timer on a `ManualClock`: `sleep(d)` is a future that is ready once the clock
-/// reads its deadline plus a deterministic "lateness" (0 to `max_late`, varying per timer),
-/// as a real runtime's timers wake late by varying amounts.
-struct SimTimer {
-    clock: ManualClock,
-    max_late: u64,
-    made: RefCell<u64>,
-    deadlines: RefCell<Vec<u64>>,
-}
-
-struct Timer {
-    clock: ManualClock,
-    fires_at: u64,
-}
-
-impl Future for Timer {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if self.clock.now() >= self.fires_at {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
-impl SimTimer {
-    fn new(clock: &ManualClock, max_late: u64) -> SimTimer {
-        SimTimer {
-            clock: clock.clone(),
-            max_late,
-            made: RefCell::new(0),
-            deadlines: RefCell::new(Vec::new()),
-        }
-    }
-
-    fn sleep(&self, d: Duration) -> Timer {
-        let mut made = self.made.borrow_mut();
-        *made += 1;
-        // A fixed pseudo-random lateness per timer (splitmix-like), so runs are repeatable.
-        let late = if self.max_late == 0 {
-            0
-        } else {
-            made.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) % (self.max_late + 1)
-        };
-        let fires_at = self.clock.now() + d.as_nanos() as u64 + late;
-        self.deadlines.borrow_mut().push(fires_at);
-        Timer {
-            clock: self.clock.clone(),
-            fires_at,
-        }
-    }
-
-    /// Polls every task (in reverse order, so that polling order cannot explain the result)
-    /// until all are done, moving the clock to the next timer when none can progress.
-    fn run(&self, mut tasks: Vec<Pin<Box<dyn Future<Output = ()> + '_>>>) {
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut done = vec![false; tasks.len()];
-        for _round in 0..1_000_000 {
-            for (i, task) in tasks.iter_mut().enumerate().rev() {
-                if !done[i] && task.as_mut().poll(&mut cx).is_ready() {
-                    done[i] = true;
-                }
-            }
-            if done.iter().all(|&d| d) {
-                return;
-            }
-            let now = self.clock.now();
-            let next = self
-                .deadlines
-                .borrow()
-                .iter()
-                .copied()
-                .filter(|&t| t > now)
-                .min();
-            match next {
-                Some(t) => self.clock.set(Duration::from_nanos(t)),
-                None => panic!("tasks pending with no timer to wait for"),
-            }
-        }
-        panic!("the simulation did not finish");
+impl Limiter for Retrying {
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.0.try_acquire_n(permits)
     }
 }
 
@@ -134,14 +64,17 @@ fn one_taken_at_zero() -> (ManualClock, Gcra<ManualClock>) {
 
 /// `tasks` tasks arrive `gap` apart and each acquires one permit `rounds` times on a
 /// 10/s, burst-1 `Gcra` (I = 100 ms), through `fair` (the inherent, reservation-based
-/// `acquire_async`) or the retrying `LimiterExt::acquire_async`. Returns the log in grant order.
+/// `acquire_async`) or the retrying `LimiterExt::acquire_async` of a [`Retrying`] wrapper.
+/// Returns the log in grant order.
 fn simulate(fair: bool, tasks: usize, rounds: usize, gap: u64, max_late: u64) -> Vec<Served> {
     let clock = ManualClock::new();
     let limiter = ten_per_second(&clock);
+    let retrying = Retrying(ten_per_second(&clock));
     let timer = SimTimer::new(&clock, max_late);
     let asked = RefCell::new(0usize);
     let log = RefCell::new(Vec::new());
-    let (limiter, timer_ref, asked, log) = (&limiter, &timer, &asked, &log);
+    let (limiter, retrying, timer_ref) = (&limiter, &retrying, &timer);
+    let (asked, log) = (&asked, &log);
     let futures: Vec<Pin<Box<dyn Future<Output = ()> + '_>>> = (0..tasks)
         .map(|task| {
             let fut: Pin<Box<dyn Future<Output = ()> + '_>> = Box::pin(async move {
@@ -158,7 +91,7 @@ fn simulate(fair: bool, tasks: usize, rounds: usize, gap: u64, max_late: u64) ->
                     if fair {
                         limiter.acquire_async(1, sleep).await.unwrap();
                     } else {
-                        LimiterExt::acquire_async(limiter, 1, sleep).await.unwrap();
+                        retrying.acquire_async(1, sleep).await.unwrap();
                     }
                     log.borrow_mut().push(Served {
                         task,
@@ -213,8 +146,8 @@ fn gcra_async_acquire_rotates_evenly_between_tasks_that_stay_in_line() {
 
 #[test]
 fn the_harness_catches_the_retrying_waiter_overtaking() {
-    // The same trace through the retrying waiter: late timers let later askers overtake, so
-    // the arrival-order check above is not vacuous.
+    // The same trace through the retrying waiter (a limiter with no line): late timers let
+    // later askers overtake, so the arrival-order check above is not vacuous.
     let log = simulate(false, 4, 5, 30 * MS, 40 * MS);
     let asked: Vec<usize> = log.iter().map(|s| s.asked).collect();
     let want: Vec<usize> = (0..20).collect();

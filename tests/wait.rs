@@ -654,7 +654,9 @@ fn real_time_async_acquire_with_a_thread_timer() {
     });
     // Three permits with burst 1 span at least two intervals.
     assert!(t0.elapsed() >= Duration::from_millis(4) - Duration::from_micros(50));
-    // At least the two waits made timers (more only if a wake-up found the permit taken or
-    // the timer woke a hair early against the limiter's clock).
-    assert!(polls.load(Ordering::Relaxed) >= 2);
+    // The second permit's slot is 2 ms away: its wait made a timer. (On a Gcra this is the
+    // fair wait, whose slots follow the schedule, not the wake-ups: when the second's timer
+    // wakes 2 ms late or more, as on a loaded machine, the third's slot has already come and
+    // it needs none.)
+    assert!(polls.load(Ordering::Relaxed) >= 1);
 }

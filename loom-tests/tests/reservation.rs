@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use hotlimit::__planted_reservation::blind_cancel;
-use hotlimit::{Gcra, ManualClock, Rate};
+use hotlimit::{Gcra, Limiter, ManualClock, Rate};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -79,6 +79,39 @@ fn dropped_reservation_race_keeps_the_bound() {
     reserve_cancel_race(|r| {
         drop(r);
         None
+    });
+}
+
+/// The same race through the seam every wait uses (`Limiter::__fair_queue`: a place taken
+/// with `join`, given back with `leave`, which rebuilds the reservation and cancels it): the
+/// kept places keep the bound, and a leave that reports success really freed its slot.
+#[test]
+fn fair_queue_join_leave_race_keeps_the_bound_and_gives_back_exactly() {
+    loom::model(|| {
+        let g = Arc::new(limiter(1));
+        let g1 = g.clone();
+        let leaver = thread::spawn(move || {
+            let line = Limiter::__fair_queue(&*g1).unwrap();
+            let place = line.join(1, 0, 100).unwrap();
+            line.leave(&place)
+        });
+        let g2 = g.clone();
+        let keeper = thread::spawn(move || {
+            let line = Limiter::__fair_queue(&*g2).unwrap();
+            line.join(1, 0, 100).unwrap().ready_at()
+        });
+        let given_back = leaver.join().unwrap();
+        let kept = keeper.join().unwrap();
+        let last = g.reserve_n_at(1, 0, 100).unwrap().keep();
+        let mut slots = [(kept, 1), (last, 1)];
+        assert_bound(&mut slots, 1, &format!("given back: {given_back}"));
+        if given_back {
+            assert_eq!(
+                slots,
+                [(0, 1), (10, 1)],
+                "a successful leave must free its slot"
+            );
+        }
     });
 }
 

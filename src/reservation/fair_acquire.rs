@@ -1,17 +1,18 @@
-//! [`FairAcquire`], the future of [`Gcra::acquire_async`]: a [`Reservation`] taken at the
-//! first poll, then the runtime's timer until its `ready_at`.
+//! [`FairAcquire`], the future of [`Gcra::acquire_async`]: a place in the Gcra's line (a
+//! [`Reservation`](crate::Reservation)) taken at the first poll, then the runtime's timer
+//! until its time. The wait itself is `wait/fair.rs`'s, which `LimiterExt::acquire_async`
+//! runs too on a `Gcra` however it is held.
 
 use core::future::Future;
-use core::ops::ControlFlow;
+use core::marker::PhantomData;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::{fmt, time::Duration};
 
-use super::Reservation;
 use crate::clock::Clock;
 use crate::error::Denied;
 use crate::gcra::Gcra;
-use crate::wait::Timer;
+use crate::wait::fair::FairWait;
 
 /// The future of [`Gcra::acquire_async`]: a first-come-first-served wait for permits. Its
 /// place in line is taken at the first poll; dropping it before it resolves cancels that
@@ -39,94 +40,35 @@ use crate::wait::Timer;
 /// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct FairAcquire<'a, C, F, Fut> {
-    gcra: &'a Gcra<C>,
-    permits: u32,
-    max_wait: u64,
-    timer: Timer<F, Fut>,
-    state: State<'a, C>,
+    /// The wait in the Gcra's line (the one fair wait, shared with `LimiterExt`).
+    wait: FairWait<'a, F, Fut>,
+    gcra: PhantomData<&'a Gcra<C>>,
 }
 
-impl<'a, C, F, Fut> FairAcquire<'a, C, F, Fut> {
+impl<'a, C: Clock, F, Fut> FairAcquire<'a, C, F, Fut> {
     /// The future before its first poll: nothing reserved yet.
     pub(super) fn new(gcra: &'a Gcra<C>, permits: u32, max_wait: u64, sleep: F) -> Self {
         FairAcquire {
-            gcra,
-            permits,
-            max_wait,
-            timer: Timer::new(sleep),
-            state: State::Start,
+            wait: FairWait::new(gcra, permits, max_wait, sleep),
+            gcra: PhantomData,
         }
     }
 }
 
-enum State<'a, C> {
-    /// Not polled yet: holds nothing.
-    Start,
-    /// In line: the reservation (cancelled if dropped); the timer being awaited, if any, is
-    /// the future's `timer`.
-    Waiting(Reservation<'a, C>),
-    /// Resolved.
-    Done,
-}
-
 impl<C, F, Fut> Future for FairAcquire<'_, C, F, Fut>
 where
-    C: Clock,
     F: FnMut(Duration) -> Fut + Unpin,
     Fut: Future<Output = ()>,
 {
     type Output = Result<(), Denied>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let FairAcquire {
-            gcra,
-            permits,
-            max_wait,
-            timer,
-            state,
-        } = self.get_mut();
-        if let State::Start = state {
-            let now = gcra.clock().now();
-            match gcra.reserve_n_at(*permits, now, *max_wait) {
-                Ok(reservation) => *state = State::Waiting(reservation),
-                Err(denied) => {
-                    *state = State::Done;
-                    return Poll::Ready(Err(denied));
-                }
-            }
-        }
-        let State::Waiting(reservation) = state else {
-            return Poll::Pending; // resolved
-        };
-        // The timer may be on another clock than the limiter's (tokio's vs quanta) and wake
-        // a little early by this one: sleep again for what is left.
-        core::task::ready!(timer.poll_until(cx, || {
-            let now = gcra.clock().now();
-            if now < reservation.ready_at() {
-                ControlFlow::Continue(reservation.delay_at(now))
-            } else {
-                ControlFlow::Break(())
-            }
-        }));
-        if let State::Waiting(reservation) = core::mem::replace(state, State::Done) {
-            reservation.keep();
-        }
-        Poll::Ready(Ok(()))
+        self.get_mut().wait.poll_wait(cx)
     }
 }
 
 impl<C, F, Fut> fmt::Debug for FairAcquire<'_, C, F, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.state {
-            State::Start => "not polled",
-            State::Waiting(_) => "in line",
-            State::Done => "done",
-        };
-        let mut d = f.debug_struct("FairAcquire");
-        d.field("permits", &self.permits).field("state", &state);
-        if let State::Waiting(reservation) = &self.state {
-            d.field("ready_at", &reservation.ready_at());
-        }
-        d.finish_non_exhaustive()
+        f.debug_tuple("FairAcquire").field(&self.wait).finish()
     }
 }
