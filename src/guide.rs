@@ -665,15 +665,39 @@
 //! | limiter | async wait | blocking wait | order |
 //! |---|---|---|---|
 //! | [`Gcra`] | `acquire_async(n, sleep)`, `acquire_async_timeout` | `acquire_blocking`, `acquire_blocking_timeout`, `_with(.., sleeper)` | first come first served (a [`Reservation`] each) |
+//! | [`Gcra`] through [`LimiterExt`] (`Arc<Gcra>`, `&Gcra`, `Box<Gcra>`, `dyn Limiter`, generic code) | `acquire_async(n, sleep)` | `acquire_blocking`, `acquire_blocking_timeout`, `_with` forms | first come first served: the same line |
 //! | [`Pacer`] | `pace_async(sleep)` | `pace_blocking`, `pace_blocking_with` | first come first served (slots in reservation order) |
+//! | [`GcraPair`], [`GcraMulti`], [`ShardedGcra`], [`SlidingWindow`], [`SlidingLog`], your own [`Limiter`]s ([`LimiterExt`]) | `acquire_async(n, sleep)` | `acquire_blocking`, `acquire_blocking_timeout`, `_with` forms | retrying |
 //! | [`Keyed`], [`IntKeyed`] | `acquire_async(key, n, sleep)` | `acquire_blocking(key, n)`, `acquire_blocking_with` | retrying, per key |
 //! | [`KeyPool`] | `get_next_key_async(sleep)` | `get_next_key_blocking`, `get_next_key_blocking_with` | retrying |
-//! | every [`Limiter`] ([`LimiterExt`]) | `acquire_async(n, sleep)` | `acquire_blocking`, `acquire_blocking_timeout`, `_with` forms | retrying |
 //!
-//! `ShardedGcra`, `SlidingWindow` and `SlidingLog` wait by retrying: they have no
-//! reservations (a sharded GCRA's line would have to span its shards, and a window or log
-//! has no single word whose future value can stand for a queue), and neither do the keyed
-//! tables, whose per-key states may be evicted and re-created while a waiter sleeps.
+//! `GcraPair`, `GcraMulti`, `ShardedGcra`, `SlidingWindow` and `SlidingLog` wait by
+//! retrying: they have no reservations (a sharded GCRA's line would have to span its shards;
+//! a window or log has no single word whose future value can stand for a queue; a place in
+//! line on two or more rates at once would be served at the later of its slots, and holding
+//! the earlier rate's slot for it is not proved here to keep that rate's bound), and neither
+//! do the keyed tables, whose per-key states may be evicted and re-created while a waiter
+//! sleeps.
+//!
+//! *One fair wait, whatever is in scope.* Method calls pick a trait's method over a method
+//! reached through `Deref`: with [`LimiterExt`] in scope, `arc.acquire_async(1, sleep)` on an
+//! `Arc<Gcra>` is `LimiterExt::acquire_async` on the `Arc`, not `Gcra::acquire_async` (issue
+//! 28: 4 waiters on 20/s, burst 1, arriving 10 ms apart, were served
+//! `[0, 1, 0, 0, 0, 1, 3, ...]` instead of `[0, 0, 1, 2, 3, 0, 1, 2, 3, ...]`). So the fair
+//! wait does not depend on which method resolves: [`Limiter`] has a hidden provided method,
+//! `__fair_queue`, that returns the limiter's line or `None` (the default); `Gcra` returns
+//! itself, the `&L`, `Arc<L>` and `Box<L>` impls forward it (a `dyn Limiter` dispatches it),
+//! and every `LimiterExt` wait asks it first and retries only on `None`. The inherent
+//! `Gcra::acquire_*` methods, `FairAcquire` and `LimiterExt`'s waits on a line all run the
+//! same functions (`wait/fair.rs`), and a place in line is a [`Reservation`] taken apart, so
+//! leaving the line is that reservation's cancel, the protocol proved below and modelled by
+//! loom. `tests/fair_wait_paths.rs` runs the issue's scenario through every path (inherent,
+//! `LimiterExt` on `&`, `&&`, `Arc`, `Box`, `Box<dyn Limiter>`, generic code, with and
+//! without timeouts, and the `Pacer`), async on a simulated timer whose wake-ups are late by
+//! up to 40 ms and blocking on real threads run one at a time on a simulated clock, and on
+//! real time; each must serve `[0, 0, 1, 2, 3, 0, 1, 2, 3, ...]`. The same scenario through
+//! a user's wrapper (which forwards only `try_acquire_n`), `GcraPair`, `ShardedGcra`, `Keyed`
+//! and `IntKeyed` is served out of order, as their docs say.
 //!
 //! *First come first served.* [`Gcra::acquire_async`] takes its place in line at its first
 //! poll: one reservation (one CAS), then it awaits the runtime's timer until the
@@ -684,9 +708,7 @@
 //! 4 tokio tasks on a 10/s `Gcra` were granted at [101, 1519, ...] ms and [202, 1010, ...]
 //! ms). `tests/fair_wait.rs` checks, on a simulated timer whose wake-ups are late by varying
 //! amounts, that the fair wait grants in exactly the order asked, and that the same trace
-//! through the retrying wait does not. Inherent methods take precedence over trait methods
-//! of the same name, so `gcra.acquire_async(..)` is the fair one; generic code over
-//! `L: LimiterExt` gets the retrying one.
+//! through a retrying wait does not.
 //!
 //! *Dropping a waiter.* A retrying waiter holds nothing while it waits: dropping it leaks
 //! nothing. A fair waiter holds a reservation, and dropping it cancels that: the permits are
@@ -759,8 +781,9 @@
 //! slots would hand them out twice (the planted bug). Blocking `acquire_blocking*` on a `Gcra`
 //! never cancels (it only reserves within its timeout), so it never wastes capacity; cancels
 //! come from dropping a [`Reservation`] before it was kept or waited for, or a
-//! [`Gcra::acquire_async`] / `Pacer::pace_async` future before it resolved (the same
-//! give-back: the future owns a plain `Reservation`, so the protocol and its loom model are
+//! [`Gcra::acquire_async`] (also `LimiterExt::acquire_async` on a `Gcra`) / `Pacer::pace_async`
+//! future before it resolved (the same give-back: the future's place is a `Reservation` taken
+//! apart, and leaving rebuilds it and cancels it, so the protocol and its loom model are
 //! unchanged).
 //!
 //! # The pacer
