@@ -82,16 +82,33 @@
 //! # Ok::<(), hotlimit::ConfigError>(())
 //! ```
 //!
-//! Across machines, with `hotlimit-redis` (compiled in that crate's docs; it needs a
-//! server):
+//! Across machines, with `hotlimit-redis`: its README's quick starts (blocking and async) are
+//! that crate's doctests, compiled on every test run (`no_run`: they need a server), and its
+//! tests run them against a real `redis-server`. In short:
+//! `RedisLimiter::gcra(rate, OnError::FailClosed).build()?`, then
+//! `limiter.decide_blocking(&mut con, "user:1", 1)?` on a `SyncConnection`.
 //!
-//! ```text
-//! use hotlimit_redis::{OnError, RedisLimiter, SyncConnection};
+//! # Compared with other Rust rate limiters
 //!
-//! let limiter = RedisLimiter::gcra("5/s".parse()?, OnError::FailClosed).build()?;
-//! let mut con = SyncConnection::new(redis::Client::open("redis://127.0.0.1/")?);
-//! let decision = limiter.decide_blocking(&mut con, "user:1", 1)?;
-//! ```
+//! From each crate's documentation (versions: governor 0.10, rate-net 2.1, ratelimit 2.0,
+//! tower_governor 0.8, tower 0.5); speed side by side in BENCHMARKS.md.
+//!
+//! | | hotlimit | governor | rate-net | ratelimit | tower_governor | tower `RateLimit` |
+//! |---|---|---|---|---|---|---|
+//! | algorithms | GCRA, sharded GCRA, sliding window (bucketed, never over), exact sliding log, pacer, API-key pool | GCRA | token bucket; with `algorithms`: GCRA, fixed window, sliding log, sliding-window counter | token bucket | governor's GCRA | fixed window (`num` per `per`) |
+//! | shared state | atomics only, no lock on any admission path | one atomic word (direct); dashmap, locked shards (keyed) | one CAS word (buckets, fixed window); a short mutex per key (sliding algorithms); keys behind per-shard `RwLock`s | atomics | governor's | per service instance: clones do not share it |
+//! | guarantee stated and checked | exact bound per limiter, loom models with planted bugs, property tests against reference models | GCRA bound, tests | a bound per algorithm, loom on the production code, property tests | – | governor's | – |
+//! | a hard cap per window | `SlidingWindow`, `SlidingLog` | no (up to 2 × limit in one window) | sliding log; fixed window allows 2 × limit across a boundary | no | no | per window, not sliding |
+//! | per key | `Keyed<K, _>` (any hashable key; GCRA, log or window per key; per-key rate overrides), `IntKeyed` (integers, IP addresses per prefix, inline table) | `RateLimiter::keyed` | `RateLimiter` (keyed by default), tiered quotas per key | no | yes (peer IP, headers, custom extractors) | no |
+//! | memory bound for keys | hard capacity, idle keys evicted on insert, no background thread; `IntKeyed` allocated once at build | grows until the user calls `retain_recent` / `shrink_to_fit` | capacity cap with CLOCK eviction and idle TTL; an evicted key keeps its debt | – | governor's (a cleanup task the user runs) | – |
+//! | waiting, async | blocking and async waits (first come first served for `Gcra`), reservations, `Pacer` with catch-up | `until_ready` (async), jitter | `AsyncLimiter` (feature `async`), bounded waits, jitter | `try_wait` returns the wait | – | `poll_ready` waits (back-pressure) |
+//! | HTTP headers | `hotlimit-tower` (workspace): `RateLimit` / `RateLimit-Policy` on every response, `Retry-After` rounded up | – (`NotUntil` gives the wait) | `RateLimit`, `RateLimit-Policy`, `Retry-After` (rounded up), tower layer | – | `x-ratelimit-*`, `retry-after` (`use_headers`) | – |
+//! | `no_std` | yes, with `alloc` (`Keyed`, `IntKeyed` need `std`) | yes | a `Gcra` core | no | no | no |
+//!
+//! Where a peer is ahead: rate-net resolves a key's quota by a closure when the key is first
+//! seen, stores long keys as digests, keeps an evicted key's debt, and has more algorithms behind
+//! one trait; governor's keyed store takes less memory per key than `Keyed` (dashmap keeps
+//! entries inline); both are older and more widely used.
 //!
 //! # GCRA: the bound "at most b + d/I in any interval of length d"
 //!
