@@ -61,9 +61,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .burst(burst)
         .build()?;
     println!(
-        "{threads} threads share one Gcra: target {target} permits/s, burst {burst}, \
-         {seconds} s (this machine has {cores} cores)"
+        "What this shows: {threads} threads share one Gcra and call try_acquire() as fast as \
+         they can, for {seconds} s (target {target} permits/s, burst {burst}; this machine \
+         has {cores} cores). About once a second a row gives the permits granted since the \
+         last row."
     );
+    println!(
+        "How to read it: `window` is the row's measured length d; `of r x d` is granted / \
+         (rate x d); `allowed` is burst + rate x d, the most a GCRA may grant in any interval \
+         of length d. Above 100 % but within `allowed` is by design; below 100 % means every \
+         thread was off its core longer than the burst covers (the machine, not the \
+         limiter); only a count above `allowed` would break the guarantee. The last lines \
+         check the whole run."
+    );
+    println!();
     println!(
         "{:>4}  {:>9}  {:>12}  {:>9}  {:>12}  {:>14}",
         "sec", "window", "granted", "of r x d", "allowed", "calls/s"
@@ -134,12 +145,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     );
     println!(
-        "per window: `of r x d` is granted / (rate x the window's measured length d); a GCRA \
-         may grant up to `allowed` = burst + rate x d in any interval of length d, so a \
-         window above 100 % but within `allowed` is by design. Below 100 %: every thread \
-         was off its core longer than the burst covers, and that capacity is lost (the \
-         machine, not the limiter). Largest window count minus its allowance: {worst:.0} \
-         (<= 0: within the guarantee)."
+        "largest window count minus its allowance: {worst:.0} (<= 0: every window within \
+         the guarantee; the per-window reads of the counters are not one atomic snapshot, so \
+         a handful out of a million can land in the next row)"
     );
     Ok(())
 }
