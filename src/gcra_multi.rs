@@ -123,9 +123,8 @@ impl Snapshot {
 /// (a `GcraPair` holds 36). Put it where three or more rates must hold exactly, not on a hot
 /// path shared by many cores; for two rates use `GcraPair`.
 ///
-/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry on this limiter, **not first come
-/// first served** (no line: a place on several rates at once is not proved safe); a
-/// [`Gcra`](crate::Gcra)'s are fair.
+/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry here, **not first come first
+/// served** (no line: a place on several rates at once is not proved safe).
 ///
 /// # Examples
 ///

@@ -108,9 +108,8 @@ fn denial(s1: u64, s2: u64, now: u64, first: Price, second: Price) -> Denied {
 /// As with `Gcra`, this is not "at most `limit` per window of `period`": see
 /// [`Gcra`](crate::Gcra#guarantee). A `now` below the state counts as "no time has passed".
 ///
-/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry on this limiter, **not first come
-/// first served** (no line: a place on two rates at once is not proved safe); a
-/// [`Gcra`](crate::Gcra)'s are fair.
+/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry here, **not first come first
+/// served** (no line: a place on two rates at once is not proved safe).
 ///
 /// # Examples
 ///

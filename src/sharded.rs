@@ -89,8 +89,8 @@ pub use builder::ShardedGcraBuilder;
 /// Time that goes backwards never frees permits, and a request whose state would pass
 /// `u64::MAX` ns is denied with `retry_after() == None`, as for `Gcra`.
 ///
-/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry on this limiter, **not first come
-/// first served** (no line: it would have to span the shards); a [`Gcra`](crate::Gcra)'s are fair.
+/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry here, **not first come first
+/// served** (no line: it would have to span the shards).
 ///
 /// # Examples
 ///

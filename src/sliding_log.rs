@@ -89,9 +89,8 @@ pub(crate) const MAX_SLOTS: u64 = 1 << 28;
 /// the cursor (and a store of its stamp on the same line) and claims each of its n slots with
 /// one CAS.
 ///
-/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry on this limiter, **not first come
-/// first served** (no line: no one word can queue a log's grants); a [`Gcra`](crate::Gcra)'s are
-/// fair.
+/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry here, **not first come first
+/// served** (no line: no one word can queue a log's grants).
 ///
 /// # Examples
 ///

@@ -120,9 +120,8 @@ const DEFAULT_BUCKETS: usize = 10;
 /// written by another thread must not share its cache line). Count-closed mode keeps
 /// per-bucket counters instead: see [`count_closed`](SlidingWindowBuilder::count_closed).
 ///
-/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry on this limiter, **not first come
-/// first served** (no line: no one word can queue a window's grants); a [`Gcra`](crate::Gcra)'s are
-/// fair.
+/// **Waiting**: [`LimiterExt`](crate::LimiterExt)'s waits retry here, **not first come first
+/// served** (no line: no one word can queue a window's grants).
 ///
 /// # Examples
 ///
