@@ -90,6 +90,7 @@ pub use clock::QuantaClock;
 pub use clock::{Clock, DefaultClock, ManualClock, NoClock};
 pub use decide::{Decide, Decision, Quota};
 pub use error::{ConfigError, DenialReason, Denied, ParseRateError};
+pub use gcra::GcraRule;
 pub use gcra::{Gcra, GcraBuilder};
 pub use gcra_multi::{GcraMulti, GcraMultiBuilder};
 pub use gcra_pair::{GcraPair, GcraPairBuilder};
