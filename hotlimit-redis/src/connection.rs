@@ -10,9 +10,12 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Client, Connection, ConnectionLike, RedisResult};
 
+use crate::transport::Deadline;
+
 /// A blocking connection that reconnects by itself: after an I/O error or a timeout it is
-/// dropped, and the next call connects again (within that call's deadline). The limiter sets
-/// its connect, read and write timeouts to its deadline.
+/// dropped, and the next call connects again. Connecting, writing and reading share one
+/// deadline per decision: a reconnect and the read that follows wait at most the limiter's
+/// deadline **in total**.
 ///
 /// # Examples
 ///
@@ -70,33 +73,67 @@ impl SyncConnection {
         self.con.as_ref().is_some_and(Connection::is_open)
     }
 
-    /// Runs `f` on the connection (opening it if needed) with `timeout` on connect, read and
-    /// write; drops the connection on an I/O error so that the next call starts afresh.
-    pub(crate) fn with<T>(
+    /// Runs `f` on the connection within what is left of `deadline`: connects first if no
+    /// connection is open (the connect and its handshake bounded by the time left), then sets
+    /// the read and write timeouts to the time left (rounded down to whole milliseconds, so a
+    /// call reuses the previous call's setting instead of two `setsockopt`s, and never waits
+    /// past the deadline). Drops the connection after an I/O error or a timeout, so that the
+    /// next call starts afresh.
+    ///
+    /// # Errors
+    ///
+    /// A timeout when the deadline has passed (before or during the call; see
+    /// [`Deadline::error`]), or the client's error.
+    pub(crate) fn run<T>(
         &mut self,
-        timeout: Duration,
+        deadline: &Deadline,
         f: impl FnOnce(&mut Connection) -> RedisResult<T>,
     ) -> RedisResult<T> {
-        if !self.is_connected() || self.timeout != Some(timeout) {
-            if !self.is_connected() {
-                self.con = Some(self.client.get_connection_with_timeout(timeout)?);
-            }
-            if let Some(con) = self.con.as_mut() {
-                con.set_read_timeout(Some(timeout))?;
-                con.set_write_timeout(Some(timeout))?;
-            }
-            self.timeout = Some(timeout);
-        }
-        let Some(con) = self.con.as_mut() else {
-            unreachable!("connected just above")
-        };
-        let result = f(con);
+        let result = self.try_run(deadline, f);
         if let Err(e) = &result {
-            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || !con.is_open() {
+            if e.is_io_error()
+                || e.is_timeout()
+                || e.is_connection_dropped()
+                || !self.con.as_ref().is_some_and(Connection::is_open)
+            {
                 self.con = None;
+                self.timeout = None;
             }
         }
         result
+    }
+
+    fn try_run<T>(
+        &mut self,
+        deadline: &Deadline,
+        f: impl FnOnce(&mut Connection) -> RedisResult<T>,
+    ) -> RedisResult<T> {
+        if !self.is_connected() {
+            self.con = None;
+            self.timeout = None;
+            let con = self.client.get_connection_with_timeout(deadline.left()?)?;
+            self.con = Some(con);
+        }
+        let timeout = socket_timeout(deadline.left()?);
+        let Some(con) = self.con.as_mut() else {
+            unreachable!("connected just above")
+        };
+        if self.timeout != Some(timeout) {
+            con.set_read_timeout(Some(timeout))?;
+            con.set_write_timeout(Some(timeout))?;
+            self.timeout = Some(timeout);
+        }
+        f(con)
+    }
+}
+
+/// The socket timeout for `left`: whole milliseconds rounded down (at least 1 µs): never
+/// past the deadline, and the same value from one call to the next.
+fn socket_timeout(left: Duration) -> Duration {
+    if left >= Duration::from_millis(1) {
+        Duration::from_millis(left.as_millis() as u64)
+    } else {
+        left.max(Duration::from_micros(1))
     }
 }
 

@@ -37,14 +37,18 @@
 
 #![forbid(unsafe_code)]
 
+mod algorithm;
+mod batch;
 mod cache;
 mod connection;
 mod decide;
 mod error;
+mod gcra;
 mod limiter;
 mod policy;
-mod script;
+mod sliding_log;
 mod stats;
+mod transport;
 
 pub use connection::{cluster_connection, connection_manager, SyncConnection};
 pub use decide::{DecideFuture, RedisDecide};
