@@ -133,7 +133,8 @@ impl Call {
     }
 
     /// After the first replies: the positions that got `NOSCRIPT`, and the pipeline that sends
-    /// the script and then those again; `None` when every script ran.
+    /// the script and then those again (its first reply is the load's); `None` when every
+    /// script ran.
     fn again(&self, first: &Replies) -> Option<(Vec<usize>, Pipeline)> {
         let at: Vec<usize> = first
             .iter()
@@ -146,7 +147,7 @@ impl Call {
         }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        pipe.add_command(self.script.load()).ignore();
+        pipe.add_command(self.script.load());
         for &i in &at {
             pipe.add_command(self.calls[i].clone());
         }
@@ -164,13 +165,17 @@ impl Call {
         con: &mut SyncConnection,
         deadline: &Deadline,
     ) -> Result<Replies, Error> {
-        let first: Replies = con
-            .run(deadline, |c| self.first().query(c))
+        let first = con
+            .exchange(
+                deadline,
+                &self.first().get_packed_pipeline(),
+                self.calls.len(),
+            )
             .map_err(|e| deadline.error(e))?;
         let Some((at, again)) = self.again(&first) else {
             return Ok(first);
         };
-        let second = con.run(deadline, |c| again.query::<Replies>(c));
+        let second = con.exchange(deadline, &again.get_packed_pipeline(), at.len() + 1);
         Ok(merge(first, &at, second))
     }
 
@@ -203,12 +208,12 @@ impl Call {
 }
 
 /// The first replies with those at `at` (which were `NOSCRIPT`) replaced by the second
-/// pipeline's, or by its error when it got no answer (a script that may have run is not sent a
-/// third time).
+/// pipeline's (whose first reply, the load's, is skipped), or by its error when it got no
+/// answer (a script that may have run is not sent a third time).
 fn merge(mut first: Replies, at: &[usize], second: RedisResult<Replies>) -> Replies {
     match second {
         Ok(second) => {
-            for (&i, reply) in at.iter().zip(second) {
+            for (&i, reply) in at.iter().zip(second.into_iter().skip(1)) {
                 first[i] = reply;
             }
         }
