@@ -90,7 +90,7 @@ impl Algorithm {
 
     /// The cache's decision for `n` permits at local `now` (ns) from `entry`, or `None` when
     /// Redis must be asked.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn cached(&self, entry: &Entry, n: u32, now: u64, quota: Quota) -> Option<Decision> {
         match self {
             Algorithm::Gcra(a) => a.cached(entry, n, now, quota),

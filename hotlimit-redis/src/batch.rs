@@ -92,7 +92,7 @@ impl RedisLimiter {
         for (i, (key, n)) in requests.iter().enumerate() {
             match self.step(key, *n)? {
                 Step::Done(d) => out[i] = Some(d),
-                Step::Ask(ask) => asks.push((i, ask)),
+                Step::Ask(now) => asks.push((i, self.ask(key, *n, now))),
             }
         }
         Ok((out, asks))

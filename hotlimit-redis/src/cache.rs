@@ -5,6 +5,10 @@
 //! What an entry means, and when it denies, is each algorithm's rule ([`crate::gcra`],
 //! [`crate::sliding_log`]).
 //!
+//! Two levels: each thread's copies of recent denials (`cache/copies.rs`: no lock, no atomic
+//! operation, for the key a thread keeps asking about), then the shared map (32 shards, a
+//! `Mutex` each), which the copies are filled from.
+//!
 //! Times are nanoseconds on the process's monotonic clock, taken **before** the request was
 //! sent. The server decided at some instant after that, so a remembered "free at" is never later
 //! than the server's: the cache can only send a request to Redis that Redis then denies, never
@@ -16,6 +20,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use hotlimit::{Clock, QuantaClock};
+
+mod copies;
+
+/// The ids of caches, for their threads' copies.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// What is remembered of one denial (local ns), as the algorithm that made it reads it.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +74,8 @@ impl Hasher for PassHash {
 /// for one lookup or insert (measured faster than papaya's lock-free map here: an uncontended
 /// lock is one CAS, a papaya pin a fence; contention is spread over the shards).
 pub(crate) struct DenialCache {
+    /// This cache's tag in the threads' copies.
+    id: u64,
     shards: Box<[Shard]>,
     /// The keys' hash: its top bits pick the shard, and the whole is the shard's map key.
     hasher: foldhash::fast::FixedState,
@@ -90,6 +101,8 @@ impl DenialCache {
     pub(crate) fn new(capacity: usize) -> Self {
         let hasher = foldhash::fast::FixedState::default();
         DenialCache {
+            // Relaxed: a unique number, nothing is published with it.
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
             hasher,
             len: AtomicU64::new(0),
@@ -111,12 +124,16 @@ impl DenialCache {
     /// The key's hash and its shard, locked.
     fn shard(&self, key: &str) -> (u64, std::sync::MutexGuard<'_, Map>) {
         let h = self.hasher.hash_one(key);
+        (h, self.lock(h))
+    }
+
+    /// The shard of hash `h`, locked.
+    fn lock(&self, h: u64) -> std::sync::MutexGuard<'_, Map> {
         // A poisoned shard only means a thread panicked while holding it; the map is intact
         // (inserts and removals are single calls).
-        let shard = self.shards[(h >> 59) as usize % SHARDS]
+        self.shards[(h >> 59) as usize % SHARDS]
             .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        (h, shard)
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Local nanoseconds since the cache was made.
@@ -125,17 +142,39 @@ impl DenialCache {
         self.clock.now()
     }
 
-    /// The entry remembered for `key`, if any (stale or not: the algorithm's rule decides).
-    #[inline]
-    pub(crate) fn get(&self, key: &str) -> Option<Entry> {
+    /// What `rule` makes of the entry remembered for `key`: this thread's copy first, then
+    /// (when the copy is missing or denies nothing) the shared map's, copied here when it
+    /// denies. `None`: no entry denies, Redis must be asked.
+    #[inline(always)]
+    pub(crate) fn deny<R>(&self, key: &str, rule: impl Fn(&Entry) -> Option<R>) -> Option<R> {
         if !self.is_enabled() {
             return None;
         }
-        let (h, map) = self.shard(key);
-        match map.get(&h) {
-            Some((k, e)) if **k == *key => Some(*e),
-            _ => None,
+        let hash = self.hasher.hash_one(key);
+        if let Some(denied) = copies::get(self.id, hash, key).and_then(|e| rule(&e)) {
+            return Some(denied);
         }
+        self.deny_shared(hash, key, rule)
+    }
+
+    /// [`deny`](DenialCache::deny) on the shared map (out of line: the hot path is a copy).
+    #[inline(never)]
+    fn deny_shared<R>(
+        &self,
+        hash: u64,
+        key: &str,
+        rule: impl Fn(&Entry) -> Option<R>,
+    ) -> Option<R> {
+        let entry = {
+            let map = self.lock(hash);
+            match map.get(&hash) {
+                Some((k, e)) if **k == *key => *e,
+                _ => return None,
+            }
+        };
+        let denied = rule(&entry)?;
+        copies::put(self.id, hash, key, entry);
+        Some(denied)
     }
 
     /// Remembers `entry` for `key` at local `now`, unless the cache is full of live entries.
@@ -157,6 +196,8 @@ impl DenialCache {
             // Relaxed: as in `len`.
             self.len.fetch_add(1, Ordering::Relaxed);
         }
+        drop(map);
+        copies::put(self.id, h, key, entry);
     }
 
     /// Drops the entries that no longer deny anything (at most once per millisecond).

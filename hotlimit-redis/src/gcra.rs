@@ -97,7 +97,7 @@ impl GcraScript {
     }
 
     /// The cache's decision: the core's [`GcraRule::decide`] on the remembered TAT (local ns).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn cached(&self, entry: &Entry, n: u32, now: u64, quota: Quota) -> Option<Decision> {
         let tat = entry.free_at;
         let denied = self.rule.decide(tat, now, n).err()?;

@@ -12,7 +12,7 @@ use redis::aio::ConnectionLike;
 use redis::{RedisResult, Value};
 
 use crate::algorithm::{Algorithm, Args, Reply};
-use crate::cache::DenialCache;
+use crate::cache::{DenialCache, Entry};
 use crate::connection::SyncConnection;
 use crate::error::Error;
 use crate::policy::OnError;
@@ -76,10 +76,11 @@ pub(crate) struct Shared {
     test_clock: Option<TestClock>,
 }
 
-/// The first step of every decision: answered locally, or to be asked of Redis.
+/// The first step of every decision: answered locally, or to be asked of Redis (the local
+/// ns of the step).
 pub(crate) enum Step {
     Done(Decision),
-    Ask(Ask),
+    Ask(u64),
 }
 
 /// How a decision ended: decided (locally or by Redis), or a failed round trip, already
@@ -221,14 +222,15 @@ impl RedisLimiter {
     }
 
     /// Local steps before a round trip: bad input, n above the burst, a cached denial, a
-    /// server known to be down. Counts the decision.
-    #[inline]
+    /// server known to be down. Counts the decisions it makes. Inlined into each caller: the
+    /// cached denial is the path that must cost almost nothing.
+    #[inline(always)]
     pub(crate) fn step(&self, key: &str, n: u32) -> Result<Step, Error> {
         self.check_key(key)?;
         let s = &self.shared;
-        s.counters.decision();
         if u64::from(n) > s.algorithm.capacity() {
             // More than the limiter can ever hold: no round trip, never.
+            s.counters.refused();
             return Ok(Step::Done(Decision::denied(
                 s.quota,
                 Denied::new(None),
@@ -238,30 +240,35 @@ impl RedisLimiter {
         }
         let now = s.cache.now();
         if s.test_clock.is_none() {
-            if let Some(entry) = s.cache.get(key) {
-                if let Some(d) = s.algorithm.cached(&entry, n, now, s.quota) {
-                    s.counters.local_denial();
-                    return Ok(Step::Done(d));
-                }
+            let rule = |e: &Entry| s.algorithm.cached(e, n, now, s.quota);
+            if let Some(d) = s.cache.deny(key, rule) {
+                s.counters.local_denial();
+                return Ok(Step::Done(d));
             }
         }
         // Relaxed: a hint shared by all callers; a stale read costs one extra probe or one
         // extra policy decision, nothing more.
         if now < s.down_until.load(Ordering::Relaxed) {
+            s.counters.skipped();
             return Ok(Step::Done(self.policy(key, n)));
         }
-        Ok(Step::Ask(Ask {
+        Ok(Step::Ask(now))
+    }
+
+    /// The request for `n` under `key`, to send (counted), from a step at local `now`.
+    pub(crate) fn ask(&self, key: &str, n: u32, now: u64) -> Ask {
+        self.shared.counters.sent();
+        Ask {
             user: key.into(),
             key: self.redis_key(key),
             n,
             sent: now,
-        }))
+        }
     }
 
-    /// The decision of the policy, counted.
+    /// The decision of the policy.
     fn policy(&self, key: &str, n: u32) -> Decision {
         let s = &self.shared;
-        s.counters.fallback();
         s.on_error.decide(s.quota, key, n, s.reprobe_after)
     }
 
@@ -324,33 +331,29 @@ impl RedisLimiter {
         self.policy(&ask.user, ask.n)
     }
 
-    /// One decision over a blocking connection.
-    fn blocking(&self, con: &mut SyncConnection, key: &str, n: u32) -> Result<Sent, Error> {
-        let ask = match self.step(key, n)? {
-            Step::Done(d) => return Ok(Sent::Decided(d)),
-            Step::Ask(ask) => ask,
-        };
+    /// One decision over a blocking connection, after a step that could not decide it.
+    #[inline(never)]
+    fn blocking(&self, con: &mut SyncConnection, key: &str, n: u32, now: u64) -> Sent {
+        let ask = self.ask(key, n, now);
         let deadline = self.round_trip();
         let call = Call::one(self.script(), &ask.key, self.args(&ask).as_slice());
         let reply = call.send_blocking(con, &deadline).map(only);
-        Ok(self.settle(&ask, reply, &deadline))
+        self.settle(&ask, reply, &deadline)
     }
 
-    /// One decision over an async connection.
+    /// One decision over an async connection, after a step that could not decide it.
     async fn asynchronous<C: ConnectionLike + Send>(
         &self,
         con: &mut C,
         key: &str,
         n: u32,
-    ) -> Result<Sent, Error> {
-        let ask = match self.step(key, n)? {
-            Step::Done(d) => return Ok(Sent::Decided(d)),
-            Step::Ask(ask) => ask,
-        };
+        now: u64,
+    ) -> Sent {
+        let ask = self.ask(key, n, now);
         let deadline = self.round_trip();
         let call = Call::one(self.script(), &ask.key, self.args(&ask).as_slice());
         let reply = call.send_async(con, &deadline).await.map(only);
-        Ok(self.settle(&ask, reply, &deadline))
+        self.settle(&ask, reply, &deadline)
     }
 
     /// Decide `n` permits under `key` over a blocking connection, charging them if granted.
@@ -383,7 +386,10 @@ impl RedisLimiter {
         key: &str,
         n: u32,
     ) -> Result<Decision, Error> {
-        Ok(self.blocking(con, key, n)?.decision())
+        match self.step(key, n)? {
+            Step::Done(d) => Ok(d),
+            Step::Ask(now) => Ok(self.blocking(con, key, n, now).decision()),
+        }
     }
 
     /// As [`decide_blocking`](Self::decide_blocking), but a failure is returned instead of
@@ -415,7 +421,10 @@ impl RedisLimiter {
         key: &str,
         n: u32,
     ) -> Result<Decision, Error> {
-        self.blocking(con, key, n)?.into_result()
+        match self.step(key, n)? {
+            Step::Done(d) => Ok(d),
+            Step::Ask(now) => self.blocking(con, key, n, now).into_result(),
+        }
     }
 
     /// Decide `n` permits under `key` over an async connection (a
@@ -447,7 +456,10 @@ impl RedisLimiter {
         key: &str,
         n: u32,
     ) -> Result<Decision, Error> {
-        Ok(self.asynchronous(con, key, n).await?.decision())
+        match self.step(key, n)? {
+            Step::Done(d) => Ok(d),
+            Step::Ask(now) => Ok(self.asynchronous(con, key, n, now).await.decision()),
+        }
     }
 
     /// As [`decide_async`](Self::decide_async), but a failure is returned instead of being
@@ -479,7 +491,10 @@ impl RedisLimiter {
         key: &str,
         n: u32,
     ) -> Result<Decision, Error> {
-        self.asynchronous(con, key, n).await?.into_result()
+        match self.step(key, n)? {
+            Step::Done(d) => Ok(d),
+            Step::Ask(now) => self.asynchronous(con, key, n, now).await.into_result(),
+        }
     }
 
     /// This limiter bound to an async connection: a [`hotlimit::Decide`] for the tower layer.

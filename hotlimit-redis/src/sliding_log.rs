@@ -84,7 +84,7 @@ impl LogScript {
     }
 
     /// The cache's decision: refused while the entry holds and n is at least the refused n.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn cached(&self, entry: &Entry, n: u32, now: u64, quota: Quota) -> Option<Decision> {
         if n < entry.n_min || now >= entry.free_at {
             return None;

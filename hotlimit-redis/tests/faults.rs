@@ -1,3 +1,5 @@
+//! Faults: a stopped server, and a killed one.
+//!
 //! One decision waits at most its deadline **in total**, on every path, against a server
 //! stopped with SIGSTOP (connections stay open and new connects are queued by the kernel, but
 //! nothing is answered): blocking on an open connection, blocking with a reconnect (the
@@ -116,4 +118,43 @@ fn a_stopped_server_costs_one_deadline_on_every_path() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(back, (true, true), "blocking, async back");
+}
+
+/// The local denial cache answers without Redis: with the server killed, a key whose denial is
+/// cached is still denied locally (no error, no policy decision) until its retry-after; only
+/// then does the outage show, and the policy decides.
+#[test]
+fn cached_denials_answer_while_redis_is_down() {
+    let mut server = RedisServer::start();
+    let limiter = RedisLimiter::gcra(Rate::per_second(5).unwrap(), OnError::FailOpen)
+        .burst(1)
+        .deadline(DEADLINE)
+        .build()
+        .unwrap();
+    let mut con = SyncConnection::new(server.client());
+    assert!(limiter
+        .decide_blocking(&mut con, "k", 1)
+        .unwrap()
+        .is_allowed());
+    let denied = limiter.decide_blocking(&mut con, "k", 1).unwrap();
+    let retry = denied.denial().unwrap().retry_after().unwrap();
+    let start = Instant::now();
+    server.kill();
+    while start.elapsed() + Duration::from_millis(20) < retry {
+        // Fail open would admit: the cache, not the policy, answers.
+        assert!(!limiter
+            .decide_blocking(&mut con, "k", 1)
+            .unwrap()
+            .is_allowed());
+    }
+    let s = limiter.stats();
+    assert_eq!((s.errors, s.fallbacks), (0, 0), "{s:?}");
+    assert!(s.local_denials > 0);
+    std::thread::sleep(retry.saturating_sub(start.elapsed()) + Duration::from_millis(5));
+    // Expired: Redis is asked, fails, and the policy (fail open) admits.
+    assert!(limiter
+        .decide_blocking(&mut con, "k", 1)
+        .unwrap()
+        .is_allowed());
+    assert_eq!(limiter.stats().errors, 1);
 }
