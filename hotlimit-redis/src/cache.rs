@@ -14,9 +14,9 @@
 //! than the server's: the cache can only send a request to Redis that Redis then denies, never
 //! deny one that Redis would have granted (both clocks running at the same rate).
 
+use crate::sync::{AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use hotlimit::{Clock, QuantaClock};

@@ -84,6 +84,16 @@ impl GcraScript {
         Args::new(self.interval, self.tolerance, n, now)
     }
 
+    /// The emission interval I in µs.
+    pub(crate) fn interval(&self) -> u64 {
+        self.interval
+    }
+
+    /// The tolerance τ = b·I in µs.
+    pub(crate) fn tolerance(&self) -> u64 {
+        self.tolerance
+    }
+
     pub(crate) fn burst(&self) -> u64 {
         self.rule.burst()
     }

@@ -44,10 +44,12 @@ mod connection;
 mod decide;
 mod error;
 mod gcra;
+mod lease;
 mod limiter;
 mod policy;
 mod sliding_log;
 mod stats;
+mod sync;
 mod transport;
 
 pub use connection::{cluster_connection, connection_manager, SyncConnection};
@@ -70,6 +72,7 @@ pub use error::Error;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub use hotlimit::ConfigError;
+pub use lease::{LeaseStats, LeasedDecide, LeasedGcra, LeasedGcraBuilder, LeasedKey};
 #[doc(hidden)]
 pub use limiter::TestClock;
 pub use limiter::{RedisLimiter, RedisLimiterBuilder};

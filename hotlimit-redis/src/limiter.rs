@@ -3,7 +3,7 @@
 //! round trip's answer or failure becomes. The builder is in `limiter/builder.rs`, the batch in
 //! `batch.rs`, the round trip itself in `transport.rs`, each algorithm in its own module.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -517,7 +517,7 @@ impl RedisLimiter {
 }
 
 /// The one reply of a one-script call.
-fn only(replies: Replies) -> RedisResult<Value> {
+pub(crate) fn only(replies: Replies) -> RedisResult<Value> {
     replies.into_iter().next().unwrap_or_else(|| {
         Err(redis::RedisError::from((
             redis::ErrorKind::Client,

@@ -1,6 +1,6 @@
 //! [`Stats`]: what a limiter has decided, and how.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// A snapshot of a limiter's counters (shared by its clones), each counted since it was built.
 ///

@@ -1,7 +1,7 @@
 //! [`RedisLimiterBuilder`]: the constructors of [`RedisLimiter`] and its settings, and the
 //! test hook [`TestClock`].
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
