@@ -541,15 +541,30 @@ impl<C: Clock> LeasedKey<C> {
     /// let _ = hot.try_acquire(2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn try_acquire(&self, n: u32) -> Result<(), Denied> {
-        let l = &self.limiter;
+        let s = &self.limiter.shared;
         if n == 0 {
             return Ok(());
         }
-        if u64::from(n) > l.shared.gcra.burst() {
+        if u64::from(n) > s.gcra.burst() {
             return Err(Denied::new(None));
         }
-        let outcome = l.take_blocking(&self.state, &self.key, n);
+        // The hot path: the clock, one take, no reference count and no lookup.
+        let now = s.clock.now();
+        match self.state.lease.take(u64::from(n), now, s.interval) {
+            Take::Granted { low: false } => Ok(()),
+            Take::Wait(ns) => Err(Denied::new(Some(Duration::from_nanos(ns)))),
+            first => self.refill(n, first, now),
+        }
+    }
+
+    /// The rest of a take that needs a refill (out of line).
+    #[cold]
+    #[inline(never)]
+    fn refill(&self, n: u32, first: Take, now: u64) -> Result<(), Denied> {
+        let l = &self.limiter;
+        let outcome = l.settle(&self.state, &self.key, n, first, now);
         if outcome.is_err() && self.state.lease.is_retired() {
             // Dropped from the limiter in the instant this handle was made: by the map.
             return l.try_acquire(&self.key, n);

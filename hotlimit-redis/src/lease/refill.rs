@@ -135,23 +135,40 @@ impl<C: Clock> LeasedGcra<C> {
         )
     }
 
-    /// The size of the next lease for a request of `n`: the key's recent rate (permits spent
-    /// of its current lease since it arrived or its first slot came, whichever is later) times
-    /// `lease_time`; at least `n` plus what a round trip costs a lease taken on an idle key
+    /// The size of the next lease for a request of `n`: the key's recent demand times
+    /// `lease_time`, at least `n` plus what a round trip costs a lease taken on an idle key
     /// (⌈rtt/I⌉ + 1), at most `max_lease` (or `n`, if more).
+    ///
+    /// The demand: when the permits of the current lease whose slots have come are spent (all
+    /// but an eighth of the lease, or 4: a thread asleep until its retry-after lags a little),
+    /// the key wants at least what it is given, and its demand is taken as the whole rate (1/I):
+    /// then every process on an over-limit key asks for the same size and they share the rate
+    /// evenly (sized by their own grant rates instead, a process that once got more would ask
+    /// for more and keep it). Otherwise it is the permits spent since the lease arrived (or its
+    /// first slot came, if later) per unit of time.
     fn size(&self, state: &KeyState, n: u64, now: u64) -> u64 {
         let s = &self.shared;
         let (lease, spent) = state.lease.current();
         // Relaxed (both): estimates.
         let arrived = state.arrived.load(Ordering::Relaxed);
         let rtt = s.rtt.load(Ordering::Relaxed);
-        let began = lease.first_slot.max(arrived as i64).max(0) as u64;
-        let span = now.saturating_sub(began).max(s.interval);
-        let by_rate = u128::from(spent) * u128::from(s.lease_time) / u128::from(span);
+        let since = i128::from(now) - i128::from(lease.first_slot);
+        let reached = if since < 0 {
+            0
+        } else {
+            (since as u128 / u128::from(s.interval) + 1).min(u128::from(lease.permits)) as u64
+        };
+        let lag = reached.saturating_sub(spent);
+        let demand = if spent > 0 && lag <= (lease.permits / 8).max(4) {
+            s.lease_time / s.interval
+        } else {
+            let began = lease.first_slot.max(arrived as i64).max(0) as u64;
+            let span = now.saturating_sub(began).max(s.interval);
+            (u128::from(spent) * u128::from(s.lease_time) / u128::from(span))
+                .min(u128::from(MAX_PERMITS)) as u64
+        };
         let floor = n + rtt.div_ceil(s.interval) + 1;
-        (by_rate.min(u128::from(MAX_PERMITS)) as u64)
-            .max(floor)
-            .min(s.max_lease.max(n))
+        demand.max(floor).min(s.max_lease.max(n))
     }
 
     /// Installs the lease a reply carries, or counts the failure (marking Redis down when the

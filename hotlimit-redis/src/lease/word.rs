@@ -45,6 +45,9 @@ const NEXT_MASK: u64 = (1 << NEXT_BITS) - 1;
 /// The most permits one lease may hold (its `next` must fit the word).
 pub(crate) const MAX_PERMITS: u64 = 1 << 30;
 
+/// The bound on a lease's local times, ±2^62 ns (see [`Lease::mapped`]).
+const LIMIT: i128 = 1 << 62;
+
 /// The `refill` flag: free, held by one refill (or a close), or retired for good.
 const FREE: u64 = 0;
 const HELD: u64 = 1;
@@ -95,10 +98,12 @@ impl Lease {
         sent: u64,
         received: u64,
     ) -> Lease {
-        // Server µs relative to `now`, as local ns from a local instant.
+        // Server µs relative to `now`, as local ns from a local instant, within ±2^62 ns (146
+        // years): then a permit's slot or deadline, this plus at most 2^62 (permits × I, which
+        // the builder bounds), never overflows i64 in `take`.
         let at = |local: u64, server: i128| -> i64 {
             let t = i128::from(local) + (server - i128::from(now)) * 1000;
-            t.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+            t.clamp(-LIMIT, LIMIT) as i64
         };
         let (s, i, t) = (
             i128::from(start),
@@ -124,6 +129,17 @@ struct Record {
 }
 
 impl Record {
+    /// What a take needs: permit 0's window and the number of permits.
+    #[inline]
+    fn window(&self) -> (i64, i64, u64) {
+        // Acquire (all three): as in `read`.
+        (
+            self.first_slot.load(Ordering::Acquire) as i64,
+            self.first_deadline.load(Ordering::Acquire) as i64,
+            self.permits.load(Ordering::Acquire),
+        )
+    }
+
     fn read(&self) -> Lease {
         // Acquire (all four): pairs with `write`'s Release stores, see the module docs (a
         // record read while a refill rewrites it is only acted on through a CAS that fails).
@@ -203,8 +219,9 @@ impl Drop for RefillGuard<'_> {
 }
 
 impl KeyLease {
-    /// Takes `n` (≥ 1) permits at local `now`, permits `interval` ns apart.
-    #[inline]
+    /// Takes `n` (≥ 1) permits at local `now`, permits `interval` ns apart. Inlined into the
+    /// callers: the grant path is the one that must cost about what an in-process GCRA does.
+    #[inline(always)]
     pub(crate) fn take(&self, n: u64, now: u64, interval: u64) -> Take {
         // Acquire: a word moved to a new lease publishes that lease's record (the move read
         // `installed` with Acquire, and its CAS releases).
@@ -214,18 +231,18 @@ impl KeyLease {
         let (now_s, step) = (i64::try_from(now).unwrap_or(i64::MAX), interval as i64);
         loop {
             let (g, i) = (lease_of(word), next_of(word));
-            let lease = self.records[(g & 1) as usize].read();
+            let (first_slot, first_deadline, permits) = self.records[(g & 1) as usize].window();
             // Permits whose deadline has passed are skipped: the first with a deadline at or
             // after `now`.
-            let deadline = lease
-                .first_deadline
-                .saturating_add((i as i64).saturating_mul(step));
+            // No overflow: |first_deadline| ≤ 2^62 and i·I ≤ permits·I ≤ 2^62 (`Lease::mapped`,
+            // the builder).
+            let deadline = first_deadline + i as i64 * step;
             let j = if now_s > deadline {
                 i.saturating_add((now_s.abs_diff(deadline)).div_ceil(interval))
             } else {
                 i
             };
-            if j.saturating_add(n) > lease.permits {
+            if j.saturating_add(n) > permits {
                 // Acquire: pairs with `install`'s Release: the next lease's record is written.
                 if self.installed.load(Ordering::Acquire) as u32 == g {
                     return Take::Dry;
@@ -241,7 +258,7 @@ impl KeyLease {
                     Ok(_) => {
                         // Relaxed: a statistic.
                         self.skipped
-                            .fetch_add(lease.permits.saturating_sub(i), Ordering::Relaxed);
+                            .fetch_add(permits.saturating_sub(i), Ordering::Relaxed);
                         word = pack(g.wrapping_add(1), 0);
                     }
                     Err(current) => {
@@ -251,9 +268,8 @@ impl KeyLease {
                 }
                 continue;
             }
-            let slot = lease
-                .first_slot
-                .saturating_add(((j + n - 1) as i64).saturating_mul(step));
+            // As above: j + n ≤ permits here.
+            let slot = first_slot + (j + n - 1) as i64 * step;
             if now_s < slot {
                 // Denied before any write: the line stays shared under overload.
                 return Take::Wait(slot.abs_diff(now_s));
@@ -271,13 +287,12 @@ impl KeyLease {
                         // Relaxed: a statistic.
                         self.skipped.fetch_add(j - i, Ordering::Relaxed);
                     }
-                    let left = lease.permits - (j + n);
+                    let left = permits - (j + n);
                     // Relaxed: a hint; a stale value costs one refill attempt that finds a
                     // lease already waiting, or one made a grant later.
-                    let waiting = self.installed.load(Ordering::Relaxed) as u32 != g;
-                    return Take::Granted {
-                        low: !waiting && left * 2 <= lease.permits,
-                    };
+                    let low =
+                        left * 2 <= permits && self.installed.load(Ordering::Relaxed) as u32 == g;
+                    return Take::Granted { low };
                 }
                 Err(current) => {
                     word = current;
