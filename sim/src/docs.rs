@@ -11,7 +11,8 @@ use crate::error::SimError;
 use crate::limiters::{lineup, Spec};
 use crate::plot;
 use crate::run::{Outcome, Run};
-use crate::trace::{self, Trace, SECOND};
+use crate::trace::{self, Trace};
+use crate::units::{seconds, seconds_text, SECOND};
 
 /// The slugs of the two on/off traces: silences longer than the window, and bursts that
 /// come back every period.
@@ -132,10 +133,6 @@ fn pct(x: f64) -> String {
     format!("{x:.1}")
 }
 
-fn seconds(ns: u64) -> String {
-    format!("{:.2}", trace::seconds(ns))
-}
-
 /// A figure of `spec` on the run named `slug`, formatted by `f`.
 fn stat(runs: &[Run], slug: &str, spec: Spec, f: impl Fn(&Run, &Outcome) -> String) -> String {
     runs.iter()
@@ -188,7 +185,7 @@ Each limiter replays the same requests on a `ManualClock` beside the **exact sli
          bucket, every 2 s). Count thresholds k are 1, limit/20 = 5 and limit/5 = 20; \
          \"count-closed\" has one time bucket (the period), \"both\" has 10. The key pools have \
          {KEYS} keys of {} uses each.\n",
-        trace::seconds(length),
+        seconds(length),
         length / SECOND,
         LIMIT / KEYS
     );
@@ -197,7 +194,7 @@ Each limiter replays the same requests on a `ManualClock` beside the **exact sli
     s += "\n### False denials (% of requests)\n\n";
     s += &matrix(runs, |_, o| format!("{:.2}", o.false_share()));
     s += "\n### Longest false-denial stretch (seconds)\n\n";
-    s += &matrix(runs, |_, o| seconds(o.longest_false));
+    s += &matrix(runs, |_, o| seconds_text(o.longest_false));
     s += "\n### Fullest window (permits in one period; the limit is 100)\n\n";
     s += &matrix(runs, |_, o| o.worst.to_string());
     let _ = writeln!(
@@ -222,7 +219,7 @@ fn prose(runs: &[Run], pool: &Run) -> String {
     };
     let stretch = |spec| {
         pool.get(spec)
-            .map_or_else(|| "n/a".into(), |o| seconds(o.longest_false))
+            .map_or_else(|| "n/a".into(), |o| seconds_text(o.longest_false))
     };
     let t4 = Spec::TimeClosed { buckets: 4 };
     let t10 = Spec::TimeClosed { buckets: 10 };
@@ -332,8 +329,8 @@ what the limiter itself reports as free (`remaining_at`).\n\n\
         o60 = util(runs, ONOFF_PERIODIC, t60),
         oc5 = util(runs, ONOFF_PERIODIC, Spec::CountClosed { k: 5 }),
         ob5 = util(runs, ONOFF_PERIODIC, Spec::Both { buckets: 10, k: 5 }),
-        oc5s = stat(runs, ONOFF_PERIODIC, Spec::CountClosed { k: 5 }, |_, o| seconds(o.longest_false)),
-        ob5s = stat(runs, ONOFF_PERIODIC, Spec::Both { buckets: 10, k: 5 }, |_, o| seconds(o.longest_false)),
+        oc5s = stat(runs, ONOFF_PERIODIC, Spec::CountClosed { k: 5 }, |_, o| seconds_text(o.longest_false)),
+        ob5s = stat(runs, ONOFF_PERIODIC, Spec::Both { buckets: 10, k: 5 }, |_, o| seconds_text(o.longest_false)),
         pt10 = p(t10),
         pt60 = p(t60),
         st10 = stretch(t10),

@@ -14,6 +14,7 @@ mod plot;
 mod rng;
 mod run;
 mod trace;
+mod units;
 mod window;
 
 use std::path::{Path, PathBuf};
@@ -27,7 +28,8 @@ use crate::cli::{Options, Scenario};
 use crate::error::SimError;
 use crate::limiters::{lineup, Spec};
 use crate::run::Run;
-use crate::trace::{Trace, SECOND};
+use crate::trace::Trace;
+use crate::units::{duration_text, seconds, SECOND};
 
 fn main() -> ExitCode {
     match cli::parse(std::env::args().skip(1)).and_then(|o| execute(&o)) {
@@ -69,7 +71,7 @@ fn execute(o: &Options) -> Result<(), SimError> {
                     "## {}: limit {} per {}\n",
                     run.trace_name,
                     run.limit,
-                    plot::duration_text(run.period)
+                    duration_text(run.period)
                 );
                 println!("{}", summary_table(&run));
                 if o.plots {
@@ -215,7 +217,7 @@ pub(crate) fn replay(
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message(trace.slug.clone());
-    let run = run::run(trace, specs, samples, &bar);
+    let run = run::run(trace, specs, samples, &|done| bar.inc(done));
     bar.finish_and_clear();
     run
 }
@@ -242,7 +244,7 @@ pub(crate) fn summary_table(run: &Run) -> String {
             o.false_share(),
             o.worst,
             run.limit,
-            trace::seconds(o.longest_false),
+            seconds(o.longest_false),
         );
     }
     s
