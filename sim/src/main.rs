@@ -9,6 +9,7 @@
 mod cli;
 mod docs;
 mod error;
+mod leased;
 mod limiters;
 mod plot;
 mod rng;
@@ -344,7 +345,7 @@ mod tests {
                 .collect();
             // The exact log and the whole lineup. The file trace's limit of 4 leaves one
             // count threshold (k = 1) and no key pool (its requests cost up to 3 permits).
-            let expected = if slug == "file-trace" { 12 } else { 18 };
+            let expected = if slug == "file-trace" { 13 } else { 19 };
             assert_eq!(svgs.len(), expected, "{slug}");
             for path in svgs {
                 let texts = svg_texts(&path);
