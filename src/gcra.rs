@@ -22,8 +22,10 @@ use crate::sync::{AtomicU64, Backoff, Ordering};
 mod builder;
 mod change;
 mod read;
+mod rule;
 
 pub use builder::GcraBuilder;
+pub use rule::GcraRule;
 
 /// A smooth-rate limiter (GCRA, "leaky score"): one `AtomicU64` of state, one CAS per grant,
 /// a single load per denial.

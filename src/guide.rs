@@ -10,7 +10,7 @@
 //! | rotate API keys | [`KeyPool`] | no key used more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key is spent | one CAS per key handed out; 8 bytes × keys × `max_uses` |
 //! | many cores hammering one limit | [`ShardedGcra`] | never more than one `Gcra`'s b + d/I in total; one busy thread still gets the whole rate | one CAS on the caller's own cache line; 128 bytes × shards |
 //! | several rates on one caller, all or nothing ("10 per second AND 1,000 per hour") | [`GcraPair`] for two rates, [`GcraMulti`] for up to eight; per key `Keyed::gcra_pair` | each rate's b + d/I bound; a request refused by one rate charges none of them (two limiters checked in sequence would burn the first) | `GcraPair`: one 16-byte CAS per grant, a denial one load, 16 bytes; `GcraMulti`: two CASes per grant, 72 bytes × snapshots |
-//! | limits shared across machines | `hotlimit-redis` (its own crate) | as [`Gcra`] or [`SlidingLog`], decided on the Redis server by its clock | one round trip per decision (a Lua script); one key per limited key |
+//! | limits shared across machines | `hotlimit-redis` (its own crate) | as [`Gcra`] or [`SlidingLog`], decided on the Redis server by its clock; a leased GCRA (`LeasedGcra`) keeps b + d/I across all processes | one round trip per decision (a Lua script), or for a hot GCRA key one per lease of up to 1,024 permits, each then granted in process with one CAS; one key per limited key |
 //!
 //! [`Gcra`] alone is the smooth rate: b at once, then one per I = period/limit. It is *not*
 //! "at most `limit` in any window of `period`": with burst b = `limit` it can grant up to

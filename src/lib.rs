@@ -129,6 +129,7 @@ pub use error::{ConfigError, DenialReason, Denied, ParseRateError};
 // `Limiter::__fair_queue` hook returns it). Not part of the API.
 #[doc(hidden)]
 pub use fair_queue::{FairQueue as __FairQueue, Place as __Place};
+pub use gcra::GcraRule;
 pub use gcra::{Gcra, GcraBuilder};
 pub use gcra_multi::{GcraMulti, GcraMultiBuilder};
 pub use gcra_pair::{GcraPair, GcraPairBuilder};

@@ -1,39 +1,43 @@
 //! [`DenialCache`]: denials remembered per key, so that a denied key is denied again locally,
 //! with no round trip, until its retry-after has passed.
 //!
-//! Times are microseconds on the process's monotonic clock, taken **before** the request was
+//! The map is the algorithm-free part: it stores an [`Entry`] per key and drops stale ones.
+//! What an entry means, and when it denies, is each algorithm's rule ([`crate::gcra`],
+//! [`crate::sliding_log`]).
+//!
+//! Two levels: each thread's copies of recent denials (`cache/copies.rs`: no lock, no atomic
+//! operation, for the key a thread keeps asking about), then the shared map (32 shards, a
+//! `Mutex` each), which the copies are filled from.
+//!
+//! Times are nanoseconds on the process's monotonic clock, taken **before** the request was
 //! sent. The server decided at some instant after that, so a remembered "free at" is never later
 //! than the server's: the cache can only send a request to Redis that Redis then denies, never
 //! deny one that Redis would have granted (both clocks running at the same rate).
-//!
-//! - GCRA: the entry is the key's TAT as the denial reported it (`reset` = TAT − now). Only time
-//!   lowers a TAT (other clients' grants raise it), so for every n the local decision is the
-//!   script's: exact, including `retry_after`, `remaining` and `reset`.
-//! - Sliding log: the entry is "n or more permits are refused until `free_at`". Other clients
-//!   only add stamps, which makes the n-th oldest newer, so a request for at least n is refused
-//!   at least that long: conservative (a request for fewer goes to Redis).
 
+use crate::sync::{AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
-use hotlimit::{Clock, Decision, Denied, QuantaClock, Quota};
+use hotlimit::{Clock, QuantaClock};
 
-use crate::script::{Algorithm, Reply};
+mod copies;
 
-/// What is remembered of one denial.
+/// The ids of caches, for their threads' copies.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What is remembered of one denial (local ns), as the algorithm that made it reads it.
 #[derive(Clone, Copy, Debug)]
-struct Entry {
-    /// GCRA: the TAT; log: when the request is free (local µs).
-    free_at: u64,
+pub(crate) struct Entry {
+    /// GCRA: the key's TAT; log: when the refused request is free. Past it the entry denies
+    /// nothing, and a sweep may drop it.
+    pub(crate) free_at: u64,
     /// Log only: the least n the entry refuses.
-    n_min: u32,
+    pub(crate) n_min: u32,
     /// Log only: permits left at the denial (a snapshot; time can only raise it).
-    remaining: u64,
-    /// Log only: when the key is full again (local µs).
-    reset_at: u64,
+    pub(crate) remaining: u64,
+    /// Log only: when the key is full again.
+    pub(crate) reset_at: u64,
 }
 
 /// Shards of the map: a power of two, so a hash picks one with a mask.
@@ -70,6 +74,8 @@ impl Hasher for PassHash {
 /// for one lookup or insert (measured faster than papaya's lock-free map here: an uncontended
 /// lock is one CAS, a papaya pin a fence; contention is spread over the shards).
 pub(crate) struct DenialCache {
+    /// This cache's tag in the threads' copies.
+    id: u64,
     shards: Box<[Shard]>,
     /// The keys' hash: its top bits pick the shard, and the whole is the shard's map key.
     hasher: foldhash::fast::FixedState,
@@ -78,7 +84,7 @@ pub(crate) struct DenialCache {
     capacity: usize,
     /// hotlimit's TSC clock (a few ns a read, where `Instant::now` is tens).
     clock: QuantaClock,
-    /// The local µs of the last sweep of stale entries (at most one per millisecond).
+    /// The local ns of the last sweep of stale entries (at most one per millisecond).
     last_sweep: AtomicU64,
 }
 
@@ -95,6 +101,8 @@ impl DenialCache {
     pub(crate) fn new(capacity: usize) -> Self {
         let hasher = foldhash::fast::FixedState::default();
         DenialCache {
+            // Relaxed: a unique number, nothing is published with it.
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
             hasher,
             len: AtomicU64::new(0),
@@ -116,102 +124,68 @@ impl DenialCache {
     /// The key's hash and its shard, locked.
     fn shard(&self, key: &str) -> (u64, std::sync::MutexGuard<'_, Map>) {
         let h = self.hasher.hash_one(key);
+        (h, self.lock(h))
+    }
+
+    /// The shard of hash `h`, locked.
+    fn lock(&self, h: u64) -> std::sync::MutexGuard<'_, Map> {
         // A poisoned shard only means a thread panicked while holding it; the map is intact
         // (inserts and removals are single calls).
-        let shard = self.shards[(h >> 59) as usize % SHARDS]
+        self.shards[(h >> 59) as usize % SHARDS]
             .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        (h, shard)
+            .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Local microseconds since the cache was made.
+    /// Local nanoseconds since the cache was made.
+    #[inline]
     pub(crate) fn now(&self) -> u64 {
-        self.clock.now() / 1000
+        self.clock.now()
     }
 
-    /// The local denial of `n` permits under `key` at local `now`, if the cache has one.
-    pub(crate) fn check(
-        &self,
-        algorithm: &Algorithm,
-        quota: Quota,
-        key: &str,
-        n: u32,
-        now: u64,
-    ) -> Option<Decision> {
+    /// What `rule` makes of the entry remembered for `key`: this thread's copy first, then
+    /// (when the copy is missing or denies nothing) the shared map's, copied here when it
+    /// denies. `None`: no entry denies, Redis must be asked.
+    #[inline(always)]
+    pub(crate) fn deny<R>(&self, key: &str, rule: impl Fn(&Entry) -> Option<R>) -> Option<R> {
         if !self.is_enabled() {
             return None;
         }
+        let hash = self.hasher.hash_one(key);
+        if let Some(denied) = copies::get(self.id, hash, key).and_then(|e| rule(&e)) {
+            return Some(denied);
+        }
+        self.deny_shared(hash, key, rule)
+    }
+
+    /// [`deny`](DenialCache::deny) on the shared map (out of line: the hot path is a copy).
+    #[inline(never)]
+    fn deny_shared<R>(
+        &self,
+        hash: u64,
+        key: &str,
+        rule: impl Fn(&Entry) -> Option<R>,
+    ) -> Option<R> {
         let entry = {
-            let (h, map) = self.shard(key);
-            match map.get(&h) {
+            let map = self.lock(hash);
+            match map.get(&hash) {
                 Some((k, e)) if **k == *key => *e,
                 _ => return None,
             }
         };
-        match *algorithm {
-            Algorithm::Gcra {
-                interval,
-                tolerance,
-                ..
-            } => {
-                let ahead = entry.free_at.saturating_sub(now);
-                let slack = tolerance.checked_sub(u64::from(n) * interval)?;
-                if ahead <= slack {
-                    return None;
-                }
-                let remaining = tolerance.saturating_sub(ahead) / interval;
-                Some(Decision::denied(
-                    quota,
-                    Denied::new(Some(Duration::from_micros(ahead - slack))),
-                    remaining,
-                    Duration::from_micros(ahead),
-                ))
-            }
-            Algorithm::Log { .. } => {
-                if n < entry.n_min || now >= entry.free_at {
-                    return None;
-                }
-                Some(Decision::denied(
-                    quota,
-                    Denied::new(Some(Duration::from_micros(entry.free_at - now))),
-                    entry.remaining,
-                    Duration::from_micros(entry.reset_at.saturating_sub(now)),
-                ))
-            }
-        }
+        let denied = rule(&entry)?;
+        copies::put(self.id, hash, key, entry);
+        Some(denied)
     }
 
-    /// Remember a denial the server made for `n` permits, the request having been sent at
-    /// local `sent`.
-    pub(crate) fn remember(
-        &self,
-        algorithm: &Algorithm,
-        key: &str,
-        n: u32,
-        reply: &Reply,
-        sent: u64,
-    ) {
-        if !self.is_enabled() || reply.granted {
+    /// Remembers `entry` for `key` at local `now`, unless the cache is full of live entries.
+    pub(crate) fn insert(&self, key: &str, entry: Entry, now: u64) {
+        if !self.is_enabled() {
             return;
         }
-        let entry = match algorithm {
-            Algorithm::Gcra { .. } => Entry {
-                free_at: sent + reply.reset,
-                n_min: 0,
-                remaining: 0,
-                reset_at: 0,
-            },
-            Algorithm::Log { .. } => Entry {
-                free_at: sent + reply.retry_after,
-                n_min: n,
-                remaining: reply.remaining,
-                reset_at: sent + reply.reset,
-            },
-        };
         if self.len() >= self.capacity
             && !self.shard(key).1.contains_key(&self.hasher.hash_one(key))
         {
-            self.sweep(sent);
+            self.sweep(now);
             if self.len() >= self.capacity {
                 // Full of live denials: this one is not cached (the next request asks Redis).
                 return;
@@ -222,6 +196,8 @@ impl DenialCache {
             // Relaxed: as in `len`.
             self.len.fetch_add(1, Ordering::Relaxed);
         }
+        drop(map);
+        copies::put(self.id, h, key, entry);
     }
 
     /// Drops the entries that no longer deny anything (at most once per millisecond).
@@ -229,7 +205,7 @@ impl DenialCache {
         // Relaxed: `last_sweep` only spaces the sweeps out; two threads sweeping at once
         // is harmless (both remove only stale entries).
         let last = self.last_sweep.load(Ordering::Relaxed);
-        if now < last + 1000 {
+        if now < last + 1_000_000 {
             return;
         }
         // Relaxed: as above.

@@ -8,11 +8,14 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Client, Connection, ConnectionLike, RedisResult};
+use redis::{Client, Connection, ConnectionLike, RedisError, RedisResult, Value};
+
+use crate::transport::Deadline;
 
 /// A blocking connection that reconnects by itself: after an I/O error or a timeout it is
-/// dropped, and the next call connects again (within that call's deadline). The limiter sets
-/// its connect, read and write timeouts to its deadline.
+/// dropped, and the next call connects again. Connecting, writing and reading share one
+/// deadline per decision: a reconnect and the read that follows wait at most the limiter's
+/// deadline **in total**.
 ///
 /// # Examples
 ///
@@ -50,6 +53,12 @@ impl SyncConnection {
     /// # Ok::<(), redis::RedisError>(())
     /// ```
     pub fn new(client: Client) -> Self {
+        // Without `CLIENT SETINFO` (informational only) the handshake of a client with no
+        // password and no database sends nothing, so reconnecting to a server that does not
+        // answer waits for nothing but the socket.
+        let info = client.get_connection_info().clone();
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let client = Client::open(info.set_redis_settings(settings)).unwrap_or(client);
         SyncConnection {
             client,
             con: None,
@@ -70,34 +79,107 @@ impl SyncConnection {
         self.con.as_ref().is_some_and(Connection::is_open)
     }
 
-    /// Runs `f` on the connection (opening it if needed) with `timeout` on connect, read and
-    /// write; drops the connection on an I/O error so that the next call starts afresh.
-    pub(crate) fn with<T>(
+    /// Sends `packed` (a pipeline of `count` commands) and reads its `count` replies, all
+    /// within what is left of `deadline`.
+    ///
+    /// Socket timeouts bound one read, not a call, and the client's pipeline reader goes on
+    /// reading every reply after one timed out (a stopped server would cost one timeout per
+    /// command); so the replies are read here one by one, each with the time left, and the
+    /// first read that fails ends the exchange: the replies not read get its error, and the
+    /// connection is dropped (the next call connects afresh). The connect and its handshake
+    /// (at most two commands, an `AUTH`/`HELLO` and a `SELECT`; `CLIENT SETINFO` is left out)
+    /// get half the time left. Timeouts are set in whole milliseconds rounded down, so that a
+    /// call reuses the previous call's setting (no `setsockopt`) and never waits past the
+    /// deadline.
+    ///
+    /// # Errors
+    ///
+    /// The connect's error, the send's, or the first reply's (a timeout when the deadline
+    /// passed): then nothing is known of any command.
+    pub(crate) fn exchange(
         &mut self,
-        timeout: Duration,
-        f: impl FnOnce(&mut Connection) -> RedisResult<T>,
-    ) -> RedisResult<T> {
-        if !self.is_connected() || self.timeout != Some(timeout) {
-            if !self.is_connected() {
-                self.con = Some(self.client.get_connection_with_timeout(timeout)?);
-            }
-            if let Some(con) = self.con.as_mut() {
-                con.set_read_timeout(Some(timeout))?;
-                con.set_write_timeout(Some(timeout))?;
-            }
-            self.timeout = Some(timeout);
-        }
-        let Some(con) = self.con.as_mut() else {
-            unreachable!("connected just above")
+        deadline: &Deadline,
+        packed: &[u8],
+        count: usize,
+    ) -> RedisResult<Vec<RedisResult<Value>>> {
+        let result = self.try_exchange(deadline, packed, count);
+        let broken = match &result {
+            Ok(replies) => replies.iter().any(|r| r.as_ref().is_err_and(is_broken)),
+            Err(_) => true,
         };
-        let result = f(con);
-        if let Err(e) = &result {
-            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || !con.is_open() {
-                self.con = None;
-            }
+        if broken || !self.is_connected() {
+            self.con = None;
+            self.timeout = None;
         }
         result
     }
+
+    fn try_exchange(
+        &mut self,
+        deadline: &Deadline,
+        packed: &[u8],
+        count: usize,
+    ) -> RedisResult<Vec<RedisResult<Value>>> {
+        if !self.is_connected() {
+            self.con = None;
+            self.timeout = None;
+            let con = self
+                .client
+                .get_connection_with_timeout(deadline.left()? / 2)?;
+            self.con = Some(con);
+        }
+        self.limit(deadline)?;
+        self.connection().send_packed_command(packed)?;
+        let mut replies = Vec::with_capacity(count);
+        for _ in 0..count {
+            let reply = self
+                .limit(deadline)
+                .and_then(|()| self.connection().recv_response())
+                .and_then(Value::extract_error);
+            if let Err(e) = &reply {
+                if is_broken(e) {
+                    if replies.is_empty() {
+                        return Err(e.clone());
+                    }
+                    replies.resize(count, Err(e.clone()));
+                    break;
+                }
+            }
+            replies.push(reply);
+        }
+        Ok(replies)
+    }
+
+    /// Sets the socket's timeouts to what is left of `deadline` (see
+    /// [`exchange`](SyncConnection::exchange)), if they are not already that.
+    fn limit(&mut self, deadline: &Deadline) -> RedisResult<()> {
+        let left = deadline.left()?;
+        let timeout = if left >= Duration::from_millis(1) {
+            Duration::from_millis(left.as_millis() as u64)
+        } else {
+            left
+        };
+        if self.timeout != Some(timeout) {
+            let con = self.connection();
+            con.set_read_timeout(Some(timeout))?;
+            con.set_write_timeout(Some(timeout))?;
+            self.timeout = Some(timeout);
+        }
+        Ok(())
+    }
+
+    fn connection(&mut self) -> &mut Connection {
+        match self.con.as_mut() {
+            Some(con) => con,
+            None => unreachable!("`try_exchange` connects first"),
+        }
+    }
+}
+
+/// Whether the connection is unusable after `e` (out of step with the server, or gone), as
+/// opposed to one command's error.
+fn is_broken(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_unrecoverable_error()
 }
 
 /// A [`ConnectionManager`] (async, multiplexed, reconnecting in the background) whose connect

@@ -5,8 +5,10 @@
 //! |---|---|---|
 //! | [`RedisLimiter::gcra`] | smooth rate, burst b: at most b + d/I grants in any interval d | one integer (the TAT, µs), ~56 B |
 //! | [`RedisLimiter::sliding_log`] | at most `limit` in every window of `period` (exact) | a list of ≤ `limit` grant times |
+//! | [`LeasedGcra`] | GCRA's b + d/I in any interval d, across all processes together; decided in process (a grant is one CAS) from leases of permits taken in one round trip | the same one integer as `RedisLimiter::gcra` (both may share a key) |
 //!
-//! Each decision is **one Lua script, one round trip**, atomic on the server and timed by the
+//! Each `RedisLimiter` decision is **one Lua script, one round trip** (a `LeasedGcra` takes a
+//! round trip per lease of many permits; its docs prove the bound and measure its cost), atomic on the server and timed by the
 //! server's `TIME` (never a client's clock), in integer microseconds (exact in Lua's doubles).
 //! Keys are written only on grants and always carry an expiry: an idle key disappears once it
 //! is full again. Scripts are sent by hash (`EVALSHA`) and reloaded on `NOSCRIPT`.
@@ -14,7 +16,8 @@
 //! Redis failing is a policy you choose ([`OnError`]: fail open, fail closed, or fall back to
 //! an in-process hotlimit limiter); every decision has a deadline; a call that timed out is
 //! never retried (a script that ran but answered late has charged its permits); while the
-//! server is down no request waits for it. Denials are remembered per key, so a denied key is
+//! server is down no request waits for it; one decision waits at most the deadline **in total**
+//! (a reconnect and a `NOSCRIPT` reload included). Denials are remembered per key, so a denied key is
 //! denied again locally until its retry-after (exact for GCRA). [`Stats`] counts it all.
 //!
 //! Blocking callers use a [`SyncConnection`]; async callers a
@@ -37,14 +40,20 @@
 
 #![forbid(unsafe_code)]
 
+mod algorithm;
+mod batch;
 mod cache;
 mod connection;
 mod decide;
 mod error;
+mod gcra;
+mod lease;
 mod limiter;
 mod policy;
-mod script;
+mod sliding_log;
 mod stats;
+mod sync;
+mod transport;
 
 pub use connection::{cluster_connection, connection_manager, SyncConnection};
 pub use decide::{DecideFuture, RedisDecide};
@@ -66,6 +75,7 @@ pub use error::Error;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub use hotlimit::ConfigError;
+pub use lease::{LeaseStats, LeasedDecide, LeasedGcra, LeasedGcraBuilder, LeasedKey};
 #[doc(hidden)]
 pub use limiter::TestClock;
 pub use limiter::{RedisLimiter, RedisLimiterBuilder};

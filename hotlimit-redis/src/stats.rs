@@ -1,6 +1,6 @@
 //! [`Stats`]: what a limiter has decided, and how.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// A snapshot of a limiter's counters (shared by its clones), each counted since it was built.
 ///
@@ -34,40 +34,57 @@ pub struct Stats {
     pub cached_keys: usize,
 }
 
+/// The counters behind [`Stats`]: one per way a decision ends, so that each decision counts
+/// once (one atomic add; a cached denial is no slower for being counted twice), and the totals
+/// are sums.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    decisions: AtomicU64,
-    round_trips: AtomicU64,
+    /// Requests sent to Redis (each request of a batch).
+    sent: AtomicU64,
+    /// Requests for more than the limiter can ever hold: refused with no round trip.
+    refused: AtomicU64,
     local_denials: AtomicU64,
+    /// Requests decided by the policy without asking, the server being marked down.
+    skipped: AtomicU64,
+    round_trips: AtomicU64,
+    /// Requests sent that Redis did not decide (each decided by the policy).
     errors: AtomicU64,
-    fallbacks: AtomicU64,
 }
 
 // Relaxed (every counter below): independent statistics; nothing is published with them, and
 // a snapshot need not be consistent across counters.
 impl Counters {
-    pub(crate) fn decision(&self) {
-        self.decisions.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn sent(&self) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
     }
-    pub(crate) fn round_trip(&self) {
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
     }
     pub(crate) fn local_denial(&self) {
         self.local_denials.fetch_add(1, Ordering::Relaxed);
     }
+    pub(crate) fn skipped(&self) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn round_trip(&self) {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
     pub(crate) fn error(&self) {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
-    pub(crate) fn fallback(&self) {
-        self.fallbacks.fetch_add(1, Ordering::Relaxed);
-    }
     pub(crate) fn snapshot(&self, cached_keys: usize) -> Stats {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let (local_denials, skipped, errors) = (
+            load(&self.local_denials),
+            load(&self.skipped),
+            load(&self.errors),
+        );
         Stats {
-            decisions: self.decisions.load(Ordering::Relaxed),
-            round_trips: self.round_trips.load(Ordering::Relaxed),
-            local_denials: self.local_denials.load(Ordering::Relaxed),
-            errors: self.errors.load(Ordering::Relaxed),
-            fallbacks: self.fallbacks.load(Ordering::Relaxed),
+            decisions: load(&self.sent) + load(&self.refused) + local_denials + skipped,
+            round_trips: load(&self.round_trips),
+            local_denials,
+            errors,
+            fallbacks: skipped + errors,
             cached_keys,
         }
     }

@@ -89,6 +89,40 @@ fn three_primaries() {
             assert!(d.iter().all(|d| d.is_allowed() && d.remaining() == 1));
             assert_eq!(limiter.stats().errors, 0);
         }
+
+        // One node stopped (SIGSTOP): a decision on its slots waits at most the limiter's deadline
+        // (plus 50 ms for scheduling on a loaded machine), though the cluster connection's own
+        // response timeout is 2 s; the other nodes' keys are decided as before.
+        let deadline = Duration::from_millis(100);
+        nodes[0].stop();
+        let limiter = RedisLimiter::gcra(Rate::per_hour(3).unwrap(), OnError::FailClosed)
+            .local_cache(0)
+            .prefix("stopped:")
+            .deadline(deadline)
+            .reprobe_after(Duration::from_nanos(1))
+            .build()
+            .unwrap();
+        let mut timeouts = 0;
+        for k in 0..12 {
+            let t = Instant::now();
+            let d = limiter
+                .try_decide_async(&mut con, &format!("user-{k}"), 1)
+                .await;
+            let took = t.elapsed();
+            assert!(
+                took <= deadline + Duration::from_millis(50),
+                "key {k}: {took:?}"
+            );
+            match d {
+                Ok(d) => assert!(d.is_allowed()),
+                Err(hotlimit_redis::Error::Timeout(_)) => timeouts += 1,
+                // Once the other nodes count the stopped one as failed, they answer
+                // CLUSTERDOWN at once: not a wait.
+                Err(e) => eprintln!("key {k}: {e}"),
+            }
+        }
+        assert!(timeouts > 0, "no key of the stopped node's slots among 12");
+        nodes[0].resume();
     });
     // The keys landed on every node.
     for n in &nodes {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::error::SimError;
-use crate::trace::{parse_seconds, SECOND};
+use crate::units::{parse_seconds, SECOND};
 
 pub(crate) const HELP: &str = "\
 hotlimit-sim: replays traffic through every hotlimit limiter beside the exact sliding log,

@@ -3,11 +3,18 @@
 use std::time::Duration;
 
 use hotlimit::{
-    Clock, ConfigError, Gcra, KeyPool, Limiter, ManualClock, Rate, ShardedGcra, SlidingLog,
-    SlidingWindow,
+    Clock, ConfigError, Gcra, GcraRule, KeyPool, Limiter, ManualClock, Rate, ShardedGcra,
+    SlidingLog, SlidingWindow,
 };
 
 use crate::error::SimError;
+use crate::leased::Leased;
+
+/// The leased row's round trip (a LAN's, with the server's own time), its leases' demand
+/// window and largest lease: `LeasedGcra`'s defaults but the round trip.
+const LEASE_RTT: u64 = 1_000_000;
+const LEASE_TIME: u64 = 50_000_000;
+const LEASE_MAX: u64 = 1024;
 
 /// One limiter and its parameters: what a run builds for each trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +24,9 @@ pub(crate) enum Spec {
     /// `ShardedGcra`, burst = limit, requests handed to the shards in turn (as if they came
     /// from that many cores).
     ShardedGcra { shards: usize },
+    /// hotlimit-redis's `LeasedGcra` (a model: `leased.rs`), burst = limit, requests handed to
+    /// `processes` processes in turn, round trips of [`LEASE_RTT`].
+    Leased { processes: usize },
     /// `SlidingLog`: exact.
     SlidingLog,
     /// Strict `SlidingWindow`: buckets close by time only.
@@ -40,6 +50,9 @@ impl Spec {
         match *self {
             Spec::Gcra => "Gcra (burst = limit)".into(),
             Spec::ShardedGcra { shards } => format!("ShardedGcra, {shards} shards"),
+            Spec::Leased { processes } => {
+                format!("LeasedGcra (model), {processes} processes, 1 ms round trips")
+            }
             Spec::SlidingLog => "SlidingLog".into(),
             Spec::TimeClosed { buckets } => {
                 format!("SlidingWindow time-closed, {buckets} buckets")
@@ -63,6 +76,7 @@ impl Spec {
         match *self {
             Spec::Gcra => "gcra".into(),
             Spec::ShardedGcra { shards } => format!("sharded-gcra-{shards}"),
+            Spec::Leased { processes } => format!("leased-gcra-{processes}"),
             Spec::SlidingLog => "sliding-log".into(),
             Spec::TimeClosed { buckets } => format!("window-time-{buckets}"),
             Spec::CountClosed { k } => format!("window-count-k{k}"),
@@ -79,7 +93,10 @@ impl Spec {
     /// (d = period: b + limit).
     pub(crate) fn allowed_over(&self, limit: u64) -> u64 {
         match self {
-            Spec::Gcra | Spec::ShardedGcra { .. } | Spec::Approximate { .. } => limit,
+            Spec::Gcra
+            | Spec::ShardedGcra { .. }
+            | Spec::Leased { .. }
+            | Spec::Approximate { .. } => limit,
             _ => 0,
         }
     }
@@ -100,6 +117,7 @@ pub(crate) fn lineup(limit: u64, keys: u64) -> Vec<Spec> {
         Spec::SlidingLog,
         Spec::Gcra,
         Spec::ShardedGcra { shards: 4 },
+        Spec::Leased { processes: 4 },
     ];
     specs.extend([4, 10, 60].map(|buckets| Spec::TimeClosed { buckets }));
     specs.extend(ks.iter().map(|&k| Spec::CountClosed { k }));
@@ -118,6 +136,7 @@ enum Inner {
     Log(SlidingLog<ManualClock>),
     Window(SlidingWindow<ManualClock>),
     Pool(KeyPool<u32, ManualClock>),
+    Leased(Leased),
 }
 
 /// A built limiter with the clock it reads: `try_acquire` sets the clock, then asks the
@@ -181,6 +200,14 @@ impl SimLimiter {
             Spec::PoolLog { keys } | Spec::PoolBuckets { keys, .. } => {
                 pool(spec, rate, keys, c.clone()).map(Inner::Pool)
             }
+            Spec::Leased { processes } => {
+                // The core's interval, ⌈period / limit⌉ ns, and b = limit.
+                GcraRule::new(rate.period_nanos().div_ceil(limit), limit).map(|rule| {
+                    Inner::Leased(Leased::new(
+                        rule, processes, LEASE_RTT, LEASE_TIME, LEASE_MAX,
+                    ))
+                })
+            }
         };
         let inner = built.map_err(|source| SimError::Config {
             limiter: spec.label(),
@@ -200,7 +227,8 @@ impl SimLimiter {
         self.clock.set(Duration::from_nanos(now));
         let call = self.calls;
         self.calls += 1;
-        let result = match &self.inner {
+        let result = match &mut self.inner {
+            Inner::Leased(l) => return l.try_acquire(now, permits),
             Inner::Gcra(l) => l.try_acquire_n(permits),
             Inner::Sharded(l) => {
                 let home = (call % l.shards() as u64) as usize;
@@ -226,6 +254,7 @@ impl SimLimiter {
             Inner::Window(l) => l.remaining_at(now),
             // Every key's uses left, summed (O(keys) for a bucketed pool).
             Inner::Pool(p) => p.remaining_at(now),
+            Inner::Leased(l) => l.remaining_at(now),
         }
     }
 }
@@ -258,6 +287,7 @@ mod tests {
             assert_eq!(specs.iter().any(Spec::is_pool), limit.is_multiple_of(keys));
             for spec in specs {
                 let mut l = SimLimiter::new(spec, rate).unwrap();
+                // (A leased limiter's first request waits one round trip for its lease.)
                 assert_eq!(l.try_acquire(0, 1), Ok(()), "{}", spec.label());
             }
         }

@@ -9,11 +9,13 @@
 mod cli;
 mod docs;
 mod error;
+mod leased;
 mod limiters;
 mod plot;
 mod rng;
 mod run;
 mod trace;
+mod units;
 mod window;
 
 use std::path::{Path, PathBuf};
@@ -27,7 +29,8 @@ use crate::cli::{Options, Scenario};
 use crate::error::SimError;
 use crate::limiters::{lineup, Spec};
 use crate::run::Run;
-use crate::trace::{Trace, SECOND};
+use crate::trace::Trace;
+use crate::units::{duration_text, seconds, SECOND};
 
 fn main() -> ExitCode {
     match cli::parse(std::env::args().skip(1)).and_then(|o| execute(&o)) {
@@ -69,7 +72,7 @@ fn execute(o: &Options) -> Result<(), SimError> {
                     "## {}: limit {} per {}\n",
                     run.trace_name,
                     run.limit,
-                    plot::duration_text(run.period)
+                    duration_text(run.period)
                 );
                 println!("{}", summary_table(&run));
                 if o.plots {
@@ -215,7 +218,7 @@ pub(crate) fn replay(
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message(trace.slug.clone());
-    let run = run::run(trace, specs, samples, &bar);
+    let run = run::run(trace, specs, samples, &|done| bar.inc(done));
     bar.finish_and_clear();
     run
 }
@@ -242,7 +245,7 @@ pub(crate) fn summary_table(run: &Run) -> String {
             o.false_share(),
             o.worst,
             run.limit,
-            trace::seconds(o.longest_false),
+            seconds(o.longest_false),
         );
     }
     s
@@ -342,7 +345,7 @@ mod tests {
                 .collect();
             // The exact log and the whole lineup. The file trace's limit of 4 leaves one
             // count threshold (k = 1) and no key pool (its requests cost up to 3 permits).
-            let expected = if slug == "file-trace" { 12 } else { 18 };
+            let expected = if slug == "file-trace" { 13 } else { 19 };
             assert_eq!(svgs.len(), expected, "{slug}");
             for path in svgs {
                 let texts = svg_texts(&path);

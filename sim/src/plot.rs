@@ -10,6 +10,7 @@ use plotters::prelude::*;
 
 use crate::error::SimError;
 use crate::run::{Outcome, Run, Sample};
+use crate::units::duration_text;
 
 /// Legend texts: the smoke test looks for them in the files.
 pub(crate) const USED: &str = "used: permits granted (cumulative)";
@@ -65,18 +66,6 @@ fn tick(v: f64) -> String {
     } else {
         let s = format!("{v:.2}");
         s.trim_end_matches('0').to_string()
-    }
-}
-
-/// "1 s", "10 min", "250 ms".
-pub(crate) fn duration_text(ns: u64) -> String {
-    const MINUTE: u64 = 60_000_000_000;
-    if ns >= MINUTE && ns.is_multiple_of(MINUTE) {
-        format!("{} min", ns / MINUTE)
-    } else if ns >= 1_000_000_000 {
-        format!("{} s", ns as f64 / 1e9)
-    } else {
-        format!("{} ms", ns as f64 / 1e6)
     }
 }
 

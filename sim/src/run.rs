@@ -1,7 +1,5 @@
 //! Replaying a trace: the decisions, the metrics, and the series the pictures draw.
 
-use indicatif::ProgressBar;
-
 use crate::error::SimError;
 use crate::limiters::{SimLimiter, Spec};
 use crate::trace::Trace;
@@ -130,23 +128,24 @@ impl Decider for ExactWindow {
 }
 
 /// Replays `trace` through the exact log and every spec in `specs` (leaving key pools out of
-/// a trace whose requests cost more than one permit), with `samples` points per series.
+/// a trace whose requests cost more than one permit), with `samples` points per series;
+/// `progress` is told how many requests were replayed as they go (a progress bar, or nothing).
 pub(crate) fn run(
     trace: &Trace,
     specs: &[Spec],
     samples: usize,
-    bar: &ProgressBar,
+    progress: &dyn Fn(u64),
 ) -> Result<Run, SimError> {
     let (limit, period) = (trace.rate.limit(), trace.rate.period_nanos());
     let mut reference = ExactWindow::new(limit, period);
-    let exact = replay(trace, &mut reference, None, samples, bar);
+    let exact = replay(trace, &mut reference, None, samples, progress);
     let mut limiters = Vec::new();
     for &spec in specs {
         if spec.is_pool() && trace.has_costs() {
             continue;
         }
         let mut limiter = SimLimiter::new(spec, trace.rate)?;
-        limiters.push(replay(trace, &mut limiter, Some(spec), samples, bar));
+        limiters.push(replay(trace, &mut limiter, Some(spec), samples, progress));
     }
     Ok(Run {
         trace_name: trace.name.clone(),
@@ -166,7 +165,7 @@ fn replay(
     decider: &mut dyn Decider,
     spec: Option<Spec>,
     samples: usize,
-    bar: &ProgressBar,
+    progress: &dyn Fn(u64),
 ) -> Outcome {
     let (limit, period) = (trace.rate.limit(), trace.rate.period_nanos());
     let mut audit = ExactWindow::new(limit, period);
@@ -234,10 +233,10 @@ fn replay(
             }
         }
         if i % 4096 == 4095 {
-            bar.inc(4096);
+            progress(4096);
         }
     }
-    bar.inc(trace.requests.len() as u64 % 4096);
+    progress(trace.requests.len() as u64 % 4096);
     if let Some((start, until, room)) = stretch {
         close(start, trace.end.max(start).min(until), room, &mut longest);
     }
@@ -266,7 +265,8 @@ fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{self, Request, SECOND};
+    use crate::trace::{self, Request};
+    use crate::units::SECOND;
     use hotlimit::Rate;
 
     fn ms(ms: u64) -> u64 {
@@ -302,7 +302,7 @@ mod tests {
             pool_keys: None,
         };
         let specs = [Spec::TimeClosed { buckets: 2 }, Spec::SlidingLog];
-        let run = run(&trace, &specs, 4, &ProgressBar::hidden()).unwrap();
+        let run = run(&trace, &specs, 4, &|_| {}).unwrap();
         assert_eq!(run.exact.granted, 4);
         assert_eq!(run.exact.false_denials, 0);
         let strict = &run.limiters[0];
@@ -335,7 +335,7 @@ mod tests {
             Spec::TimeClosed { buckets: 10 },
             Spec::Both { buckets: 10, k: 4 },
         ];
-        let run = run(&trace, &specs, 10, &ProgressBar::hidden()).unwrap();
+        let run = run(&trace, &specs, 10, &|_| {}).unwrap();
         assert_eq!(run.exact.worst, 20);
         assert_eq!(run.limiters[0].worst, 40);
         assert_eq!(run.limiters[0].utilisation(&run.exact), 200.0);

@@ -9,9 +9,7 @@ use hotlimit::Rate;
 
 use crate::error::SimError;
 use crate::rng::Rng;
-
-/// Nanoseconds in one second.
-pub(crate) const SECOND: u64 = 1_000_000_000;
+use crate::units::{duration_text, parse_seconds, seconds, SECOND};
 
 /// One request: at `at` nanoseconds from the trace's start, for `cost` permits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,7 +230,7 @@ pub(crate) fn key_pool(
         [
             format!(
                 "key-pool worst case: {keys} keys, each once per {p}; {burst} at once every {p}, then 1-2 a minute",
-                p = crate::plot::duration_text(period)
+                p = duration_text(period)
             ),
             slug,
             "key pool".into(),
@@ -327,45 +325,6 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Request>, (usize, String)> {
         return Err((0, "no requests in the file".into()));
     }
     Ok(requests)
-}
-
-/// Decimal seconds ("12", "0.25", "3.000000001") to nanoseconds, exactly.
-pub(crate) fn parse_seconds(s: &str) -> Result<u64, String> {
-    let bad = || format!("time {s:?} is not a number of seconds like 12 or 0.25");
-    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    if whole.is_empty() && frac.is_empty() {
-        return Err(bad());
-    }
-    let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
-    if !digits(whole) || !digits(frac) {
-        return Err(bad());
-    }
-    if frac.len() > 9 {
-        return Err(format!(
-            "time {s:?} has more than 9 decimals (nanoseconds are the finest unit)"
-        ));
-    }
-    let too_big = || format!("time {s:?} is beyond 584 years");
-    let whole: u64 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().map_err(|_| too_big())?
-    };
-    let frac_ns: u64 = if frac.is_empty() {
-        0
-    } else {
-        // At most 9 digits: fits, and scales to nanoseconds.
-        frac.parse::<u64>().map_err(|_| bad())? * 10u64.pow(9 - frac.len() as u32)
-    };
-    whole
-        .checked_mul(SECOND)
-        .and_then(|ns| ns.checked_add(frac_ns))
-        .ok_or_else(too_big)
-}
-
-/// Nanoseconds as (fractional) seconds.
-pub(crate) fn seconds(ns: u64) -> f64 {
-    ns as f64 / SECOND as f64
 }
 
 #[cfg(test)]

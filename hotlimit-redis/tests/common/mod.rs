@@ -125,6 +125,31 @@ impl RedisServer {
         let _ = std::fs::remove_file(&self.socket);
     }
 
+    /// Stops the server with SIGSTOP: connections stay open and connects still succeed (the
+    /// kernel queues them), but nothing is answered until [`resume`](RedisServer::resume).
+    pub fn stop(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a stopped server run again (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a running server").id()
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .arg(sig)
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill(1)");
+        assert!(status.success(), "kill {sig} {}", self.pid());
+    }
+
     /// Starts it again on the same socket.
     pub fn restart(&mut self) {
         self.kill();

@@ -1,0 +1,314 @@
+//! [`RedisLimiterBuilder`]: the constructors of [`RedisLimiter`] and its settings, and the
+//! test hook [`TestClock`].
+
+use crate::sync::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hotlimit::{ConfigError, Rate};
+
+use super::{RedisLimiter, Shared};
+use crate::algorithm::Algorithm;
+use crate::cache::DenialCache;
+use crate::gcra::GcraScript;
+use crate::policy::OnError;
+use crate::sliding_log::LogScript;
+use crate::stats::Counters;
+
+/// Builds a [`RedisLimiter`]: see [`RedisLimiter::gcra`] and [`RedisLimiter::sliding_log`].
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit::Rate;
+/// use hotlimit_redis::{OnError, RedisLimiter};
+/// use std::time::Duration;
+///
+/// let limiter = RedisLimiter::sliding_log(Rate::per_minute(100)?, OnError::FailOpen)
+///     .prefix("api:")
+///     .deadline(Duration::from_millis(20))
+///     .build()?;
+/// assert_eq!(limiter.quota().limit(), 100);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct RedisLimiterBuilder {
+    /// The algorithm's constructor (its module's `new`), from the rate and the burst.
+    make: Make,
+    rate: Rate,
+    burst: Option<u64>,
+    on_error: OnError,
+    prefix: Vec<u8>,
+    max_key_len: usize,
+    deadline: Duration,
+    reprobe_after: Duration,
+    cache_capacity: usize,
+    test_clock: Option<TestClock>,
+}
+
+/// An algorithm from the rate and the burst (each refuses what it cannot take).
+type Make = fn(Rate, Option<u64>) -> Result<Algorithm, ConfigError>;
+
+/// The test hook: a `now` in microseconds passed to the scripts instead of the server's `TIME`.
+/// Not part of the API (tests compare the scripts with the core on a manual clock).
+#[doc(hidden)]
+#[derive(Clone, Debug, Default)]
+pub struct TestClock(Arc<AtomicU64>);
+
+impl TestClock {
+    /// Sets the time the scripts see, in microseconds.
+    pub fn set_micros(&self, now: u64) {
+        // Relaxed: a test value read by the next call on the same test's thread or task.
+        self.0.store(now, Ordering::Relaxed);
+    }
+
+    pub(crate) fn micros(&self) -> u64 {
+        // Relaxed: as above.
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Default deadline for one decision's round trip.
+const DEFAULT_DEADLINE: Duration = Duration::from_millis(100);
+/// Default time for which a failure sends decisions to the policy without asking Redis.
+const DEFAULT_REPROBE: Duration = Duration::from_millis(100);
+/// Default longest key, prefix included.
+const DEFAULT_MAX_KEY_LEN: usize = 4096;
+/// Default number of keys whose denials are cached.
+const DEFAULT_CACHE: usize = 10_000;
+
+impl RedisLimiter {
+    /// A GCRA limiter at `rate` (burst `rate.limit()` unless set), with `on_error` deciding
+    /// when Redis cannot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(3)?, OnError::FailClosed).burst(1).build()?;
+    /// // A GCRA's quota is its burst per the time to refill it: 1 per 333,334 µs.
+    /// assert_eq!(limiter.quota().limit(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn gcra(rate: Rate, on_error: OnError) -> RedisLimiterBuilder {
+        RedisLimiterBuilder::new(
+            |rate, burst| GcraScript::new(rate, burst).map(Algorithm::Gcra),
+            rate,
+            on_error,
+        )
+    }
+
+    /// An exact sliding-log limiter: at most `rate.limit()` permits in every window of
+    /// `rate.period()` (rounded up to whole microseconds), with `on_error` deciding when Redis
+    /// cannot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::sliding_log(Rate::per_hour(50)?, OnError::FailOpen).build()?;
+    /// assert_eq!(limiter.quota().limit(), 50);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sliding_log(rate: Rate, on_error: OnError) -> RedisLimiterBuilder {
+        RedisLimiterBuilder::new(
+            |rate, burst| LogScript::new(rate, burst).map(Algorithm::Log),
+            rate,
+            on_error,
+        )
+    }
+}
+
+impl RedisLimiterBuilder {
+    fn new(make: Make, rate: Rate, on_error: OnError) -> Self {
+        RedisLimiterBuilder {
+            make,
+            rate,
+            burst: None,
+            on_error,
+            prefix: b"hotlimit:".to_vec(),
+            max_key_len: DEFAULT_MAX_KEY_LEN,
+            deadline: DEFAULT_DEADLINE,
+            reprobe_after: DEFAULT_REPROBE,
+            cache_capacity: DEFAULT_CACHE,
+            test_clock: None,
+        }
+    }
+
+    /// GCRA only: the most permits taken at once (default: the rate's limit). A sliding
+    /// log's burst is its limit; setting this on a log is a [`ConfigError`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(100)?, OnError::FailOpen).burst(10).build()?;
+    /// # let _ = limiter;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn burst(mut self, burst: u64) -> Self {
+        self.burst = Some(burst);
+        self
+    }
+
+    /// The bytes put before every key (default `hotlimit:`). Two limiters with different
+    /// rates must not share a prefix: they would read each other's state.
+    ///
+    /// Every script touches exactly one key, so on Redis Cluster any key works; a key with a
+    /// hash tag (`{tenant}:user`) places all of one tenant's keys in one slot, which a
+    /// [batch](RedisLimiter::decide_batch_async) on a cluster needs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailOpen).prefix("rl:login:").build()?;
+    /// assert_eq!(limiter.redis_key("alice"), b"rl:login:alice");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
+        self.prefix = prefix.as_ref().to_vec();
+        self
+    }
+
+    /// The longest key accepted, prefix included (default 4,096 bytes); a longer one is
+    /// [`Error::KeyTooLong`](crate::Error::KeyTooLong) with no round trip. It bounds what each cached denial holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailOpen).max_key_len(64).build()?;
+    /// assert!(limiter.check_key(&"x".repeat(100)).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_key_len(mut self, max: usize) -> Self {
+        self.max_key_len = max;
+        self
+    }
+
+    /// How long one decision may wait for Redis (default 100 ms), connecting included for a
+    /// [`SyncConnection`](crate::SyncConnection). Past it the policy decides, and the call is **not** retried (a
+    /// script that ran but whose answer was late has charged its permits; a retry could
+    /// charge them twice).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailOpen)
+    ///     .deadline(Duration::from_millis(5))
+    ///     .build()?;
+    /// assert_eq!(limiter.deadline(), Duration::from_millis(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// After a connection failure or a timeout, how long decisions go straight to the policy
+    /// without asking Redis (default 100 ms). Requests are never queued for a server that is
+    /// down: when it is back, the next call after this interval asks it again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailClosed)
+    ///     .reprobe_after(Duration::from_secs(1))
+    ///     .build()?;
+    /// # let _ = limiter;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reprobe_after(mut self, reprobe_after: Duration) -> Self {
+        self.reprobe_after = reprobe_after;
+        self
+    }
+
+    /// How many keys' denials are remembered locally (default 10,000; 0 turns the cache off).
+    /// While a key's denial holds, calls for it are denied with no round trip.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(1)?, OnError::FailOpen).local_cache(0).build()?;
+    /// # let _ = limiter;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn local_cache(mut self, keys: usize) -> Self {
+        self.cache_capacity = keys;
+        self
+    }
+
+    /// Test hook: the scripts use this clock's microseconds instead of the server's `TIME`.
+    #[doc(hidden)]
+    pub fn test_clock(mut self, clock: TestClock) -> Self {
+        self.test_clock = Some(clock);
+        self
+    }
+
+    /// Builds the limiter.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the field: `rate` when a GCRA's emission interval is under
+    /// 1 µs or a log's period exceeds 2^52 µs; `burst` when it is 0, when b × interval exceeds
+    /// 2^52 µs, or when it is set on a sliding log; `deadline` when it is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let err = RedisLimiter::sliding_log(Rate::per_second(5)?, OnError::FailOpen).burst(2).build();
+    /// assert_eq!(err.unwrap_err().field(), "burst");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(self) -> Result<RedisLimiter, ConfigError> {
+        let algorithm = (self.make)(self.rate, self.burst)?;
+        if self.deadline.is_zero() {
+            return Err(ConfigError::invalid(
+                "deadline",
+                self.deadline,
+                "must be more than zero",
+            ));
+        }
+        Ok(RedisLimiter {
+            shared: Arc::new(Shared {
+                algorithm,
+                quota: algorithm.quota(),
+                prefix: self.prefix,
+                max_key_len: self.max_key_len,
+                deadline: self.deadline,
+                reprobe_after: self.reprobe_after,
+                on_error: self.on_error,
+                cache: DenialCache::new(self.cache_capacity),
+                down_until: AtomicU64::new(0),
+                counters: Counters::default(),
+                test_clock: self.test_clock,
+            }),
+        })
+    }
+}
