@@ -42,6 +42,28 @@ pub trait KeyExtractor: Send + Sync + 'static {
     /// The request's key, or `None` when it has none.
     fn extract(&self, parts: &Parts) -> Option<Self::Key>;
 
+    /// The request's key, none, or a refusal to choose one: what the layer calls. The default
+    /// is [`extract`](KeyExtractor::extract)'s answer; an extractor that cannot pick a key
+    /// safely in some requests ([`PeerIp`](crate::PeerIp) and
+    /// [`ForwardedIp`](crate::ForwardedIp) without the peer address) overrides it to say so.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::{Extracted, KeyExtractor, PeerIp, Refusal};
+    ///
+    /// // No peer address in the request (a server without `ConnectInfo`): PeerIp refuses.
+    /// let (parts, ()) = http::Request::get("/").body(()).unwrap().into_parts();
+    /// assert_eq!(PeerIp::new().extract_key(&parts), Extracted::Refused(Refusal::NoPeerAddress));
+    /// ```
+    #[inline]
+    fn extract_key(&self, parts: &Parts) -> Extracted<Self::Key> {
+        match self.extract(parts) {
+            Some(key) => Extracted::Key(key),
+            None => Extracted::Missing,
+        }
+    }
+
     /// This extractor combined with `other`: the key is the pair of both keys (missing if
     /// either is missing), e.g. per user *and* route.
     ///
@@ -60,6 +82,84 @@ pub trait KeyExtractor: Send + Sync + 'static {
         Self: Sized,
     {
         Pair(self, other)
+    }
+}
+
+/// What a [`KeyExtractor`] found in a request.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{Extracted, HeaderKey, KeyExtractor};
+///
+/// let key = HeaderKey::new("x-api-key")?;
+/// let (parts, ()) = http::Request::get("/").body(()).unwrap().into_parts();
+/// assert_eq!(key.extract_key(&parts), Extracted::Missing);
+/// # Ok::<(), hotlimit_tower::ConfigError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Extracted<K> {
+    /// The request's key.
+    Key(K),
+    /// The request has no key (no such header): the policy's
+    /// [`MissingKey`](crate::MissingKey) choice applies.
+    Missing,
+    /// The extractor will not choose a key for this request because it cannot do so safely:
+    /// the server is misconfigured. The layer rejects the request with 500, counts it
+    /// ([`PolicyCounts::refused`](crate::PolicyCounts::refused)) and logs why (`tracing`, at
+    /// `error` the first time for each policy, then at `debug`). No
+    /// [`MissingKey`](crate::MissingKey) choice applies: a keyless fallback would hide the
+    /// mistake.
+    Refused(Refusal),
+}
+
+impl<K> Extracted<K> {
+    /// The key, if there is one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::Extracted;
+    ///
+    /// assert_eq!(Extracted::Key(7).key(), Some(7));
+    /// assert_eq!(Extracted::<u8>::Missing.key(), None);
+    /// ```
+    pub fn key(self) -> Option<K> {
+        match self {
+            Extracted::Key(k) => Some(k),
+            _ => None,
+        }
+    }
+}
+
+/// Why an extractor refused to choose a key ([`Extracted::Refused`]).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::Refusal;
+///
+/// assert!(Refusal::NoPeerAddress.to_string().contains("peer address"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The request carries no peer address (axum: the server was not started with
+    /// `into_make_service_with_connect_info::<SocketAddr>()`; hyper: no `SocketAddr` in the
+    /// request's extensions). An IP key cannot be known, and a forwarded header cannot be
+    /// trusted when it is unknown who sent it: any client could choose its own key.
+    NoPeerAddress,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NoPeerAddress => f.write_str(
+                "the request has no peer address: serve with \
+                 into_make_service_with_connect_info::<SocketAddr>() (axum) or put the \
+                 connection's SocketAddr in the request's extensions",
+            ),
+        }
     }
 }
 
@@ -208,7 +308,16 @@ impl<A: KeyExtractor, B: KeyExtractor> KeyExtractor for Pair<A, B> {
     type Key = (A::Key, B::Key);
 
     fn extract(&self, parts: &Parts) -> Option<Self::Key> {
-        Some((self.0.extract(parts)?, self.1.extract(parts)?))
+        self.extract_key(parts).key()
+    }
+
+    /// Both keys; a refusal by either is a refusal, else a missing key by either is missing.
+    fn extract_key(&self, parts: &Parts) -> Extracted<Self::Key> {
+        match (self.0.extract_key(parts), self.1.extract_key(parts)) {
+            (Extracted::Refused(r), _) | (_, Extracted::Refused(r)) => Extracted::Refused(r),
+            (Extracted::Key(a), Extracted::Key(b)) => Extracted::Key((a, b)),
+            _ => Extracted::Missing,
+        }
     }
 }
 

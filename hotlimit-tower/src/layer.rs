@@ -4,6 +4,7 @@
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -507,6 +508,7 @@ impl RateLimitLayerBuilder {
                 quota: policy.quota(),
                 quoted,
                 policy,
+                warned: AtomicBool::new(false),
             });
         }
         let policy_field =

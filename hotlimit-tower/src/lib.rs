@@ -94,8 +94,10 @@ pub use counters::METRIC_NAME;
 /// );
 /// ```
 pub use hotlimit::ConfigError;
-pub use ip::{ForwardedIp, PeerIp, DEFAULT_IPV6_PREFIX};
-pub use key::{key_fn, Bearer, FnKey, Global, HeaderKey, KeyExtractor, Pair, Route};
+pub use ip::{ForwardedIp, PeerIp, DEFAULT_IPV6_PREFIX, DEFAULT_NAT64_PREFIX};
+pub use key::{
+    key_fn, Bearer, Extracted, FnKey, Global, HeaderKey, KeyExtractor, Pair, Refusal, Route,
+};
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
 pub use policy::{BoxError, MissingKey, Peek, Policy};
 pub use response::{

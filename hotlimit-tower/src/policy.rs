@@ -7,6 +7,7 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -17,8 +18,8 @@ use hotlimit::{
 use http::request::Parts;
 use http::StatusCode;
 
-use crate::counters::Counters;
-use crate::key::KeyExtractor;
+use crate::counters::{Counted, Counters};
+use crate::key::{Extracted, KeyExtractor, Refusal};
 use hotlimit::ConfigError;
 
 /// A boxed error from a policy's limiter (a networked backend that failed).
@@ -301,6 +302,8 @@ pub(crate) enum Step {
     Skip,
     /// The request has no key: answer with this status.
     Reject(StatusCode),
+    /// The extractor refused to choose a key (a misconfigured server).
+    Refused(Refusal),
     /// Decided at once (every in-process limiter).
     Ready(Result<Decision, BoxError>),
     /// Still deciding (a networked limiter).
@@ -332,8 +335,10 @@ where
         parts: &Parts,
         owned: &'a mut Option<X::Key>,
     ) -> Result<&'a X::Key, Step> {
-        if let Some(k) = self.key.extract(parts) {
-            return Ok(owned.insert(k));
+        match self.key.extract_key(parts) {
+            Extracted::Key(k) => return Ok(owned.insert(k)),
+            Extracted::Refused(r) => return Err(Step::Refused(r)),
+            Extracted::Missing => {}
         }
         match &self.missing {
             MissingKey::Allow => Err(Step::Skip),
@@ -404,6 +409,30 @@ pub(crate) struct Entry {
     /// The limiter's quota when the layer was built.
     pub(crate) quota: hotlimit::Quota,
     pub(crate) counters: Counters,
+    /// Whether a refusal was logged at `error` already (later ones go to `debug`).
+    pub(crate) warned: AtomicBool,
+}
+
+impl Entry {
+    /// Counts and logs a request whose key extractor refused to choose a key.
+    #[cold]
+    pub(crate) fn refused(&self, why: Refusal) {
+        self.counters.count(Counted::Refused);
+        let name = self.policy.name();
+        // Relaxed (both): only whether this policy has logged once; nothing is published.
+        if !self.warned.load(Ordering::Relaxed) && !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::error!(
+                policy = name,
+                "hotlimit-tower refused a request (500): {why}; every such request is refused \
+                 and counted (PolicyCounts::refused)"
+            );
+        } else {
+            tracing::debug!(
+                policy = name,
+                "hotlimit-tower refused a request (500): {why}"
+            );
+        }
+    }
 }
 
 impl fmt::Debug for Entry {

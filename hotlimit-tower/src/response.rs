@@ -77,11 +77,14 @@ pub enum RejectionKind {
     MissingKey,
     /// The policy's limiter failed to decide (a networked backend): the layer fails closed.
     LimiterError,
+    /// The policy's key extractor refused to choose a key because the server is
+    /// misconfigured ([`Refusal`](crate::Refusal): no peer address): 500, logged.
+    Refused,
 }
 
 impl RejectionKind {
     /// A short machine-readable name (`rate_limited`, `table_full`, `never_grantable`,
-    /// `missing_key`, `limiter_error`), as the JSON body's `error`.
+    /// `missing_key`, `limiter_error`, `refused`), as the JSON body's `error`.
     ///
     /// # Examples
     ///
@@ -97,6 +100,7 @@ impl RejectionKind {
             RejectionKind::NeverGrantable => "never_grantable",
             RejectionKind::MissingKey => "missing_key",
             RejectionKind::LimiterError => "limiter_error",
+            RejectionKind::Refused => "refused",
         }
     }
 
@@ -207,6 +211,11 @@ impl Rejection {
             }
             (RejectionKind::LimiterError, _) => {
                 format!("the \"{name}\" rate limiter could not decide")
+            }
+            // The reason is logged for the operator; the client learns only that it is not its
+            // fault.
+            (RejectionKind::Refused, _) => {
+                format!("the server cannot identify the client for the \"{name}\" rate limit")
             }
             _ => format!("the request costs more than the \"{name}\" rate limit can ever grant"),
         }
@@ -487,10 +496,11 @@ pub(crate) fn default_response(r: &Rejection, body: RejectionBody) -> Response<B
         let mut resp = Response::new(Bytes::new());
         let h = resp.headers_mut();
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-        // 8: RESOURCE_EXHAUSTED; 3: INVALID_ARGUMENT (no key); 14: UNAVAILABLE.
+        // 8: RESOURCE_EXHAUSTED; 3: INVALID_ARGUMENT (no key); 14: UNAVAILABLE; 13: INTERNAL.
         let code: u16 = match r.kind {
             RejectionKind::MissingKey => 3,
             RejectionKind::LimiterError => 14,
+            RejectionKind::Refused => 13,
             _ => 8,
         };
         h.insert(GRPC_STATUS.clone(), HeaderValue::from(code));

@@ -81,6 +81,8 @@ pub(crate) enum End {
     MissingKey { policy: usize, status: StatusCode },
     /// Policy `i`'s limiter failed.
     Failed { policy: usize },
+    /// Policy `i`'s key extractor refused to choose a key.
+    Refused { policy: usize },
 }
 
 /// The decisions made on one request, and how it ended.
@@ -220,6 +222,11 @@ impl Shared {
                 verdict.end = End::MissingKey { policy: i, status };
                 Some(Ok(()))
             }
+            Step::Refused(why) => {
+                self.policies[i].refused(why);
+                verdict.end = End::Refused { policy: i };
+                Some(Ok(()))
+            }
         }
     }
 
@@ -326,6 +333,12 @@ impl Shared {
                 policy,
                 RejectionKind::LimiterError,
                 self.settings.error_status,
+                None,
+            ),
+            End::Refused { policy } => (
+                policy,
+                RejectionKind::Refused,
+                StatusCode::INTERNAL_SERVER_ERROR,
                 None,
             ),
         };

@@ -1,0 +1,144 @@
+//! [`PeerIp`]: the TCP peer's address as the key.
+
+use std::net::IpAddr;
+
+use http::request::Parts;
+
+use super::keying::{IpKeying, Nat64};
+use super::peer_addr;
+use crate::key::{Extracted, KeyExtractor, Refusal};
+use hotlimit::ConfigError;
+
+/// The TCP peer's IP address as the key: an IPv4 client by its IPv4 address (also when it
+/// reaches an IPv6 socket IPv4-mapped, or through NAT64 `64:ff9b::/96`), an IPv6 client by its
+/// /56. Use it when clients connect directly; behind a proxy or load balancer every request
+/// would share the proxy's address: use [`ForwardedIp`](crate::ForwardedIp) there.
+///
+/// **The peer address is required.** It comes from the request's extensions: axum's
+/// `ConnectInfo<SocketAddr>` (serve with `into_make_service_with_connect_info::<SocketAddr>()`)
+/// or `MockConnectInfo` in tests (feature `axum`), tonic's `TcpConnectInfo` (feature `tonic`),
+/// or a plain [`SocketAddr`](std::net::SocketAddr) (a hyper server can insert one). A request
+/// without one is refused ([`Refusal::NoPeerAddress`]: 500, counted, logged), whatever the
+/// policy's [`MissingKey`](crate::MissingKey): a server that forgot `ConnectInfo` fails loudly
+/// instead of limiting no one.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{KeyExtractor, PeerIp};
+/// use std::net::{IpAddr, SocketAddr};
+///
+/// let mut req = http::Request::get("/").body(()).unwrap();
+/// req.extensions_mut().insert(SocketAddr::from(([192, 0, 2, 7], 40000)));
+/// let (parts, ()) = req.into_parts();
+/// assert_eq!(PeerIp::new().extract(&parts), Some(IpAddr::from([192, 0, 2, 7])));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PeerIp {
+    keying: IpKeying,
+}
+
+impl PeerIp {
+    /// The peer address, IPv6 grouped by /56, NAT64 read from `64:ff9b::/96`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let key = hotlimit_tower::PeerIp::new();
+    /// # let _ = key;
+    /// ```
+    pub fn new() -> PeerIp {
+        PeerIp::default()
+    }
+
+    /// Groups IPv6 peers by `/prefix` instead (128: every address its own key).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `ipv6_prefix` unless 1 ≤ `prefix` ≤ 128.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::{KeyExtractor, PeerIp};
+    /// use std::net::{IpAddr, SocketAddr};
+    ///
+    /// let mut req = http::Request::get("/").body(()).unwrap();
+    /// req.extensions_mut().insert("[2001:db8:1:2:3::9]:443".parse::<SocketAddr>().unwrap());
+    /// let (parts, ()) = req.into_parts();
+    /// let ip = PeerIp::new().ipv6_prefix(64)?.extract(&parts).unwrap();
+    /// assert_eq!(ip, "2001:db8:1:2::".parse::<IpAddr>().unwrap());
+    /// assert!(PeerIp::new().ipv6_prefix(0).is_err());
+    /// # Ok::<(), hotlimit_tower::ConfigError>(())
+    /// ```
+    pub fn ipv6_prefix(self, prefix: u8) -> Result<PeerIp, ConfigError> {
+        Ok(PeerIp {
+            keying: self.keying.ipv6_prefix(prefix)?,
+        })
+    }
+
+    /// Reads IPv4 clients from under the NAT64 prefix `prefix` (RFC 6052: an IPv6 prefix of
+    /// length 32, 40, 48, 56, 64 or 96) instead of `64:ff9b::/96`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `nat64_prefix` for anything else.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::{KeyExtractor, PeerIp};
+    /// use std::net::{IpAddr, SocketAddr};
+    ///
+    /// let key = PeerIp::new().nat64_prefix("2001:db8:64::/96")?;
+    /// let mut req = http::Request::get("/").body(()).unwrap();
+    /// req.extensions_mut().insert("[2001:db8:64::192.0.2.33]:443".parse::<SocketAddr>().unwrap());
+    /// let (parts, ()) = req.into_parts();
+    /// assert_eq!(key.extract(&parts), Some(IpAddr::from([192, 0, 2, 33])));
+    /// assert!(PeerIp::new().nat64_prefix("2001:db8::/33").is_err());
+    /// # Ok::<(), hotlimit_tower::ConfigError>(())
+    /// ```
+    pub fn nat64_prefix(self, prefix: &str) -> Result<PeerIp, ConfigError> {
+        Ok(PeerIp {
+            keying: self.keying.nat64(Some(Nat64::parse(prefix)?)),
+        })
+    }
+
+    /// Reads no NAT64 prefix: addresses under `64:ff9b::/96` are IPv6 networks like any other.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::{KeyExtractor, PeerIp};
+    /// use std::net::{IpAddr, SocketAddr};
+    ///
+    /// let mut req = http::Request::get("/").body(()).unwrap();
+    /// req.extensions_mut().insert("[64:ff9b::192.0.2.33]:443".parse::<SocketAddr>().unwrap());
+    /// let (parts, ()) = req.into_parts();
+    /// assert_eq!(PeerIp::new().without_nat64().extract(&parts), Some("64:ff9b::".parse::<IpAddr>()?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn without_nat64(self) -> PeerIp {
+        PeerIp {
+            keying: self.keying.nat64(None),
+        }
+    }
+}
+
+impl KeyExtractor for PeerIp {
+    type Key = IpAddr;
+
+    #[inline]
+    fn extract(&self, parts: &Parts) -> Option<IpAddr> {
+        peer_addr(parts).map(|ip| self.keying.key(ip))
+    }
+
+    /// The peer's key, or [`Refusal::NoPeerAddress`] when the request has no peer address.
+    #[inline]
+    fn extract_key(&self, parts: &Parts) -> Extracted<IpAddr> {
+        match peer_addr(parts) {
+            Some(ip) => Extracted::Key(self.keying.key(ip)),
+            None => Extracted::Refused(Refusal::NoPeerAddress),
+        }
+    }
+}
