@@ -7,6 +7,7 @@ use std::fmt;
 use http::header::{HeaderName, AUTHORIZATION};
 use http::request::Parts;
 
+use crate::digest::bounded;
 use hotlimit::ConfigError;
 
 /// Reads the key a request is limited by from its head. `None` means the request has no key
@@ -186,7 +187,9 @@ impl KeyExtractor for Global {
 }
 
 /// The value of a request header (e.g. an API key), as a `String`; missing when the header is
-/// absent or not visible ASCII. The first value counts if the header repeats.
+/// absent or not visible ASCII. The first value counts if the header repeats. A value longer
+/// than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes is stored as its keyed 128-bit digest, so
+/// the policy's memory is bounded whatever clients send.
 ///
 /// # Examples
 ///
@@ -231,12 +234,14 @@ impl KeyExtractor for HeaderKey {
 
     fn extract(&self, parts: &Parts) -> Option<String> {
         let value = parts.headers.get(&self.name)?.to_str().ok()?;
-        Some(value.to_owned())
+        Some(bounded(value))
     }
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive); missing
-/// when there is none.
+/// when there is none. A token longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes (a JWT,
+/// typically) is stored as its keyed 128-bit digest, so the policy's memory is bounded
+/// whatever clients send.
 ///
 /// # Examples
 ///
@@ -257,14 +262,16 @@ impl KeyExtractor for Bearer {
         let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
         let (scheme, token) = value.split_once(' ')?;
         let token = token.trim();
-        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
+        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| bounded(token))
     }
 }
 
 /// The route: the method and the matched path (`"GET /users/{id}"`, from axum's
 /// `MatchedPath` with the `axum` feature), so every user shares one limit per endpoint. Without
 /// a matched path (no `axum` feature, or a service that is not an axum route) it is the
-/// request's path, which a client controls: then bound the keys with the limiter's capacity.
+/// request's path, which a client controls: then bound the keys with the limiter's capacity
+/// (a key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes is stored as its keyed
+/// digest, so each costs little).
 ///
 /// # Examples
 ///
@@ -285,7 +292,7 @@ impl KeyExtractor for Route {
         if let Some(path) = parts.extensions.get::<axum::extract::MatchedPath>() {
             return Some(format!("{} {}", parts.method, path.as_str()));
         }
-        Some(format!("{} {}", parts.method, parts.uri.path()))
+        Some(bounded(&format!("{} {}", parts.method, parts.uri.path())))
     }
 }
 
@@ -321,7 +328,8 @@ impl<A: KeyExtractor, B: KeyExtractor> KeyExtractor for Pair<A, B> {
     }
 }
 
-/// A key extractor from a closure over the request's head: see [`key_fn`].
+/// A key extractor from a closure over the request's head: see [`key_fn`]. Its keys are
+/// stored as the closure returns them: bound their size yourself if a client chooses them.
 ///
 /// # Examples
 ///

@@ -65,6 +65,7 @@
 
 mod body;
 mod counters;
+mod digest;
 mod ip;
 mod key;
 mod layer;
@@ -77,6 +78,7 @@ pub use body::ResponseBody;
 pub use counters::PolicyCounts;
 #[cfg(feature = "metrics")]
 pub use counters::METRIC_NAME;
+pub use digest::MAX_KEY_LEN;
 /// A layer, policy or key extractor configured with a value that cannot work: the core's
 /// [`hotlimit::ConfigError`], so that one error type covers the rates, the limiters and the
 /// layer. Reported when the layer is built, never at request time.

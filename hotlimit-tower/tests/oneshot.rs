@@ -493,6 +493,8 @@ async fn a_full_key_table_answers_503() {
     assert_eq!(status_of(&svc, [10, 0, 0, 1]).await, 200);
     let resp = svc.oneshot(from([10, 0, 0, 2])).await.unwrap();
     assert_eq!(resp.status(), 503);
+    // Refused for room: nothing remaining, more when the table has room (issue 25 saw r=1).
+    assert_eq!(params(&resp.headers()["ratelimit"])[0], ("r".into(), 0));
     let v: serde_json::Value = serde_json::from_str(&body(resp).await).unwrap();
     assert_eq!(v["error"], "table_full");
 }

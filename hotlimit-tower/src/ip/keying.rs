@@ -11,10 +11,30 @@ use hotlimit::ConfigError;
 use super::network::Network;
 
 /// The IPv6 prefix every IP extractor groups by unless told otherwise.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(hotlimit_tower::DEFAULT_IPV6_PREFIX, 56);
+/// ```
 pub const DEFAULT_IPV6_PREFIX: u8 = 56;
 
 /// The NAT64 prefix the IP keys read IPv4 clients from unless told otherwise: the well-known
 /// prefix of RFC 6052, `64:ff9b::/96`.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{KeyExtractor, PeerIp, DEFAULT_NAT64_PREFIX};
+/// use std::net::{IpAddr, SocketAddr};
+///
+/// assert_eq!(DEFAULT_NAT64_PREFIX, "64:ff9b::/96");
+/// let mut req = http::Request::get("/").body(()).unwrap();
+/// req.extensions_mut().insert("[64:ff9b::192.0.2.1]:443".parse::<SocketAddr>()?);
+/// let (parts, ()) = req.into_parts();
+/// assert_eq!(PeerIp::new().extract(&parts), Some(IpAddr::from([192, 0, 2, 1])));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const DEFAULT_NAT64_PREFIX: &str = "64:ff9b::/96";
 
 /// A NAT64 prefix (RFC 6052 §2.2): the IPv6 addresses under it carry an IPv4 address in the
