@@ -333,6 +333,11 @@ pub trait Decide: Send + Sync {
 pub(crate) type Ready = core::future::Ready<Result<Decision, core::convert::Infallible>>;
 
 /// An in-process limiter's decision, ready: `outcome` with the state read back after it.
+///
+/// A key refused for want of room in a keyed limiter's table
+/// ([`DenialReason::TableFull`](crate::DenialReason::TableFull)) reports nothing remaining
+/// until the table has room: the read-back of the absent key (its full burst) would tell the
+/// client it has a full quota while it is refused.
 #[inline]
 pub(crate) fn ready(
     quota: Quota,
@@ -340,6 +345,12 @@ pub(crate) fn ready(
     remaining: u64,
     reset: Duration,
 ) -> Ready {
+    let (remaining, reset) = match outcome {
+        Err(d) if d.reason() == crate::error::DenialReason::TableFull => {
+            (0, d.retry_after().unwrap_or(reset))
+        }
+        _ => (remaining, reset),
+    };
     core::future::ready(Ok(Decision::new(quota, outcome, remaining, reset)))
 }
 
