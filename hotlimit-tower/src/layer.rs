@@ -13,11 +13,11 @@ use http::{Response, StatusCode};
 use tower_layer::Layer;
 
 use crate::counters::{Counters, PolicyCounts};
+use crate::evaluator::{Evaluator, Settings};
 use crate::key::KeyExtractor;
 use crate::policy::{quote_name, BoxError, Entry, ErasedPolicy, Policy};
 use crate::response::{Rejection, RejectionBody};
 use crate::service::RateLimit;
-use crate::shared::{Settings, Shared};
 use hotlimit::ConfigError;
 
 /// The builder's setters that store their argument in one field of its `Settings`: each
@@ -55,13 +55,13 @@ macro_rules! settings {
 /// ```
 #[derive(Clone)]
 pub struct RateLimitLayer {
-    shared: Arc<Shared>,
+    evaluator: Arc<Evaluator>,
 }
 
 impl fmt::Debug for RateLimitLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitLayer")
-            .field("shared", &self.shared)
+            .field("evaluator", &self.evaluator)
             .finish()
     }
 }
@@ -134,23 +134,15 @@ impl RateLimitLayer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn counters(&self) -> Vec<PolicyCounts> {
-        counters_of(&self.shared)
+        self.evaluator.counters()
     }
-}
-
-pub(crate) fn counters_of(shared: &Shared) -> Vec<PolicyCounts> {
-    shared
-        .policies
-        .iter()
-        .map(|e| e.counters.snapshot(e.policy.name()))
-        .collect()
 }
 
 impl<S> Layer<S> for RateLimitLayer {
     type Service = RateLimit<S>;
 
     fn layer(&self, inner: S) -> RateLimit<S> {
-        RateLimit::new(inner, Arc::clone(&self.shared))
+        RateLimit::new(inner, Arc::clone(&self.evaluator))
     }
 }
 
@@ -512,9 +504,9 @@ impl RateLimitLayerBuilder {
             });
         }
         let policy_field =
-            crate::response::policy_field(policies.iter().map(|e| (e.quoted.as_str(), e.quota)));
+            crate::headers::policy_field(policies.iter().map(|e| (e.quoted.as_str(), e.quota)));
         Ok(RateLimitLayer {
-            shared: Arc::new(Shared {
+            evaluator: Arc::new(Evaluator {
                 policies,
                 policy_field,
                 settings: self.settings,

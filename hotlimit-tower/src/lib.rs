@@ -66,13 +66,14 @@
 mod body;
 mod counters;
 mod digest;
+mod evaluator;
+mod headers;
 mod ip;
 mod key;
 mod layer;
 mod policy;
 mod response;
 mod service;
-mod shared;
 
 pub use body::ResponseBody;
 pub use counters::PolicyCounts;

@@ -1,5 +1,6 @@
-//! The state every clone of the layer and of its services shares (behind one `Arc`), and the
-//! decision over all policies for one request.
+//! [`Evaluator`]: what every clone of the layer and of its services shares (behind one `Arc`):
+//! the policies, the settings and the counters, and the evaluation of one request under all of
+//! the policies.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,17 +11,18 @@ use http::header::CONTENT_TYPE;
 use http::request::Parts;
 use http::{Response, StatusCode};
 
-use crate::counters::Counted;
+use crate::counters::{Counted, PolicyCounts};
+use crate::headers::HeaderBlock;
 use crate::policy::{BoxError, DecisionFuture, Entry, Step};
 use crate::response::{
-    default_response, HeaderBlock, RateLimitDecision, Rejection, RejectionBody, RejectionKind,
+    default_response, RateLimitDecision, Rejection, RejectionBody, RejectionKind,
 };
 
 /// A custom rejection handler.
 pub(crate) type Handler = dyn Fn(&Rejection) -> Response<Bytes> + Send + Sync;
 
 /// Everything the layer was configured with, and the counters.
-pub(crate) struct Shared {
+pub(crate) struct Evaluator {
     pub(crate) policies: Vec<Entry>,
     /// `RateLimit-Policy` when every policy decides on its own quota (the usual response).
     pub(crate) policy_field: http::HeaderValue,
@@ -58,9 +60,9 @@ impl Default for Settings {
     }
 }
 
-impl fmt::Debug for Shared {
+impl fmt::Debug for Evaluator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("Evaluator")
             .field("policies", &self.policies)
             .field("status", &self.settings.status)
             .field("body", &self.settings.body)
@@ -136,7 +138,15 @@ pub(crate) enum Progress {
     },
 }
 
-impl Shared {
+impl Evaluator {
+    /// What each policy has decided so far, in the layer's order.
+    pub(crate) fn counters(&self) -> Vec<PolicyCounts> {
+        self.policies
+            .iter()
+            .map(|e| e.counters.snapshot(e.policy.name()))
+            .collect()
+    }
+
     /// Decides `parts` under every policy, synchronously as far as the limiters allow.
     ///
     /// With several policies, first a preview: the first policy whose limiter can preview
@@ -365,7 +375,7 @@ impl Shared {
 /// Finishes an evaluation that had to wait for policy `at`: `(parts, verdict)` once every
 /// policy has decided or one ended it.
 pub(crate) async fn finish(
-    shared: Arc<Shared>,
+    evaluator: Arc<Evaluator>,
     parts: Parts,
     mut progress: Progress,
 ) -> (Parts, Verdict) {
@@ -380,10 +390,10 @@ pub(crate) async fn finish(
                 mut verdict,
             } => {
                 let r = fut.await;
-                if shared.absorb(at, r, &mut verdict) {
+                if evaluator.absorb(at, r, &mut verdict) {
                     return (parts, verdict);
                 }
-                progress = shared.run(&parts, resume, skip, verdict);
+                progress = evaluator.run(&parts, resume, skip, verdict);
             }
         }
     }
