@@ -1,19 +1,26 @@
 //! [`Evaluator`]: what every clone of the layer and of its services shares (behind one `Arc`):
-//! the policies, the settings and the counters, and the evaluation of one request under all of
-//! the policies.
+//! the policies, their fields, the settings and the counters; and the evaluation of one
+//! request under all of the policies.
+//!
+//! With one policy (or in dry-run mode) the policies decide in order. With several, every
+//! policy is first previewed, charging nothing ([`ErasedPolicy::preview`]): a request one of
+//! them rejects for want of a key is rejected with no policy charged; one that a policy would
+//! refuse is decided by that policy alone (a refusal writes nothing); otherwise they decide in
+//! order. The previews also give every field its report when the request ends before the
+//! field's policy decides (every response names every field that applies to it).
 
 use std::fmt;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hotlimit::Decision;
 use http::header::CONTENT_TYPE;
 use http::request::Parts;
-use http::{Response, StatusCode};
+use http::{HeaderValue, Response, StatusCode};
 
 use crate::counters::{Counted, PolicyCounts};
+use crate::erased::{DecisionFuture, ErasedPolicy, Preview, Report, Step};
+use crate::field::Field;
 use crate::headers::HeaderBlock;
-use crate::policy::{BoxError, DecisionFuture, Entry, Step};
 use crate::response::{
     default_response, RateLimitDecision, Rejection, RejectionBody, RejectionKind,
 };
@@ -24,9 +31,29 @@ pub(crate) type Handler = dyn Fn(&Rejection) -> Response<Bytes> + Send + Sync;
 /// Everything the layer was configured with, and the counters.
 pub(crate) struct Evaluator {
     pub(crate) policies: Vec<Entry>,
-    /// `RateLimit-Policy` when every policy decides on its own quota (the usual response).
-    pub(crate) policy_field: http::HeaderValue,
+    /// Every policy's fields, in the layer's order.
+    pub(crate) fields: Vec<Field>,
+    /// `RateLimit-Policy` listing every field with the quota it was built with.
+    pub(crate) policy_value: HeaderValue,
     pub(crate) settings: Settings,
+}
+
+/// A policy as the layer keeps it: erased, with where its fields are.
+pub(crate) struct Entry {
+    pub(crate) policy: Box<dyn ErasedPolicy>,
+    /// The index of its first field.
+    pub(crate) first: usize,
+    /// How many fields it has.
+    pub(crate) width: usize,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("first", &self.first)
+            .field("width", &self.width)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The layer's settings besides its policies: what the builder sets, kept as it set them.
@@ -63,7 +90,7 @@ impl Default for Settings {
 impl fmt::Debug for Evaluator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Evaluator")
-            .field("policies", &self.policies)
+            .field("fields", &self.fields)
             .field("status", &self.settings.status)
             .field("body", &self.settings.body)
             .field("legacy", &self.settings.legacy)
@@ -72,55 +99,72 @@ impl fmt::Debug for Evaluator {
     }
 }
 
-/// How a request's evaluation ended.
+/// How a request's evaluation ended; `field` names the field that ended it.
 #[derive(Debug)]
 pub(crate) enum End {
     /// Every policy admitted it (or had nothing to say).
     Admit,
-    /// Policy `i` refused it with its decision at `decisions[j]`.
-    Denied { policy: usize, at: usize },
-    /// Policy `i` found no key and rejects keyless requests with this status.
-    MissingKey { policy: usize, status: StatusCode },
-    /// Policy `i`'s limiter failed.
-    Failed { policy: usize },
-    /// Policy `i`'s key extractor refused to choose a key.
-    Refused { policy: usize },
+    /// The field refused it (its report holds the decision).
+    Denied { field: usize },
+    /// The request has no key under the field, whose policy rejects keyless requests.
+    MissingKey { field: usize, status: StatusCode },
+    /// The field's limiter failed.
+    Failed { field: usize },
+    /// The field's key extractor refused to choose a key.
+    Refused { field: usize },
 }
 
-/// The decisions made on one request, and how it ended.
+/// What every field reports on a request, and how its evaluation ended.
 #[derive(Debug)]
 pub(crate) struct Verdict {
-    /// `(policy index, decision)` in the order made.
-    pub(crate) decisions: Decisions,
+    pub(crate) reports: Reports,
     pub(crate) end: End,
 }
 
-/// `(policy index, decision)` pairs: the first two inline (no allocation for one or two
-/// policies), the rest in a `Vec`.
-#[derive(Debug, Default)]
-pub(crate) struct Decisions {
-    inline: [Option<(usize, Decision)>; 2],
-    more: Vec<(usize, Decision)>,
+/// One report per field: inline for up to two fields (no allocation), else in a `Vec`.
+#[derive(Debug)]
+pub(crate) struct Reports {
+    inline: [Report; 2],
+    more: Vec<Report>,
+    len: usize,
 }
 
-impl Decisions {
-    pub(crate) fn push(&mut self, d: (usize, Decision)) {
-        match self.inline.iter_mut().find(|x| x.is_none()) {
-            Some(slot) => *slot = Some(d),
-            None => self.more.push(d),
+impl Reports {
+    fn new(len: usize) -> Reports {
+        Reports {
+            inline: [Report::Silent; 2],
+            more: if len > 2 {
+                vec![Report::Silent; len]
+            } else {
+                Vec::new()
+            },
+            len,
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.inline.iter().flatten().count() + self.more.len()
+    pub(crate) fn as_slice(&self) -> &[Report] {
+        if self.len > 2 {
+            &self.more
+        } else {
+            &self.inline[..self.len]
+        }
     }
 
-    pub(crate) fn get(&self, at: usize) -> Option<&(usize, Decision)> {
-        self.iter().nth(at)
+    fn as_mut_slice(&mut self) -> &mut [Report] {
+        if self.len > 2 {
+            &mut self.more
+        } else {
+            &mut self.inline[..self.len]
+        }
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &(usize, Decision)> + Clone {
-        self.inline.iter().flatten().chain(self.more.iter())
+    /// The reports of `entry`'s fields.
+    fn of(&mut self, entry: &Entry) -> &mut [Report] {
+        &mut self.as_mut_slice()[entry.first..entry.first + entry.width]
+    }
+
+    pub(crate) fn get(&self, field: usize) -> Option<&Report> {
+        self.as_slice().get(field)
     }
 }
 
@@ -128,7 +172,7 @@ impl Decisions {
 pub(crate) enum Progress {
     Done(Verdict),
     /// Policy `at` is still deciding; `verdict` holds what came before. Once it has, go on
-    /// from policy `resume`, skipping `skip` (a policy the preview already decided).
+    /// from policy `resume`, skipping `skip` (a policy decided already).
     Pending {
         at: usize,
         fut: DecisionFuture,
@@ -138,167 +182,199 @@ pub(crate) enum Progress {
     },
 }
 
+/// What follows a policy's step.
+enum Flow {
+    /// The next policy.
+    Next,
+    /// The evaluation ended.
+    End,
+    /// Wait for this decision.
+    Wait(DecisionFuture),
+}
+
 impl Evaluator {
-    /// What each policy has decided so far, in the layer's order.
+    /// What each field has decided so far, in the layer's order.
     pub(crate) fn counters(&self) -> Vec<PolicyCounts> {
-        self.policies
+        self.fields
             .iter()
-            .map(|e| e.counters.snapshot(e.policy.name()))
+            .map(|f| f.counters.snapshot(&f.name))
             .collect()
     }
 
-    /// Decides `parts` under every policy, synchronously as far as the limiters allow.
-    ///
-    /// With several policies, first a preview: the first policy whose limiter can preview
-    /// ([`Peek`](crate::Peek)) and says no is decided alone; its denial writes nothing, so no
-    /// policy is charged for a request that one of them refuses. Otherwise the policies decide
-    /// in order and the first refusal stops the rest (they are not charged, those before are).
+    /// Decides `parts` under every policy, synchronously as far as the limiters allow (see the
+    /// module docs).
     pub(crate) fn evaluate(&self, parts: &Parts) -> Progress {
-        let mut verdict = Verdict {
-            decisions: Decisions::default(),
+        let mut v = Verdict {
+            reports: Reports::new(self.fields.len()),
             end: End::Admit,
         };
-        let mut first = None;
-        if self.policies.len() > 1 && !self.settings.dry_run {
-            first = self
-                .policies
-                .iter()
-                .position(|e| e.policy.peek(parts) == Some(false));
+        if self.policies.len() == 1 || self.settings.dry_run {
+            return self.run(parts, 0, None, v);
         }
-        if let Some(i) = first {
-            match self.step(i, self.policies[i].policy.decide(parts), &mut verdict) {
-                Some(Err(fut)) => {
+        let mut refuses = None;
+        for (i, e) in self.policies.iter().enumerate() {
+            match e.policy.preview(parts, v.reports.of(e)) {
+                Preview::Admits | Preview::Skip | Preview::Unknown => {}
+                Preview::Refuses => {
+                    refuses.get_or_insert(i);
+                }
+                Preview::Reject(status) => {
+                    if matches!(v.end, End::Admit) {
+                        self.fields[e.first].counters.count(Counted::MissingKey);
+                        v.end = End::MissingKey {
+                            field: e.first,
+                            status,
+                        };
+                    }
+                }
+                Preview::Refused(why) => {
+                    if matches!(v.end, End::Admit) {
+                        self.fields[e.first].refused(why);
+                        v.end = End::Refused { field: e.first };
+                    }
+                }
+            }
+        }
+        if !matches!(v.end, End::Admit) {
+            // Rejected for a missing key: no policy charged, every other field previewed.
+            return Progress::Done(v);
+        }
+        if let Some(i) = refuses {
+            // Its refusal writes nothing: decided alone, it charges no policy.
+            match self.step(parts, i, &mut v) {
+                Flow::Next => {}
+                Flow::End => return Progress::Done(v),
+                Flow::Wait(fut) => {
                     return Progress::Pending {
                         at: i,
                         fut,
                         resume: 0,
                         skip: Some(i),
-                        verdict,
+                        verdict: v,
                     }
                 }
-                Some(Ok(())) => return Progress::Done(verdict),
-                None => {}
             }
         }
-        self.run(parts, 0, first, verdict)
+        self.run(parts, 0, refuses, v)
     }
 
-    /// Continues from policy `from`, skipping `skip` (decided by the preview).
+    /// Decides in order from policy `from`, skipping `skip` (decided already).
     pub(crate) fn run(
         &self,
         parts: &Parts,
         from: usize,
         skip: Option<usize>,
-        mut verdict: Verdict,
+        mut v: Verdict,
     ) -> Progress {
         for i in from..self.policies.len() {
             if Some(i) == skip {
                 continue;
             }
-            match self.step(i, self.policies[i].policy.decide(parts), &mut verdict) {
-                Some(Err(fut)) => {
+            match self.step(parts, i, &mut v) {
+                Flow::Next => {}
+                Flow::End => return Progress::Done(v),
+                Flow::Wait(fut) => {
                     return Progress::Pending {
                         at: i,
                         fut,
                         resume: i + 1,
                         skip,
-                        verdict,
+                        verdict: v,
                     }
                 }
-                Some(Ok(())) => return Progress::Done(verdict),
-                None => {}
             }
         }
-        Progress::Done(verdict)
+        Progress::Done(v)
     }
 
-    /// Records policy `i`'s step: `None` to go on, `Some(Ok)` when the evaluation ended,
-    /// `Some(Err(fut))` when it must wait.
-    fn step(
-        &self,
-        i: usize,
-        step: Step,
-        verdict: &mut Verdict,
-    ) -> Option<Result<(), DecisionFuture>> {
+    /// Policy `i` decides.
+    #[inline]
+    fn step(&self, parts: &Parts, i: usize, v: &mut Verdict) -> Flow {
+        let e = &self.policies[i];
+        let step = e.policy.decide(parts, v.reports.of(e));
+        self.settle(i, step, v)
+    }
+
+    /// Counts policy `i`'s `step` and says what follows.
+    fn settle(&self, i: usize, step: Step, v: &mut Verdict) -> Flow {
+        let e = &self.policies[i];
+        let fields = &self.fields[e.first..e.first + e.width];
         match step {
-            Step::Pending(fut) => Some(Err(fut)),
-            Step::Ready(r) => self.absorb(i, r, verdict).then_some(Ok(())),
+            Step::Admitted => {
+                for f in fields {
+                    f.counters.count(Counted::Allowed);
+                }
+                Flow::Next
+            }
+            Step::Denied { field } => {
+                let dry = self.settings.dry_run;
+                for (f, report) in fields.iter().zip(v.reports.of(e).iter()) {
+                    match report {
+                        Report::Decided(d) if !d.is_allowed() => f.counters.count(if dry {
+                            Counted::DryRunDenied
+                        } else {
+                            Counted::Denied
+                        }),
+                        Report::Decided(_) => f.counters.count(Counted::Allowed),
+                        _ => {}
+                    }
+                }
+                if dry {
+                    return Flow::Next;
+                }
+                v.end = End::Denied {
+                    field: e.first + field,
+                };
+                Flow::End
+            }
             Step::Skip => {
-                self.policies[i].counters.count(Counted::MissingKey);
-                None
+                for f in fields {
+                    f.counters.count(Counted::MissingKey);
+                }
+                Flow::Next
             }
             Step::Reject(status) => {
-                self.policies[i].counters.count(Counted::MissingKey);
-                verdict.end = End::MissingKey { policy: i, status };
-                Some(Ok(()))
+                for f in fields {
+                    f.counters.count(Counted::MissingKey);
+                }
+                v.end = End::MissingKey {
+                    field: e.first,
+                    status,
+                };
+                Flow::End
             }
             Step::Refused(why) => {
-                self.policies[i].refused(why);
-                verdict.end = End::Refused { policy: i };
-                Some(Ok(()))
+                for f in fields {
+                    f.refused(why);
+                }
+                v.end = End::Refused { field: e.first };
+                Flow::End
             }
-        }
-    }
-
-    /// Records policy `i`'s decision; true when it ends the evaluation.
-    pub(crate) fn absorb(
-        &self,
-        i: usize,
-        r: Result<Decision, BoxError>,
-        verdict: &mut Verdict,
-    ) -> bool {
-        let counters = &self.policies[i].counters;
-        match r {
-            Ok(d) if d.is_allowed() => {
-                counters.count(Counted::Allowed);
-                verdict.decisions.push((i, d));
-                false
+            Step::Failed => {
+                for f in fields {
+                    f.counters.count(Counted::Error);
+                }
+                if self.settings.fail_open {
+                    return Flow::Next;
+                }
+                v.reports.of(e).fill(Report::Keyless);
+                v.end = End::Failed { field: e.first };
+                Flow::End
             }
-            Ok(d) if self.settings.dry_run => {
-                counters.count(Counted::DryRunDenied);
-                verdict.decisions.push((i, d));
-                false
-            }
-            Ok(d) => {
-                counters.count(Counted::Denied);
-                verdict.decisions.push((i, d));
-                verdict.end = End::Denied {
-                    policy: i,
-                    at: verdict.decisions.len() - 1,
-                };
-                true
-            }
-            Err(_) if self.settings.fail_open => {
-                counters.count(Counted::Error);
-                false
-            }
-            Err(_) => {
-                counters.count(Counted::Error);
-                verdict.end = End::Failed { policy: i };
-                true
-            }
+            Step::Pending(fut) => Flow::Wait(fut),
         }
     }
 
     /// The rate-limit headers of `verdict`.
     pub(crate) fn headers(&self, verdict: &Verdict) -> HeaderBlock {
         let denied = match verdict.end {
-            End::Denied { at, .. } => verdict.decisions.get(at).map(|(_, d)| d),
+            End::Denied { field } => verdict.reports.get(field).and_then(Report::decision),
             _ => None,
         };
-        // Every policy decided, in order, on its own quota: the precomputed field.
-        let all = verdict.decisions.len() == self.policies.len()
-            && verdict
-                .decisions
-                .iter()
-                .enumerate()
-                .all(|(k, (i, d))| k == *i && d.quota() == self.policies[k].quota);
         HeaderBlock::new(
-            verdict
-                .decisions
-                .iter()
-                .map(|(i, d)| (self.policies[*i].quoted.as_str(), d)),
-            all.then(|| self.policy_field.clone()),
+            &self.fields,
+            verdict.reports.as_slice(),
+            &self.policy_value,
             denied,
             self.settings.legacy,
         )
@@ -307,10 +383,14 @@ impl Evaluator {
     /// The decisions for the request's extensions, if the layer puts them there.
     pub(crate) fn extension(&self, verdict: &Verdict) -> Option<RateLimitDecision> {
         (self.settings.dry_run || self.settings.extensions).then(|| RateLimitDecision {
-            decisions: verdict
-                .decisions
+            decisions: self
+                .fields
                 .iter()
-                .map(|(i, d)| (self.policies[*i].policy.name().to_owned(), *d))
+                .zip(verdict.reports.as_slice())
+                .filter_map(|(f, r)| match r {
+                    Report::Decided(d) => Some((f.name.clone(), *d)),
+                    _ => None,
+                })
                 .collect(),
             dry_run: self.settings.dry_run,
         })
@@ -324,10 +404,10 @@ impl Evaluator {
         grpc: bool,
         headers: &mut Option<HeaderBlock>,
     ) -> Option<Response<Bytes>> {
-        let (policy, kind, status, decision) = match verdict.end {
+        let (field, kind, status, decision) = match verdict.end {
             End::Admit => return None,
-            End::Denied { policy, at } => {
-                let &(_, d) = verdict.decisions.get(at)?;
+            End::Denied { field } => {
+                let d = *verdict.reports.get(field)?.decision()?;
                 let kind = d
                     .denial()
                     .map_or(RejectionKind::OverLimit, |x| RejectionKind::of(x.reason()));
@@ -336,17 +416,17 @@ impl Evaluator {
                 } else {
                     self.settings.status
                 };
-                (policy, kind, status, Some(d))
+                (field, kind, status, Some(d))
             }
-            End::MissingKey { policy, status } => (policy, RejectionKind::MissingKey, status, None),
-            End::Failed { policy } => (
-                policy,
+            End::MissingKey { field, status } => (field, RejectionKind::MissingKey, status, None),
+            End::Failed { field } => (
+                field,
                 RejectionKind::LimiterError,
                 self.settings.error_status,
                 None,
             ),
-            End::Refused { policy } => (
-                policy,
+            End::Refused { field } => (
+                field,
                 RejectionKind::Refused,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 None,
@@ -354,7 +434,7 @@ impl Evaluator {
         };
         let rejection = Rejection {
             status,
-            policy: self.policies[policy].policy.name().to_owned(),
+            policy: self.fields[field].name.clone(),
             kind,
             retry_after: headers.as_ref().and_then(HeaderBlock::retry_after),
             decision,
@@ -390,10 +470,13 @@ pub(crate) async fn finish(
                 mut verdict,
             } => {
                 let r = fut.await;
-                if evaluator.absorb(at, r, &mut verdict) {
-                    return (parts, verdict);
+                let e = &evaluator.policies[at];
+                let step = Step::of(r, &mut verdict.reports.of(e)[0]);
+                match evaluator.settle(at, step, &mut verdict) {
+                    Flow::Next => progress = evaluator.run(&parts, resume, skip, verdict),
+                    // `Step::of` never waits.
+                    Flow::End | Flow::Wait(_) => return (parts, verdict),
                 }
-                progress = evaluator.run(&parts, resume, skip, verdict);
             }
         }
     }

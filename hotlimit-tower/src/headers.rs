@@ -1,14 +1,31 @@
 //! The rate-limit fields the layer writes on every response: `RateLimit-Policy` and
-//! `RateLimit` of draft-ietf-httpapi-ratelimit-headers, `Retry-After` (whole seconds, rounded
-//! up, at least 1) and the optional `X-RateLimit-*` trio. [`PolicyFields`] holds each policy's
-//! pre-encoded text, [`HeaderBlock`] one response's values.
+//! `RateLimit` as draft-ietf-httpapi-ratelimit-headers-10 defines them, `Retry-After` (whole
+//! seconds, rounded up, at least 1) and the optional `X-RateLimit-*` trio. [`FieldText`] holds
+//! each field's pre-encoded text, [`HeaderBlock`] one response's values.
+//!
+//! What each field says (the rules the crate docs state):
+//!
+//! - `RateLimit-Policy: "name";q=Q;w=W` for every field of the layer, on every response: Q
+//!   the quota's limit (a GCRA's burst), W its window in whole seconds, rounded up, at least 1
+//!   (a GCRA's refill time). The same text on every response unless a key's own rate (an
+//!   override) differs.
+//! - `RateLimit: "name";r=R;t=T` for every field that applies to the request: R what is left
+//!   (never above Q), T the seconds until at least one more unit is available (the draft's
+//!   "additional quota"), rounded up and never above W; no `t` when R = Q (full: nothing more
+//!   is coming). A field whose policy did not decide reports its state for the request's key,
+//!   uncharged; a keyless request a field rejects reports `r=0`; a field that lets keyless
+//!   requests through, or whose limiter was not asked (a networked one) or failed while the
+//!   layer fails open, reports nothing (one that failed while it fails closed: `r=0`).
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use hotlimit::Decision;
+use hotlimit::{Decision, Quota};
 use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
 use http::HeaderMap;
+
+use crate::erased::Report;
+use crate::field::Field;
 
 /// `RateLimit-Policy`.
 pub(crate) static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -23,6 +40,46 @@ fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
+/// The `w` of `quota`: its window in whole seconds, rounded up, at least 1 (the draft's
+/// window is a non-zero integer).
+fn window_secs(quota: Quota) -> u64 {
+    ceil_secs(quota.window()).max(1)
+}
+
+/// A field's header text, encoded once when the layer is built.
+#[derive(Debug)]
+pub(crate) struct FieldText {
+    /// The name as a structured-field string, quotes included.
+    quoted: Box<[u8]>,
+    /// `"name";q=Q;w=W` for the quota the field was built with.
+    policy_item: Box<[u8]>,
+}
+
+impl FieldText {
+    /// The text of the field named `quoted` (an sf-string) with `quota`.
+    pub(crate) fn new(quoted: &str, quota: Quota) -> FieldText {
+        let mut item = Buf::new();
+        item.policy_item(quoted.as_bytes(), quota);
+        FieldText {
+            quoted: quoted.as_bytes().into(),
+            policy_item: item.as_bytes().into(),
+        }
+    }
+}
+
+/// The `RateLimit-Policy` value listing every field, built once per layer and owned by it (a
+/// response clones it: a reference count, no copy).
+pub(crate) fn policy_value(fields: &[Field]) -> HeaderValue {
+    let mut buf = Buf::new();
+    for (i, f) in fields.iter().enumerate() {
+        buf.separate(i == 0);
+        buf.push(&f.text.policy_item);
+    }
+    // Names are checked printable ASCII; numbers are digits.
+    HeaderValue::from_maybe_shared(Bytes::copy_from_slice(buf.as_bytes()))
+        .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
 /// The headers of one response, applied after the inner service or the rejection handler.
 #[derive(Debug, Default)]
 pub(crate) struct HeaderBlock {
@@ -32,141 +89,56 @@ pub(crate) struct HeaderBlock {
     legacy: Option<(u64, u64, u64)>,
 }
 
-/// Text for a header value, on the stack unless it is long.
-struct Buf {
-    bytes: [u8; 96],
-    len: usize,
-    spill: Vec<u8>,
-}
-
-impl Buf {
-    fn new() -> Buf {
-        Buf {
-            bytes: [0; 96],
-            len: 0,
-            spill: Vec::new(),
-        }
-    }
-
-    fn value(&self) -> Option<HeaderValue> {
-        let text = if self.spill.is_empty() {
-            &self.bytes[..self.len]
-        } else {
-            &self.spill[..]
-        };
-        // One allocation, of the exact size. The layer writes visible ASCII only.
-        (!text.is_empty())
-            .then(|| HeaderValue::from_bytes(text).ok())
-            .flatten()
-    }
-}
-
-impl Buf {
-    /// Appends `s` (short: a byte loop beats a call to `memcpy` here).
-    #[inline]
-    fn push(&mut self, s: &[u8]) {
-        if self.spill.is_empty() && self.len + s.len() <= self.bytes.len() {
-            for (d, b) in self.bytes[self.len..].iter_mut().zip(s) {
-                *d = *b;
-            }
-            self.len += s.len();
-        } else {
-            if self.spill.is_empty() {
-                self.spill.extend_from_slice(&self.bytes[..self.len]);
-            }
-            self.spill.extend_from_slice(s);
-        }
-    }
-
-    /// Appends `n` in decimal.
-    #[inline]
-    fn push_u64(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.push(&digits[i..]);
-    }
-
-    /// Appends `, ` unless this is the first item.
-    #[inline]
-    fn separate(&mut self, first: bool) {
-        if !first {
-            self.push(b", ");
-        }
-    }
-}
-
-/// `"name";q=…;w=…` for every `(quoted name, quota)`, comma-separated.
-fn write_policies<'a>(buf: &mut Buf, items: impl Iterator<Item = (&'a str, hotlimit::Quota)>) {
-    for (i, (quoted, q)) in items.enumerate() {
-        buf.separate(i == 0);
-        buf.push(quoted.as_bytes());
-        buf.push(b";q=");
-        buf.push_u64(q.limit());
-        buf.push(b";w=");
-        buf.push_u64(ceil_secs(q.window()).max(1));
-    }
-}
-
-/// The `RateLimit-Policy` value of a layer's policies, built once per layer and owned by it
-/// (a response clones it: a reference count, no copy). Nothing outlives the layer.
-pub(crate) fn policy_field<'a>(
-    items: impl Iterator<Item = (&'a str, hotlimit::Quota)>,
-) -> HeaderValue {
-    let mut buf = Buf::new();
-    write_policies(&mut buf, items);
-    let text = if buf.spill.is_empty() {
-        buf.bytes[..buf.len].to_vec()
-    } else {
-        buf.spill
-    };
-    // Policy names are checked printable ASCII; numbers are digits.
-    HeaderValue::from_maybe_shared(Bytes::from(text))
-        .unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
 impl HeaderBlock {
-    /// The fields for `decisions` (each with its policy's quoted name); `policy` is the
-    /// precomputed `RateLimit-Policy` when it applies; `denied` is the decision that refused,
-    /// if any; `legacy` adds `X-RateLimit-*` for the most restrictive policy.
-    pub(crate) fn new<'a>(
-        decisions: impl Iterator<Item = (&'a str, &'a Decision)> + Clone,
-        policy: Option<HeaderValue>,
+    /// The fields of a response: `reports[i]` is what `fields[i]` reports, `policy` the
+    /// layer's pre-built `RateLimit-Policy` (used unless a report carries another quota),
+    /// `denied` the decision that refused the request, if any; `legacy` adds `X-RateLimit-*`
+    /// for the field with the least remaining.
+    pub(crate) fn new(
+        fields: &[Field],
+        reports: &[Report],
+        policy: &HeaderValue,
         denied: Option<&Decision>,
         legacy: bool,
     ) -> HeaderBlock {
-        let policy = policy.or_else(|| {
-            let mut buf = Buf::new();
-            write_policies(&mut buf, decisions.clone().map(|(q, d)| (q, d.quota())));
-            buf.value()
-        });
         let mut state = Buf::new();
+        let mut first = true;
+        let mut own_quotas = true;
         let mut tightest: Option<(u64, u64, u64)> = None;
-        for (i, (quoted, d)) in decisions.enumerate() {
-            let mut t = ceil_secs(d.reset());
-            if let Some(s) = d.denial().and_then(|x| x.retry_after_secs_ceil()) {
-                t = t.max(s);
-            }
-            state.separate(i == 0);
-            state.push(quoted.as_bytes());
+        for (f, report) in fields.iter().zip(reports) {
+            let (quota, remaining, next) = match report {
+                Report::Silent => continue,
+                Report::Keyless => (f.quota, 0, None),
+                Report::Decided(d) | Report::Peeked(d) => {
+                    own_quotas &= d.quota() == f.quota;
+                    (d.quota(), d.remaining(), Some(d))
+                }
+            };
+            let q = quota.limit();
+            let r = remaining.min(q);
+            state.separate(first);
+            first = false;
+            state.push(&f.text.quoted);
             state.push(b";r=");
-            state.push_u64(d.remaining());
-            state.push(b";t=");
-            state.push_u64(t);
-            if legacy && tightest.is_none_or(|(_, r, _)| d.remaining() < r) {
-                tightest = Some((d.quota().limit(), d.remaining(), t));
+            state.push_u64(r);
+            if let (Some(d), true) = (next, r < q) {
+                state.push(b";t=");
+                state.push_u64(ceil_secs(d.next()).min(window_secs(quota)));
+            }
+            if let (Some(d), true) = (next, legacy) {
+                if tightest.is_none_or(|(_, least, _)| r < least) {
+                    tightest = Some((q, r, ceil_secs(d.reset())));
+                }
             }
         }
+        let policy = if own_quotas {
+            Some(policy.clone())
+        } else {
+            Some(Buf::policy_list(fields, reports).value())
+        };
         HeaderBlock {
             policy,
-            state: state.value(),
+            state: (!first).then(|| state.value()),
             retry_after: denied
                 .and_then(Decision::denial)
                 .and_then(|d| d.retry_after_secs_ceil()),
@@ -206,6 +178,100 @@ impl HeaderBlock {
     }
 }
 
+/// Text for a header value, on the stack unless it is long.
+struct Buf {
+    bytes: [u8; 96],
+    len: usize,
+    spill: Vec<u8>,
+}
+
+impl Buf {
+    fn new() -> Buf {
+        Buf {
+            bytes: [0; 96],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        if self.spill.is_empty() {
+            &self.bytes[..self.len]
+        } else {
+            &self.spill[..]
+        }
+    }
+
+    /// The text as a header value (the layer writes visible ASCII only).
+    fn value(&self) -> HeaderValue {
+        HeaderValue::from_bytes(self.as_bytes()).unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
+
+    /// Appends `s` (short: a byte loop beats a call to `memcpy` here).
+    #[inline]
+    fn push(&mut self, s: &[u8]) {
+        if self.spill.is_empty() && self.len + s.len() <= self.bytes.len() {
+            for (d, b) in self.bytes[self.len..].iter_mut().zip(s) {
+                *d = *b;
+            }
+            self.len += s.len();
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.bytes[..self.len]);
+            }
+            self.spill.extend_from_slice(s);
+        }
+    }
+
+    /// Appends `n` in decimal.
+    #[inline]
+    fn push_u64(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+
+    /// Appends `, ` unless this is the first item.
+    #[inline]
+    fn separate(&mut self, first: bool) {
+        if !first {
+            self.push(b", ");
+        }
+    }
+
+    /// Appends `"name";q=Q;w=W`.
+    fn policy_item(&mut self, quoted: &[u8], quota: Quota) {
+        self.push(quoted);
+        self.push(b";q=");
+        self.push_u64(quota.limit());
+        self.push(b";w=");
+        self.push_u64(window_secs(quota));
+    }
+
+    /// `RateLimit-Policy` for a response where some report carries a quota of its own (a
+    /// key's override): each field's pre-encoded item, or its item for that quota.
+    #[cold]
+    fn policy_list(fields: &[Field], reports: &[Report]) -> Buf {
+        let mut buf = Buf::new();
+        for (i, (f, report)) in fields.iter().zip(reports).enumerate() {
+            buf.separate(i == 0);
+            match report.decision() {
+                Some(d) if d.quota() != f.quota => buf.policy_item(&f.text.quoted, d.quota()),
+                _ => buf.push(&f.text.policy_item),
+            }
+        }
+        buf
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +282,15 @@ mod tests {
         assert_eq!(ceil_secs(Duration::from_nanos(1)), 1);
         assert_eq!(ceil_secs(Duration::from_secs(2)), 2);
         assert_eq!(ceil_secs(Duration::from_millis(2001)), 3);
+        let q = |ms| Quota::new(1, Duration::from_millis(ms));
+        assert_eq!(
+            (
+                window_secs(q(100)),
+                window_secs(q(1000)),
+                window_secs(q(1001))
+            ),
+            (1, 1, 2)
+        );
     }
 
     #[test]
@@ -225,17 +300,14 @@ mod tests {
             b.separate(n == 0);
             b.push_u64(n);
         }
-        assert_eq!(
-            b.value().unwrap(),
-            "0, 7, 10, 1000000007, 18446744073709551615"
-        );
+        assert_eq!(b.value(), "0, 7, 10, 1000000007, 18446744073709551615");
         let mut long = Buf::new();
         for i in 0..40u64 {
             long.separate(i == 0);
             long.push(b"\"p\";r=");
             long.push_u64(i);
         }
-        let v = long.value().unwrap();
+        let v = long.value();
         assert!(v.to_str().unwrap().ends_with(r#""p";r=39"#));
         assert_eq!(v.len(), 40 * 7 + 30 + 39 * 2);
     }

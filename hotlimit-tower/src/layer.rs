@@ -4,7 +4,6 @@
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,10 +11,13 @@ use hotlimit::Decide;
 use http::{Response, StatusCode};
 use tower_layer::Layer;
 
-use crate::counters::{Counters, PolicyCounts};
-use crate::evaluator::{Evaluator, Settings};
+use crate::counters::PolicyCounts;
+use crate::erased::ErasedPolicy;
+use crate::evaluator::{Entry, Evaluator, Settings};
+use crate::field::Field;
+use crate::headers::policy_value;
 use crate::key::KeyExtractor;
-use crate::policy::{quote_name, BoxError, Entry, ErasedPolicy, Policy};
+use crate::policy::{BoxError, Policy};
 use crate::response::{Rejection, RejectionBody};
 use crate::service::RateLimit;
 use hotlimit::ConfigError;
@@ -178,15 +180,16 @@ impl fmt::Debug for RateLimitLayerBuilder {
 impl RateLimitLayerBuilder {
     /// Adds a policy. A request is admitted only if every policy admits it.
     ///
-    /// **What a denial by one policy costs the others.** Policies over in-process limiters
-    /// ([`Policy::new`]) are first previewed, read-only, in order: if one would deny, it alone
-    /// decides (a denial writes nothing) and **no policy is charged**. Otherwise they decide
-    /// in order, and the first that denies stops the evaluation: later policies are not
-    /// charged; earlier ones keep the permits they granted. That happens only when the
-    /// preview was wrong (another request took the last permits between the preview and the
-    /// charge: at most one request's cost per earlier policy, per such race), or for a
-    /// policy without a preview ([`Policy::from_decide`], e.g. Redis): put those last. In
-    /// dry-run mode there is no preview: every policy decides and is charged.
+    /// **What a denial by one policy costs the others.** With several policies, each is first
+    /// previewed, charging nothing ([`Decide::peek`]): a request that one of them would
+    /// refuse is decided by that policy alone (its refusal writes nothing) and **no policy
+    /// is charged**; a request rejected for want of a key charges none either. Otherwise they
+    /// decide in order, and the first that refuses stops the evaluation: later policies are
+    /// not charged, earlier ones keep the permits they granted. That happens only when a
+    /// preview was overtaken (another request took the last permits between the preview and
+    /// the charge: at most one request's cost per earlier policy, per such race), or behind a
+    /// policy that cannot be previewed (a networked limiter, e.g. Redis): put those last.
+    /// In dry-run mode there is no preview: every policy decides and is charged.
     ///
     /// # Examples
     ///
@@ -398,9 +401,9 @@ impl RateLimitLayerBuilder {
         /// use hotlimit::{Gcra, Rate};
         /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
         ///
-        /// // A networked limiter goes in with `from_decide` (an in-process one stands in here);
+        /// // A networked limiter is a policy like any other (an in-process one stands in here);
         /// // while its backend is down, admit everyone rather than no one.
-        /// let remote = Policy::from_decide("global", Gcra::new(Rate::per_second(1_000)?)?, Global);
+        /// let remote = Policy::new("global", Gcra::new(Rate::per_second(1_000)?)?, Global);
         /// let layer = RateLimitLayer::builder().policy(remote).fail_open(true).build()?;
         /// # let _ = layer;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -482,33 +485,37 @@ impl RateLimitLayerBuilder {
         check("status", self.settings.status)?;
         check("table_full_status", self.settings.table_full_status)?;
         let mut seen = HashSet::new();
+        let mut fields = Vec::new();
         let mut policies = Vec::with_capacity(self.policies.len());
         for policy in self.policies {
-            let quoted = quote_name(policy.name())?;
-            if !seen.insert(policy.name().to_owned()) {
-                return Err(ConfigError::invalid(
-                    "name",
-                    policy.name(),
-                    "two policies of one layer have this name",
-                ));
-            }
             if let Some(s) = policy.missing_status() {
                 check("missing_key", s)?;
             }
+            let first = fields.len();
+            for (name, quota) in policy.fields() {
+                let field = Field::new(name, quota)?;
+                if !seen.insert(name.to_owned()) {
+                    return Err(ConfigError::invalid(
+                        "name",
+                        name,
+                        "two policies of one layer have this name",
+                    ));
+                }
+                fields.push(field);
+            }
+            let width = fields.len() - first;
             policies.push(Entry {
-                counters: Counters::new(policy.name()),
-                quota: policy.quota(),
-                quoted,
                 policy,
-                warned: AtomicBool::new(false),
+                first,
+                width,
             });
         }
-        let policy_field =
-            crate::headers::policy_field(policies.iter().map(|e| (e.quoted.as_str(), e.quota)));
+        let policy_value = policy_value(&fields);
         Ok(RateLimitLayer {
             evaluator: Arc::new(Evaluator {
                 policies,
-                policy_field,
+                fields,
+                policy_value,
                 settings: self.settings,
             }),
         })
