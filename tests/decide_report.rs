@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use hotlimit::{
-    Decide, Decision, Gcra, IntKeyed, Keyed, ManualClock, Rate, ShardedGcra, SlidingLog,
+    Decide, Decision, Gcra, GcraPair, IntKeyed, Keyed, ManualClock, Rate, ShardedGcra, SlidingLog,
     SlidingWindow,
 };
 use proptest::prelude::*;
@@ -137,6 +137,59 @@ proptest! {
         check("window", &w, &(), &clock, &steps, Kind::Window)?;
         check("keyed log", &kl, &1, &clock, &steps, Kind::Window)?;
         check("keyed window", &kw, &1, &clock, &steps, Kind::Window)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A per-key pair reports each rate as two `Gcra`s decided together would: the request is
+    /// admitted iff both have room, then both are charged; refused, a rate without room reports
+    /// its own exact wait and the other its uncharged state.
+    #[test]
+    fn a_keyed_pair_reports_each_rate_as_two_gcras_decided_together(
+        steps in steps(),
+        (l1, b1) in (1u64..9, 1u64..12),
+        (l2, b2) in (1u64..5, 1u64..20),
+    ) {
+        let clock = ManualClock::new();
+        let (r1, r2) = (Rate::per_second(l1).unwrap(), Rate::new(l2, Duration::from_secs(4)).unwrap());
+        let pair: Keyed<u8, GcraPair, _> = Keyed::gcra_pair(r1, r2)
+            .first_burst(b1)
+            .second_burst(b2)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let g1 = Gcra::builder(r1).burst(b1).clock(clock.clone()).build().unwrap();
+        let g2 = Gcra::builder(r2).burst(b2).clock(clock.clone()).build().unwrap();
+        let [q1, q2] = pair.quotas();
+        prop_assert_eq!((q1, q2), (g1.quota(), g2.quota()));
+        let mut now = Duration::ZERO;
+        for &(dt, n) in &steps {
+            now += Duration::from_nanos(dt);
+            clock.set(now);
+            let [p1, p2] = pair.peek_each(&1);
+            let (m1, m2) = (g1.peek(&()).unwrap(), g2.peek(&()).unwrap());
+            prop_assert_eq!((p1.remaining(), p2.remaining()), (m1.remaining(), m2.remaining()));
+            let both = u64::from(n) <= m1.remaining() && u64::from(n) <= m2.remaining();
+            let [d1, d2] = pair.decide_each(&1, n);
+            if both {
+                let (e1, e2) = (decide_now(&g1, &(), n), decide_now(&g2, &(), n));
+                prop_assert!(e1.is_allowed() && e2.is_allowed());
+                prop_assert_eq!((d1, d2), (e1, e2));
+            } else {
+                for (d, m, g) in [(d1, m1, &g1), (d2, m2, &g2)] {
+                    prop_assert_eq!(d.remaining(), m.remaining());
+                    if u64::from(n) <= m.remaining() {
+                        prop_assert!(d.is_allowed()); // uncharged state
+                    } else {
+                        // The model refuses too, with the same wait, and writes nothing.
+                        let e = decide_now(g, &(), n);
+                        prop_assert_eq!(d.denial(), e.denial());
+                    }
+                }
+            }
+        }
     }
 }
 
