@@ -2,7 +2,7 @@
 //! policies over different limiters and keys: [`ErasedPolicy`], and what it answers.
 //!
 //! A policy reports one or more *fields*: the named quotas it decides (one for a
-//! [`Policy`](crate::Policy), two for a pair of rates on one key). It writes what
+//! [`Policy`](crate::Policy), two for a [`PolicyPair`](crate::PolicyPair)). It writes what
 //! each field reports on this response into the [`Report`] slots the evaluator hands it.
 
 use std::future::Future;

@@ -1,6 +1,6 @@
 //! [`Field`]: one named quota of a layer, as the evaluator keeps it: its name checked and
 //! quoted, the quota it had when the layer was built, its pre-encoded header text, its
-//! counters. A [`Policy`](crate::Policy) has one field, a pair of rates on one key
+//! counters. A [`Policy`](crate::Policy) has one field, a [`PolicyPair`](crate::PolicyPair)
 //! two.
 
 use std::fmt;

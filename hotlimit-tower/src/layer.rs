@@ -4,10 +4,11 @@
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hotlimit::Decide;
+use hotlimit::{Clock, Decide};
 use http::{Response, StatusCode};
 use tower_layer::Layer;
 
@@ -18,6 +19,7 @@ use crate::field::Field;
 use crate::headers::policy_value;
 use crate::key::KeyExtractor;
 use crate::policy::{BoxError, Policy};
+use crate::policy_pair::PolicyPair;
 use crate::response::{Rejection, RejectionBody};
 use crate::service::RateLimit;
 use hotlimit::ConfigError;
@@ -189,7 +191,9 @@ impl RateLimitLayerBuilder {
     /// preview was overtaken (another request took the last permits between the preview and
     /// the charge: at most one request's cost per earlier policy, per such race), or behind a
     /// policy that cannot be previewed (a networked limiter, e.g. Redis): put those last.
-    /// In dry-run mode there is no preview: every policy decides and is charged.
+    /// Two limits on the **same key** (per user 10/s and 1,000/h) are all or nothing under any
+    /// interleaving as one [`PolicyPair`] ([`pair`](RateLimitLayerBuilder::pair)). In dry-run
+    /// mode there is no preview: every policy decides and is charged.
     ///
     /// # Examples
     ///
@@ -214,6 +218,34 @@ impl RateLimitLayerBuilder {
         X::Key: Borrow<D::Key>,
     {
         self.policies.push(Box::new(policy));
+        self
+    }
+
+    /// Adds two limits on one key decided as one, all or nothing (see [`PolicyPair`]): a
+    /// request either of them refuses charges neither, under any interleaving.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraPair, Keyed, Rate};
+    /// use hotlimit_tower::{HeaderKey, PolicyPair, RateLimitLayer};
+    ///
+    /// let per_key = Keyed::<String, GcraPair>::gcra_pair(Rate::per_second(10)?, Rate::per_hour(1_000)?)
+    ///     .build()?;
+    /// let layer = RateLimitLayer::builder()
+    ///     .pair(PolicyPair::new("per-second", "per-hour", per_key, HeaderKey::new("x-api-key")?))
+    ///     .build()?;
+    /// assert_eq!(layer.counters()[1].policy, "per-hour");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pair<K, C, X>(mut self, pair: PolicyPair<K, C, X>) -> Self
+    where
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+        C: Clock + 'static,
+        X: KeyExtractor,
+        X::Key: Borrow<K>,
+    {
+        self.policies.push(Box::new(pair));
         self
     }
 

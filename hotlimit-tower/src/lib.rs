@@ -96,8 +96,10 @@ mod field;
 mod headers;
 mod ip;
 mod key;
+mod keying;
 mod layer;
 mod policy;
+mod policy_pair;
 mod response;
 mod service;
 
@@ -127,8 +129,10 @@ pub use ip::{ForwardedIp, PeerIp, DEFAULT_IPV6_PREFIX, DEFAULT_NAT64_PREFIX};
 pub use key::{
     key_fn, Bearer, Extracted, FnKey, Global, HeaderKey, KeyExtractor, Pair, Refusal, Route,
 };
+pub use keying::MissingKey;
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
-pub use policy::{BoxError, MissingKey, Policy};
+pub use policy::{BoxError, Policy};
+pub use policy_pair::PolicyPair;
 pub use response::{
     RateLimitDecision, Rejection, RejectionBody, RejectionKind, QUOTA_EXCEEDED_TYPE,
 };

@@ -14,40 +14,11 @@ use http::request::Parts;
 use http::StatusCode;
 
 use crate::erased::{ErasedPolicy, Preview, Report, Step};
-use crate::key::{Extracted, KeyExtractor, Refusal};
+use crate::key::KeyExtractor;
+use crate::keying::{Keying, MissingKey};
 
 /// A boxed error from a policy's limiter (a networked backend that failed).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// What to do with a request whose key extractor finds no key (no peer address, no API-key
-/// header, no bearer token).
-///
-/// # Examples
-///
-/// ```
-/// use hotlimit::{Gcra, Keyed, Rate};
-/// use hotlimit_tower::{Bearer, MissingKey, Policy};
-/// use http::StatusCode;
-///
-/// let per_token = Keyed::<String, Gcra>::gcra(Rate::per_second(10)?).build()?;
-/// // No token: 401, without touching the limiter.
-/// let policy = Policy::new("per-token", per_token, Bearer)
-///     .on_missing_key(MissingKey::Reject(StatusCode::UNAUTHORIZED));
-/// # let _ = policy;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MissingKey<K> {
-    /// Answer with this status (no rate-limit headers for this policy, no limiter call).
-    Reject(StatusCode),
-    /// Let the request through unlimited by this policy.
-    Allow,
-    /// Count every keyless request under this one key: a shared limit for them all.
-    Shared(K),
-}
-
-/// The cost of a request under a policy, from its head.
-type CostFn = dyn Fn(&Parts) -> u32 + Send + Sync;
 
 /// One named limit: a limiter, what requests are keyed by, what each costs (1 by default) and
 /// what happens to requests without a key ([`MissingKey::Reject`] with 400 by default).
@@ -72,9 +43,7 @@ type CostFn = dyn Fn(&Parts) -> u32 + Send + Sync;
 pub struct Policy<D: Decide, X: KeyExtractor> {
     name: String,
     limiter: D,
-    key: X,
-    cost: Option<Arc<CostFn>>,
-    missing: MissingKey<X::Key>,
+    keying: Keying<X>,
 }
 
 impl<D: Decide, X: KeyExtractor> fmt::Debug for Policy<D, X> {
@@ -115,9 +84,7 @@ where
         Policy {
             name: name.into(),
             limiter,
-            key,
-            cost: None,
-            missing: MissingKey::Reject(StatusCode::BAD_REQUEST),
+            keying: Keying::new(key),
         }
     }
 
@@ -139,7 +106,7 @@ where
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn cost(mut self, f: impl Fn(&Parts) -> u32 + Send + Sync + 'static) -> Self {
-        self.cost = Some(Arc::new(f));
+        self.keying.cost = Some(Arc::new(f));
         self
     }
 
@@ -149,18 +116,17 @@ where
     ///
     /// ```
     /// use hotlimit::{Gcra, Keyed, Rate};
-    /// use hotlimit_tower::{MissingKey, PeerIp, Policy};
-    /// use std::net::{IpAddr, Ipv4Addr};
+    /// use hotlimit_tower::{HeaderKey, MissingKey, Policy};
     ///
-    /// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).build()?;
-    /// // Requests with no known peer share one limit, under 0.0.0.0.
-    /// let p = Policy::new("per-ip", per_ip, PeerIp::new())
-    ///     .on_missing_key(MissingKey::Shared(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
+    /// let per_key = Keyed::<String, Gcra>::gcra(Rate::per_second(5)?).build()?;
+    /// // Requests without an API key share one limit, under "anonymous".
+    /// let p = Policy::new("per-key", per_key, HeaderKey::new("x-api-key")?)
+    ///     .on_missing_key(MissingKey::Shared("anonymous".to_owned()));
     /// # let _ = p;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn on_missing_key(mut self, missing: MissingKey<X::Key>) -> Self {
-        self.missing = missing;
+        self.keying.missing = missing;
         self
     }
 
@@ -197,88 +163,6 @@ where
     }
 }
 
-impl<D, X> Policy<D, X>
-where
-    D: Decide,
-    X: KeyExtractor,
-{
-    /// The request's key (or the shared one), or what to do without one.
-    #[inline]
-    pub(crate) fn key_of<'a>(
-        &'a self,
-        parts: &Parts,
-        owned: &'a mut Option<X::Key>,
-    ) -> Result<&'a X::Key, Keyless> {
-        match self.key.extract_key(parts) {
-            Extracted::Key(k) => return Ok(owned.insert(k)),
-            Extracted::Refused(r) => return Err(Keyless::Refused(r)),
-            Extracted::Missing => {}
-        }
-        match &self.missing {
-            MissingKey::Allow => Err(Keyless::Skip),
-            MissingKey::Reject(status) => Err(Keyless::Reject(*status)),
-            MissingKey::Shared(k) => Ok(k),
-        }
-    }
-
-    /// The permits a request costs.
-    #[inline]
-    pub(crate) fn permits(&self, parts: &Parts) -> u32 {
-        self.cost.as_ref().map_or(1, |f| f(parts))
-    }
-
-    /// The status keyless requests are rejected with, if they are.
-    pub(crate) fn missing_status(&self) -> Option<StatusCode> {
-        match self.missing {
-            MissingKey::Reject(status) => Some(status),
-            _ => None,
-        }
-    }
-}
-
-/// Why a request has no key under a policy, and what follows.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Keyless {
-    /// Let it through.
-    Skip,
-    /// Reject it with this status.
-    Reject(StatusCode),
-    /// The extractor refused to choose a key.
-    Refused(Refusal),
-}
-
-impl Keyless {
-    /// As a preview (the field reports the missing key).
-    pub(crate) fn preview(self, out: &mut [Report]) -> Preview {
-        match self {
-            Keyless::Skip => Preview::Skip,
-            Keyless::Reject(s) => {
-                out.fill(Report::Keyless);
-                Preview::Reject(s)
-            }
-            Keyless::Refused(r) => {
-                out.fill(Report::Keyless);
-                Preview::Refused(r)
-            }
-        }
-    }
-
-    /// As a step (the field reports the missing key).
-    pub(crate) fn step(self, out: &mut [Report]) -> Step {
-        match self {
-            Keyless::Skip => Step::Skip,
-            Keyless::Reject(s) => {
-                out.fill(Report::Keyless);
-                Step::Reject(s)
-            }
-            Keyless::Refused(r) => {
-                out.fill(Report::Keyless);
-                Step::Refused(r)
-            }
-        }
-    }
-}
-
 impl<D, X> ErasedPolicy for Policy<D, X>
 where
     D: Decide + 'static,
@@ -292,12 +176,12 @@ where
     }
 
     fn missing_status(&self) -> Option<StatusCode> {
-        Policy::missing_status(self)
+        self.keying.missing_status()
     }
 
     fn preview(&self, parts: &Parts, out: &mut [Report]) -> Preview {
         let mut owned = None;
-        let key = match self.key_of(parts, &mut owned) {
+        let key = match self.keying.key_of(parts, &mut owned) {
             Ok(key) => key,
             Err(keyless) => return keyless.preview(out),
         };
@@ -305,7 +189,7 @@ where
             return Preview::Unknown;
         };
         out[0] = Report::Peeked(state);
-        if u64::from(self.permits(parts)) <= state.remaining() {
+        if u64::from(self.keying.permits(parts)) <= state.remaining() {
             Preview::Admits
         } else {
             Preview::Refuses
@@ -315,11 +199,13 @@ where
     #[inline]
     fn decide(&self, parts: &Parts, out: &mut [Report]) -> Step {
         let mut owned = None;
-        let key = match self.key_of(parts, &mut owned) {
+        let key = match self.keying.key_of(parts, &mut owned) {
             Ok(key) => key,
             Err(keyless) => return keyless.step(out),
         };
-        let mut fut = self.limiter.decide(key.borrow(), self.permits(parts));
+        let mut fut = self
+            .limiter
+            .decide(key.borrow(), self.keying.permits(parts));
         // In-process limiters answer with a ready future: take the answer now, without
         // boxing. A future polled once with a no-op waker registers the real waker on its
         // next poll, as every future must.
