@@ -464,8 +464,15 @@ pub(crate) fn quota_of(rate: crate::rate::Rate) -> Quota {
 /// (burst × period / limit, rounded up to the nanosecond; the period with the default burst).
 #[inline]
 pub(crate) fn gcra_quota(rate: crate::rate::Rate, burst: u64) -> Quota {
-    let refill = (u128::from(burst) * rate.period().as_nanos()).div_ceil(u128::from(rate.limit()));
-    let refill = u64::try_from(refill).unwrap_or(u64::MAX);
+    let (period, limit) = (rate.period_nanos(), rate.limit());
+    // In u64 when it fits (every decision reports its quota: a u128 division is a call).
+    let refill = match burst.checked_mul(period) {
+        Some(p) => p.div_ceil(limit),
+        None => {
+            let r = (u128::from(burst) * u128::from(period)).div_ceil(u128::from(limit));
+            u64::try_from(r).unwrap_or(u64::MAX)
+        }
+    };
     Quota::new(burst, Duration::from_nanos(refill))
 }
 

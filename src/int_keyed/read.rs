@@ -114,17 +114,34 @@ impl<K: IntKey, C> IntKeyed<K, C> {
         crate::decide::gcra_quota(self.rate, self.burst)
     }
 
-    /// `(remaining, reset, next)` of `key` at `now`, from one scan of its candidates: what
+    /// The (relative) TAT of `key`'s committed slot, 0 when it has none: its candidates in
+    /// the hit path's order, stopping at the first that holds it (a key has at most one
+    /// committed slot, so the order does not change the answer).
+    #[inline]
+    fn tat_of(&self, key: u64) -> u64 {
+        let h = self.hash(key);
+        let home = Self::home(h);
+        let mut b = self.b1(h);
+        for _ in 0..2 {
+            let bucket = &self.table[b];
+            for w in 0..WAYS {
+                // SeqCst: as every slot access (the insert protocol's one total order); a
+                // read-back needs only a snapshot of the slot.
+                let v = bucket.0[(home + w) % WAYS].load(Ordering::SeqCst);
+                if holds(v, key) {
+                    return meta_of(v) & VALUE;
+                }
+            }
+            b = self.b2(h);
+        }
+        0
+    }
+
+    /// `(remaining, reset, next)` of `key` at `now`, from one look at its slot: what
     /// [`remaining_at`](IntKeyed::remaining_at) and [`reset_at`](IntKeyed::reset_at) report,
     /// and the time until it holds one more permit.
     fn read_key(&self, key: K, now: u64) -> (u64, Duration, Duration) {
-        let key = self.key_bits(key);
-        let (b1, b2, _) = self.buckets_of(key);
-        let c = self.candidates(b1, b2);
-        let snap = self.scan(&c);
-        let tat = (0..c.n)
-            .find(|&k| holds(snap[k], key))
-            .map_or(0, |k| meta_of(snap[k]) & VALUE);
+        let tat = self.tat_of(self.key_bits(key));
         let ahead = tat.saturating_sub(self.relative(now));
         let remaining = self.tolerance.saturating_sub(ahead) / self.interval;
         // Slot times are relative to the base; a `now` before it waits the difference too.
