@@ -687,3 +687,55 @@ fn counters_add_up_across_threads() {
     let c = &layer.counters()[0];
     assert_eq!((c.allowed, c.denied), (1_000, 200));
 }
+
+#[tokio::test]
+async fn an_ip_policy_from_a_rate_is_an_int_keyed_table() {
+    // Issue 25, point 7: the one-line per-IP policy leads to IntKeyed<IpAddr>, grouped as the
+    // extractor groups (IPv6 by its prefix).
+    let table = hotlimit::IntKeyed::builder(Rate::per_second(2).unwrap()).clock(ManualClock::new());
+    let policy = PeerIp::new()
+        .ipv6_prefix(48)
+        .unwrap()
+        .policy_with("per-ip", table)
+        .unwrap();
+    assert_eq!(policy.limiter().ipv6_prefix(), 48);
+    let svc = RateLimitLayer::new(policy).unwrap().layer(inner());
+    let v6 = |s: &str| {
+        let mut req = Request::get("/").body(String::new()).unwrap();
+        req.extensions_mut()
+            .insert(SocketAddr::new(s.parse().unwrap(), 1));
+        req
+    };
+    for _ in 0..2 {
+        let ok = svc.clone().oneshot(v6("2001:db8:1:2::1")).await.unwrap();
+        assert_eq!(ok.status(), 200);
+    }
+    // Same /48: the same limit. Another /48: its own.
+    assert_eq!(
+        svc.clone()
+            .oneshot(v6("2001:db8:1:ffff::9"))
+            .await
+            .unwrap()
+            .status(),
+        429
+    );
+    assert_eq!(
+        svc.clone()
+            .oneshot(v6("2001:db8:2::1"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // An IntKeyed key holds 64 bits of an IPv6 address.
+    let too_long = PeerIp::new()
+        .ipv6_prefix(96)
+        .unwrap()
+        .policy("p", Rate::per_second(1).unwrap());
+    assert_eq!(too_long.unwrap_err().field(), "ipv6_prefix");
+    let fwd = hotlimit_tower::ForwardedIp::hops(1)
+        .unwrap()
+        .policy("per-client", Rate::per_second(1).unwrap())
+        .unwrap();
+    assert_eq!(fwd.limiter().ipv6_prefix(), 56);
+}

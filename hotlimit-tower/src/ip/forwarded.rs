@@ -10,7 +10,8 @@ use super::keying::{IpKeying, Nat64};
 use super::network::Network;
 use super::peer_addr;
 use crate::key::{Extracted, KeyExtractor, Refusal};
-use hotlimit::ConfigError;
+use crate::policy::Policy;
+use hotlimit::{Clock, ConfigError, IntKeyed, IntKeyedBuilder, Rate};
 
 /// The most entries walked from the right: a chain of more trusted proxies counts under the
 /// last one reached (no real deployment has this many; a client inside a trusted network
@@ -180,6 +181,62 @@ impl ForwardedIp {
             source: Source::XForwardedFor,
             keying: IpKeying::default(),
         })
+    }
+
+    /// A policy named `name` that allows each client `rate` (bursts of `rate.limit()`), keyed
+    /// by this extractor, over an [`IntKeyed<IpAddr>`](IntKeyed) of the default capacity (see
+    /// [`PeerIp::policy`](crate::PeerIp::policy), which says when to take a `Keyed` instead).
+    ///
+    /// # Errors
+    ///
+    /// As [`policy_with`](ForwardedIp::policy_with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_tower::{ForwardedIp, RateLimitLayer};
+    ///
+    /// let per_client = ForwardedIp::trusted_proxies(["10.0.0.0/8"])?.policy("per-client", Rate::per_second(10)?)?;
+    /// let layer = RateLimitLayer::new(per_client)?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn policy(
+        self,
+        name: impl Into<String>,
+        rate: Rate,
+    ) -> Result<Policy<IntKeyed<IpAddr>, ForwardedIp>, ConfigError> {
+        self.policy_with(name, IntKeyed::builder(rate))
+    }
+
+    /// A policy named `name` over the [`IntKeyed<IpAddr>`](IntKeyed) that `table` builds, its
+    /// IPv6 prefix set to this extractor's (see
+    /// [`PeerIp::policy_with`](crate::PeerIp::policy_with)).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `ipv6_prefix` when this extractor groups IPv6 clients by more
+    /// than 64 bits, or what the table's `build()` reports.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{IntKeyed, Rate};
+    /// use hotlimit_tower::ForwardedIp;
+    ///
+    /// let table = IntKeyed::builder(Rate::per_minute(600)?).burst(50);
+    /// let policy = ForwardedIp::hops(1)?.policy_with("per-client", table)?;
+    /// assert_eq!(policy.limiter().burst(), 50);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn policy_with<C: Clock>(
+        self,
+        name: impl Into<String>,
+        table: IntKeyedBuilder<IpAddr, C>,
+    ) -> Result<Policy<IntKeyed<IpAddr, C>, ForwardedIp>, ConfigError> {
+        let limiter = self.keying.table(table)?;
+        Ok(Policy::new(name, limiter, self))
     }
 
     /// Reads the RFC 7239 `Forwarded` header's `for=` parameters instead of

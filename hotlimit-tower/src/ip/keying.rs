@@ -6,7 +6,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use hotlimit::ConfigError;
+use hotlimit::{Clock, ConfigError, IntKeyed, IntKeyedBuilder};
 
 use super::network::Network;
 
@@ -113,6 +113,28 @@ impl IpKeying {
         }
         self.ipv6_prefix = prefix;
         Ok(self)
+    }
+
+    /// `table` keyed by IPv6 prefixes of this keying's length, built: the limiter an IP policy
+    /// leads to ([`PeerIp::policy`](crate::PeerIp::policy)).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `ipv6_prefix` when this keying's prefix is over 64 bits (an
+    /// `IntKeyed` key holds 64), else what `build()` reports.
+    pub(crate) fn table<C: Clock>(
+        &self,
+        table: IntKeyedBuilder<IpAddr, C>,
+    ) -> Result<IntKeyed<IpAddr, C>, ConfigError> {
+        if self.ipv6_prefix > 64 {
+            return Err(ConfigError::invalid(
+                "ipv6_prefix",
+                self.ipv6_prefix,
+                "an IntKeyed table keys IPv6 clients by at most 64 bits: for a longer prefix \
+                 use Policy::new with a Keyed<IpAddr, _>",
+            ));
+        }
+        table.ipv6_prefix(self.ipv6_prefix).build()
     }
 
     /// With IPv4 clients read from under `nat64` (`None`: no NAT64 prefix).
