@@ -15,12 +15,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::request::Parts;
-use http::{HeaderValue, Response, StatusCode};
+use http::{Response, StatusCode};
 
 use crate::counters::{Counted, PolicyCounts};
 use crate::erased::{DecisionFuture, ErasedPolicy, Preview, Report, Step};
 use crate::field::Field;
-use crate::headers::HeaderBlock;
+use crate::headers::{HeaderBlock, PolicyText};
 use crate::response::{
     default_response, RateLimitDecision, Rejection, RejectionBody, RejectionKind,
 };
@@ -34,7 +34,7 @@ pub(crate) struct Evaluator {
     /// Every policy's fields, in the layer's order.
     pub(crate) fields: Vec<Field>,
     /// `RateLimit-Policy` listing every field with the quota it was built with.
-    pub(crate) policy_value: HeaderValue,
+    pub(crate) policy: PolicyText,
     pub(crate) settings: Settings,
 }
 
@@ -168,18 +168,24 @@ impl Reports {
     }
 }
 
-/// Where a synchronous evaluation stopped.
-pub(crate) enum Progress {
-    Done(Verdict),
-    /// Policy `at` is still deciding; `verdict` holds what came before. Once it has, go on
-    /// from policy `resume`, skipping `skip` (a policy decided already).
-    Pending {
-        at: usize,
-        fut: DecisionFuture,
-        resume: usize,
-        skip: Option<usize>,
-        verdict: Verdict,
-    },
+/// An evaluation that must wait: policy `at` is still deciding. Once it has, go on from
+/// policy `resume`, skipping `skip` (a policy decided already).
+pub(crate) struct Pending {
+    at: usize,
+    fut: DecisionFuture,
+    resume: usize,
+    skip: Option<usize>,
+}
+
+impl Verdict {
+    /// Nothing reported yet by any of `fields` fields, and no end.
+    #[inline]
+    pub(crate) fn new(fields: usize) -> Verdict {
+        Verdict {
+            reports: Reports::new(fields),
+            end: End::Admit,
+        }
+    }
 }
 
 /// What follows a policy's step.
@@ -201,13 +207,10 @@ impl Evaluator {
             .collect()
     }
 
-    /// Decides `parts` under every policy, synchronously as far as the limiters allow (see the
-    /// module docs).
-    pub(crate) fn evaluate(&self, parts: &Parts) -> Progress {
-        let mut v = Verdict {
-            reports: Reports::new(self.fields.len()),
-            end: End::Admit,
-        };
+    /// Decides `parts` under every policy into `v`, synchronously as far as the limiters
+    /// allow: `Some` when a limiter must be waited for ([`finish`]). See the module docs.
+    #[inline]
+    pub(crate) fn evaluate(&self, parts: &Parts, v: &mut Verdict) -> Option<Pending> {
         if self.policies.len() == 1 || self.settings.dry_run {
             return self.run(parts, 0, None, v);
         }
@@ -237,21 +240,20 @@ impl Evaluator {
         }
         if !matches!(v.end, End::Admit) {
             // Rejected for a missing key: no policy charged, every other field previewed.
-            return Progress::Done(v);
+            return None;
         }
         if let Some(i) = refuses {
             // Its refusal writes nothing: decided alone, it charges no policy.
-            match self.step(parts, i, &mut v) {
+            match self.step(parts, i, v) {
                 Flow::Next => {}
-                Flow::End => return Progress::Done(v),
+                Flow::End => return None,
                 Flow::Wait(fut) => {
-                    return Progress::Pending {
+                    return Some(Pending {
                         at: i,
                         fut,
                         resume: 0,
                         skip: Some(i),
-                        verdict: v,
-                    }
+                    })
                 }
             }
         }
@@ -259,32 +261,31 @@ impl Evaluator {
     }
 
     /// Decides in order from policy `from`, skipping `skip` (decided already).
-    pub(crate) fn run(
+    fn run(
         &self,
         parts: &Parts,
         from: usize,
         skip: Option<usize>,
-        mut v: Verdict,
-    ) -> Progress {
+        v: &mut Verdict,
+    ) -> Option<Pending> {
         for i in from..self.policies.len() {
             if Some(i) == skip {
                 continue;
             }
-            match self.step(parts, i, &mut v) {
+            match self.step(parts, i, v) {
                 Flow::Next => {}
-                Flow::End => return Progress::Done(v),
+                Flow::End => return None,
                 Flow::Wait(fut) => {
-                    return Progress::Pending {
+                    return Some(Pending {
                         at: i,
                         fut,
                         resume: i + 1,
                         skip,
-                        verdict: v,
-                    }
+                    })
                 }
             }
         }
-        Progress::Done(v)
+        None
     }
 
     /// Policy `i` decides.
@@ -374,7 +375,7 @@ impl Evaluator {
         HeaderBlock::new(
             &self.fields,
             verdict.reports.as_slice(),
-            &self.policy_value,
+            &self.policy,
             denied,
             self.settings.legacy,
         )
@@ -452,32 +453,25 @@ impl Evaluator {
     }
 }
 
-/// Finishes an evaluation that had to wait for policy `at`: `(parts, verdict)` once every
-/// policy has decided or one ended it.
+/// Finishes an evaluation that had to wait: `(parts, verdict)` once every policy has decided
+/// or one ended it.
 pub(crate) async fn finish(
     evaluator: Arc<Evaluator>,
     parts: Parts,
-    mut progress: Progress,
+    mut v: Verdict,
+    mut pending: Pending,
 ) -> (Parts, Verdict) {
     loop {
-        match progress {
-            Progress::Done(verdict) => return (parts, verdict),
-            Progress::Pending {
-                at,
-                fut,
-                resume,
-                skip,
-                mut verdict,
-            } => {
-                let r = fut.await;
-                let e = &evaluator.policies[at];
-                let step = Step::of(r, &mut verdict.reports.of(e)[0]);
-                match evaluator.settle(at, step, &mut verdict) {
-                    Flow::Next => progress = evaluator.run(&parts, resume, skip, verdict),
-                    // `Step::of` never waits.
-                    Flow::End | Flow::Wait(_) => return (parts, verdict),
-                }
-            }
+        let r = pending.fut.await;
+        let e = &evaluator.policies[pending.at];
+        let step = Step::of(r, &mut v.reports.of(e)[0]);
+        match evaluator.settle(pending.at, step, &mut v) {
+            Flow::Next => match evaluator.run(&parts, pending.resume, pending.skip, &mut v) {
+                Some(next) => pending = next,
+                None => return (parts, v),
+            },
+            // `Step::of` never waits.
+            Flow::End | Flow::Wait(_) => return (parts, v),
         }
     }
 }

@@ -24,6 +24,7 @@ use hotlimit::{Decision, Quota};
 use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
 use http::HeaderMap;
 
+use crate::arena;
 use crate::erased::Report;
 use crate::field::Field;
 
@@ -67,17 +68,29 @@ impl FieldText {
     }
 }
 
-/// The `RateLimit-Policy` value listing every field, built once per layer and owned by it (a
-/// response clones it: a reference count, no copy).
-pub(crate) fn policy_value(fields: &[Field]) -> HeaderValue {
-    let mut buf = Buf::new();
-    for (i, f) in fields.iter().enumerate() {
-        buf.separate(i == 0);
-        buf.push(&f.text.policy_item);
+/// A layer's `RateLimit-Policy` value listing every field, built once and owned by the layer,
+/// and the id its per-thread copies are kept under (see `arena.rs`).
+#[derive(Debug)]
+pub(crate) struct PolicyText {
+    pub(crate) id: u64,
+    pub(crate) value: HeaderValue,
+}
+
+impl PolicyText {
+    /// The value for `fields`.
+    pub(crate) fn new(fields: &[Field]) -> PolicyText {
+        let mut buf = Buf::new();
+        for (i, f) in fields.iter().enumerate() {
+            buf.separate(i == 0);
+            buf.push(&f.text.policy_item);
+        }
+        PolicyText {
+            id: arena::next_id(),
+            // Names are checked printable ASCII; numbers are digits.
+            value: HeaderValue::from_maybe_shared(Bytes::copy_from_slice(buf.as_bytes()))
+                .unwrap_or_else(|_| HeaderValue::from_static("")),
+        }
     }
-    // Names are checked printable ASCII; numbers are digits.
-    HeaderValue::from_maybe_shared(Bytes::copy_from_slice(buf.as_bytes()))
-        .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 /// The headers of one response, applied after the inner service or the rejection handler.
@@ -97,7 +110,7 @@ impl HeaderBlock {
     pub(crate) fn new(
         fields: &[Field],
         reports: &[Report],
-        policy: &HeaderValue,
+        policy: &PolicyText,
         denied: Option<&Decision>,
         legacy: bool,
     ) -> HeaderBlock {
@@ -132,12 +145,12 @@ impl HeaderBlock {
             }
         }
         let policy = if own_quotas {
-            Some(policy.clone())
+            arena::policy_value(policy.id, &policy.value)
         } else {
-            Some(Buf::policy_list(fields, reports).value())
+            Buf::policy_list(fields, reports).value()
         };
         HeaderBlock {
-            policy,
+            policy: Some(policy),
             state: (!first).then(|| state.value()),
             retry_after: denied
                 .and_then(Decision::denial)
@@ -168,32 +181,49 @@ impl HeaderBlock {
             put(&RATELIMIT, v);
         }
         if let Some(s) = self.retry_after {
-            headers.insert(RETRY_AFTER, HeaderValue::from(s));
+            headers.insert(RETRY_AFTER, number(s));
         }
         if let Some((limit, remaining, reset)) = self.legacy {
-            headers.insert(X_LIMIT.clone(), HeaderValue::from(limit));
-            headers.insert(X_REMAINING.clone(), HeaderValue::from(remaining));
-            headers.insert(X_RESET.clone(), HeaderValue::from(reset));
+            headers.insert(X_LIMIT.clone(), number(limit));
+            headers.insert(X_REMAINING.clone(), number(remaining));
+            headers.insert(X_RESET.clone(), number(reset));
         }
     }
 }
 
+/// `n` in decimal as a header value, without an allocation.
+fn number(n: u64) -> HeaderValue {
+    let mut buf = Buf::new();
+    buf.push_u64(n);
+    buf.value()
+}
+
+/// Two decimal digits for each of 0..100.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 /// Text for a header value, on the stack unless it is long.
 struct Buf {
-    bytes: [u8; 96],
+    bytes: [u8; 128],
     len: usize,
+    /// The text once it outgrew `bytes` (several policies with long names).
     spill: Vec<u8>,
 }
 
 impl Buf {
+    #[inline]
     fn new() -> Buf {
         Buf {
-            bytes: [0; 96],
+            bytes: [0; 128],
             len: 0,
             spill: Vec::new(),
         }
     }
 
+    #[inline]
     fn as_bytes(&self) -> &[u8] {
         if self.spill.is_empty() {
             &self.bytes[..self.len]
@@ -202,39 +232,52 @@ impl Buf {
         }
     }
 
-    /// The text as a header value (the layer writes visible ASCII only).
+    /// The text as a header value, in the thread's arena (no allocation).
+    #[inline]
     fn value(&self) -> HeaderValue {
-        HeaderValue::from_bytes(self.as_bytes()).unwrap_or_else(|_| HeaderValue::from_static(""))
+        arena::value(self.as_bytes())
     }
 
-    /// Appends `s` (short: a byte loop beats a call to `memcpy` here).
+    /// Appends `s`.
     #[inline]
     fn push(&mut self, s: &[u8]) {
-        if self.spill.is_empty() && self.len + s.len() <= self.bytes.len() {
-            for (d, b) in self.bytes[self.len..].iter_mut().zip(s) {
-                *d = *b;
+        match self.bytes.get_mut(self.len..self.len + s.len()) {
+            Some(dst) if self.spill.is_empty() => {
+                dst.copy_from_slice(s);
+                self.len += s.len();
             }
-            self.len += s.len();
-        } else {
-            if self.spill.is_empty() {
-                self.spill.extend_from_slice(&self.bytes[..self.len]);
-            }
-            self.spill.extend_from_slice(s);
+            _ => self.push_spilled(s),
         }
     }
 
-    /// Appends `n` in decimal.
+    #[cold]
+    fn push_spilled(&mut self, s: &[u8]) {
+        if self.spill.is_empty() {
+            self.spill.extend_from_slice(&self.bytes[..self.len]);
+        }
+        self.spill.extend_from_slice(s);
+    }
+
+    /// Appends `n` in decimal, two digits at a time.
     #[inline]
     fn push_u64(&mut self, mut n: u64) {
         let mut digits = [0u8; 20];
         let mut i = digits.len();
-        loop {
+        while n >= 100 {
+            // `n % 100 < 100`: the cast keeps it.
+            let d = (n % 100) as usize * 2;
+            n /= 100;
+            i -= 2;
+            digits[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
+        }
+        if n >= 10 {
+            let d = n as usize * 2;
+            i -= 2;
+            digits[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
+        } else {
             i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
+            // `n < 10`: one digit.
+            digits[i] = b'0' + n as u8;
         }
         self.push(&digits[i..]);
     }

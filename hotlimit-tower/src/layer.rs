@@ -16,7 +16,7 @@ use crate::counters::PolicyCounts;
 use crate::erased::ErasedPolicy;
 use crate::evaluator::{Entry, Evaluator, Settings};
 use crate::field::Field;
-use crate::headers::policy_value;
+use crate::headers::PolicyText;
 use crate::key::KeyExtractor;
 use crate::policy::{BoxError, Policy};
 use crate::policy_pair::PolicyPair;
@@ -542,12 +542,12 @@ impl RateLimitLayerBuilder {
                 width,
             });
         }
-        let policy_value = policy_value(&fields);
+        let policy = PolicyText::new(&fields);
         Ok(RateLimitLayer {
             evaluator: Arc::new(Evaluator {
                 policies,
                 fields,
-                policy_value,
+                policy,
                 settings: self.settings,
             }),
         })

@@ -87,6 +87,7 @@
 
 #![forbid(unsafe_code)]
 
+mod arena;
 mod body;
 mod counters;
 mod digest;

@@ -14,7 +14,7 @@ use tower_service::Service;
 
 use crate::body::ResponseBody;
 use crate::counters::PolicyCounts;
-use crate::evaluator::{finish, is_grpc, Evaluator, Progress, Verdict};
+use crate::evaluator::{finish, is_grpc, Evaluator, Verdict};
 use crate::headers::HeaderBlock;
 
 /// Rate-limits the requests to `S`: built by [`RateLimitLayer`](crate::RateLimitLayer). Every
@@ -232,17 +232,16 @@ where
 
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         let (parts, body) = req.into_parts();
-        let state = match self.evaluator.evaluate(&parts) {
-            Progress::Done(verdict) => {
-                decided(&self.evaluator, &mut self.inner, parts, body, &verdict)
-            }
-            pending => {
+        let mut verdict = Verdict::new(self.evaluator.fields.len());
+        let state = match self.evaluator.evaluate(&parts, &mut verdict) {
+            None => decided(&self.evaluator, &mut self.inner, parts, body, &verdict),
+            Some(pending) => {
                 // The inner service was made ready for this request: take it with us, and
                 // leave a clone for the next poll_ready (tower's usual move).
                 let clone = self.inner.clone();
                 let svc = std::mem::replace(&mut self.inner, clone);
                 State::Waiting {
-                    fut: Box::pin(finish(Arc::clone(&self.evaluator), parts, pending)),
+                    fut: Box::pin(finish(Arc::clone(&self.evaluator), parts, verdict, pending)),
                     svc: Some(svc),
                     body: Some(body),
                     evaluator: Arc::clone(&self.evaluator),
