@@ -46,14 +46,13 @@ macro_rules! settings {
 /// # Examples
 ///
 /// ```
-/// use hotlimit::{Gcra, Keyed, Rate};
-/// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
-/// use std::net::IpAddr;
+/// use hotlimit::Rate;
+/// use hotlimit_tower::{PeerIp, RateLimitLayer};
 ///
 /// // 5 requests per second per client IP, bursts of 5.
-/// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).build()?;
-/// let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new()))?;
-/// // axum: Router::new().route("/", get(handler)).layer(layer)
+/// let layer = RateLimitLayer::new(PeerIp::new().policy("per-ip", Rate::per_second(5)?)?)?;
+/// // axum: Router::new().route("/", get(handler)).layer(layer), served with
+/// // into_make_service_with_connect_info::<SocketAddr>() (PeerIp needs the peer address).
 /// # let _ = layer;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -198,12 +197,11 @@ impl RateLimitLayerBuilder {
     /// # Examples
     ///
     /// ```
-    /// use hotlimit::{Gcra, Keyed, Rate};
+    /// use hotlimit::{Gcra, Rate};
     /// use hotlimit_tower::{Global, PeerIp, Policy, RateLimitLayer};
-    /// use std::net::IpAddr;
     ///
     /// let layer = RateLimitLayer::builder()
-    ///     .policy(Policy::new("per-ip", Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).build()?, PeerIp::new()))
+    ///     .policy(PeerIp::new().policy("per-ip", Rate::per_second(5)?)?)
     ///     .policy(Policy::new("global", Gcra::new(Rate::per_second(1_000)?)?, Global))
     ///     .build()?;
     /// assert_eq!(layer.counters().len(), 2);
@@ -287,14 +285,13 @@ impl RateLimitLayerBuilder {
         /// # Examples
         ///
         /// ```
-        /// use hotlimit::{Gcra, Keyed, Rate};
-        /// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+        /// use hotlimit::{IntKeyed, Rate};
+        /// use hotlimit_tower::{PeerIp, RateLimitLayer};
         /// use http::StatusCode;
-        /// use std::net::IpAddr;
         ///
         /// // Room for 10,000 client IPs; when it is full, a new client gets 429 too.
-        /// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).capacity(10_000).build()?;
-        /// let policy = Policy::new("per-ip", per_ip, PeerIp::new());
+        /// let table = IntKeyed::builder(Rate::per_second(5)?).capacity(10_000);
+        /// let policy = PeerIp::new().policy_with("per-ip", table)?;
         /// let layer = RateLimitLayer::builder().policy(policy).table_full_status(StatusCode::TOO_MANY_REQUESTS);
         /// # let _ = layer.build()?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())

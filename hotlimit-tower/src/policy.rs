@@ -29,15 +29,16 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// # Examples
 ///
 /// ```
-/// use hotlimit::{Gcra, Keyed, Rate};
-/// use hotlimit_tower::{PeerIp, Policy};
-/// use std::net::IpAddr;
+/// use hotlimit::{Keyed, Rate, SlidingLog};
+/// use hotlimit_tower::{HeaderKey, Policy};
 ///
-/// // 5 per second per client IP, burst 5; uploads cost 10.
-/// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).capacity(100_000).build()?;
-/// let policy = Policy::new("per-ip", per_ip, PeerIp::new())
+/// // Exactly 100 per minute per API key (a sliding log); uploads cost 10.
+/// let per_key = Keyed::<String, SlidingLog>::sliding_log(Rate::per_minute(100)?)
+///     .capacity(100_000)
+///     .build()?;
+/// let policy = Policy::new("per-key", per_key, HeaderKey::new("x-api-key")?)
 ///     .cost(|parts| if parts.uri.path().starts_with("/upload") { 10 } else { 1 });
-/// assert_eq!(policy.name(), "per-ip");
+/// assert_eq!(policy.name(), "per-key");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Policy<D: Decide, X: KeyExtractor> {
