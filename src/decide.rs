@@ -17,6 +17,15 @@ use crate::error::Denied;
 /// A policy's quota: `limit` permits per `window`, as the `q` and `w` parameters of the
 /// `RateLimit-Policy` header report it.
 ///
+/// What the in-process limiters report is what a client may really spend from full: a
+/// [`Gcra`](crate::Gcra) (and every GCRA-based limiter) its **burst**, per the time the burst
+/// takes to refill (burst × period / limit: with the default burst, the period; the limiter's
+/// emission interval is rounded up to the nanosecond, so a refill may take up to `burst` ns
+/// longer); a
+/// [`SlidingLog`](crate::SlidingLog) its `limit` per `period`; a
+/// [`SlidingWindow`](crate::SlidingWindow) its `limit` per `period` plus one bucket width (a
+/// grant is counted until its bucket leaves the window). `remaining` never exceeds `limit`.
+///
 /// # Examples
 ///
 /// ```
@@ -108,6 +117,7 @@ pub struct Decision {
     outcome: Result<(), Denied>,
     remaining: u64,
     reset: Duration,
+    next: Duration,
     quota: Quota,
 }
 
@@ -129,6 +139,7 @@ impl Decision {
             outcome: Ok(()),
             remaining,
             reset,
+            next: reset,
             quota,
         }
     }
@@ -151,6 +162,7 @@ impl Decision {
             outcome: Err(denied),
             remaining,
             reset,
+            next: reset,
             quota,
         }
     }
@@ -178,6 +190,7 @@ impl Decision {
             outcome,
             remaining,
             reset,
+            next: reset,
             quota,
         }
     }
@@ -263,6 +276,50 @@ impl Decision {
         self.reset
     }
 
+    /// Time until at least one more permit is available than [`remaining`](Decision::remaining),
+    /// from the decision (what the draft's `t` parameter reports: "seconds until additional
+    /// quota is made available"); zero when the limiter is full. A limiter that does not tell
+    /// reports [`reset`](Decision::reset), which bounds it: every GCRA-based limiter of this
+    /// crate tells it exactly, the sliding windows and logs report the bound.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let q = Quota::new(10, Duration::from_secs(1));
+    /// let d = Decision::allowed(q, 7, Duration::from_millis(300));
+    /// assert_eq!(d.next(), Duration::from_millis(300));
+    /// assert_eq!(d.with_next(Duration::from_millis(100)).next(), Duration::from_millis(100));
+    /// ```
+    pub const fn next(&self) -> Duration {
+        self.next
+    }
+
+    /// The decision with [`next`](Decision::next) = `next` (at most the reset: the limiter is
+    /// full by then).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decision, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let q = Quota::new(10, Duration::from_secs(1));
+    /// let d = Decision::allowed(q, 7, Duration::from_millis(300)).with_next(Duration::from_secs(9));
+    /// assert_eq!(d.next(), Duration::from_millis(300));
+    /// ```
+    #[must_use]
+    pub const fn with_next(mut self, next: Duration) -> Decision {
+        self.next = if next.as_nanos() < self.reset.as_nanos() {
+            next
+        } else {
+            self.reset
+        };
+        self
+    }
+
     /// The policy the decision was made under.
     ///
     /// # Examples
@@ -327,39 +384,123 @@ pub trait Decide: Send + Sync {
 
     /// The policy's quota and window (for `RateLimit-Policy`).
     fn quota(&self) -> Quota;
+
+    /// What `key` has now, without charging anything: a decision for zero permits (allowed;
+    /// `remaining`, `reset` and `next` as a decision would report them), so that a caller
+    /// deciding several policies can see whether one would refuse before charging any, and
+    /// report the policies it did not charge. A request for n permits would be admitted now iff
+    /// n ≤ `remaining` (a snapshot: another caller may take them first).
+    ///
+    /// `None` (the default) when a read is not free: a networked decider. Every in-process
+    /// limiter of this crate answers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Decide, Gcra, ManualClock, Rate};
+    ///
+    /// let limiter = Gcra::builder(Rate::per_second(5)?).clock(ManualClock::new()).build()?;
+    /// let now = limiter.peek(&()).unwrap();
+    /// assert_eq!((now.is_allowed(), now.remaining()), (true, 5));
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    fn peek(&self, key: &Self::Key) -> Option<Decision> {
+        let _ = key;
+        None
+    }
 }
 
 /// The future of every in-process [`Decide`]: ready at once, never an error.
 pub(crate) type Ready = core::future::Ready<Result<Decision, core::convert::Infallible>>;
 
 /// An in-process limiter's decision, ready: `outcome` with the state read back after it.
+///
+/// A refused request's wait bounds `next`. A key refused for want of room in a keyed
+/// limiter's table
+/// ([`DenialReason::TableFull`](crate::DenialReason::TableFull)) reports nothing remaining
+/// until the table has room: the read-back of the absent key (its full burst) would tell the
+/// client it has a full quota while it is refused.
 #[inline]
 pub(crate) fn ready(
     quota: Quota,
     outcome: Result<(), Denied>,
     remaining: u64,
     reset: Duration,
+    next: Duration,
 ) -> Ready {
-    core::future::ready(Ok(Decision::new(quota, outcome, remaining, reset)))
+    let (remaining, reset, next) = match outcome {
+        Err(d) if d.reason() == crate::error::DenialReason::TableFull => {
+            let wait = d.retry_after().unwrap_or(reset);
+            (0, wait, wait)
+        }
+        // The refused request asked for more than `remaining`, and can succeed after its
+        // wait: one more permit is there by then at the latest (this tightens the bound a
+        // window or log reports).
+        Err(d) => (
+            remaining,
+            reset,
+            d.retry_after().map_or(next, |w| next.min(w)),
+        ),
+        Ok(()) => (remaining, reset, next),
+    };
+    core::future::ready(Ok(
+        Decision::new(quota, outcome, remaining, reset).with_next(next)
+    ))
 }
 
-/// The quota of a limiter whose rate is its policy: `limit` per `period`.
+/// A read-back as a decision for zero permits: what [`Decide::peek`] returns.
+#[inline]
+pub(crate) fn state(quota: Quota, remaining: u64, reset: Duration, next: Duration) -> Decision {
+    Decision::allowed(quota, remaining, reset).with_next(next)
+}
+
+/// The quota of a limiter whose rate is its policy: `limit` per `period` (a sliding log).
 #[inline]
 pub(crate) fn quota_of(rate: crate::rate::Rate) -> Quota {
     Quota::new(rate.limit(), rate.period())
 }
 
+/// The quota of a GCRA with `rate` and `burst`: the burst, per the time it takes to refill
+/// (burst × period / limit, rounded up to the nanosecond; the period with the default burst).
+#[inline]
+pub(crate) fn gcra_quota(rate: crate::rate::Rate, burst: u64) -> Quota {
+    let (period, limit) = (rate.period_nanos(), rate.limit());
+    // In u64 when it fits (every decision reports its quota: a u128 division is a call).
+    let refill = match burst.checked_mul(period) {
+        Some(p) => p.div_ceil(limit),
+        None => {
+            let r = (u128::from(burst) * u128::from(period)).div_ceil(u128::from(limit));
+            u64::try_from(r).unwrap_or(u64::MAX)
+        }
+    };
+    Quota::new(burst, Duration::from_nanos(refill))
+}
+
+/// Time until a GCRA state with `remaining` of `burst` permits, full again in `reset` ns, holds
+/// one more permit (emission interval `interval` ns): zero when full. With tolerance τ = b·I and
+/// `remaining` r = ⌊(τ − reset) / I⌋, the (r+1)-th permit is free once `reset` has dropped by
+/// reset − (b − r − 1)·I, which is in (0, I].
+#[inline]
+pub(crate) fn gcra_next(remaining: u64, burst: u64, reset: u64, interval: u64) -> Duration {
+    if remaining >= burst {
+        return Duration::ZERO;
+    }
+    let later = (burst - remaining - 1).saturating_mul(interval);
+    Duration::from_nanos(reset.saturating_sub(later))
+}
+
 /// `Decide` for an in-process limiter keyed by `()`: read the clock once, take `permits` with
-/// `acquire`, read `(remaining, reset)` back with `read` at the same instant; the quota is
-/// `quota_of(rate)`. `this`, `permits` and `now` name the limiter, the permits and the instant
-/// in those expressions. The attributes (the type's doc and its example) go on the impl.
+/// `acquire`, read `(remaining, reset, next)` back with `read` at the same instant; the quota is
+/// `quota`. `this`, `permits` and `now` name the limiter, the permits and the instant in those
+/// expressions. [`Decide::peek`] is `read` without the `acquire`. The attributes (the type's
+/// doc and its example) go on the impl.
 macro_rules! decide_at_once {
     (
         $(#[$attr:meta])*
         $ty:ident, |$this:ident, $permits:ident, $now:ident| {
             acquire: $acquire:expr,
             read: $read:expr,
-            rate: $rate:expr $(,)?
+            quota: $quota:expr $(,)?
         }
     ) => {
         $(#[$attr])*
@@ -372,18 +513,31 @@ macro_rules! decide_at_once {
                 let $this = self;
                 let $now = $crate::clock::Clock::now(&$this.clock);
                 let outcome = $acquire;
-                let (remaining, reset) = $read;
+                let (remaining, reset, next) = $read;
                 $crate::decide::ready(
                     $crate::decide::Decide::quota(self),
                     outcome,
                     remaining,
                     reset,
+                    next,
                 )
             }
 
             fn quota(&self) -> $crate::decide::Quota {
                 let $this = self;
-                $crate::decide::quota_of($rate)
+                $quota
+            }
+
+            fn peek(&self, _key: &()) -> Option<$crate::decide::Decision> {
+                let $this = self;
+                let $now = $crate::clock::Clock::now(&$this.clock);
+                let (remaining, reset, next) = $read;
+                Some($crate::decide::state(
+                    $crate::decide::Decide::quota(self),
+                    remaining,
+                    reset,
+                    next,
+                ))
             }
         }
     };
@@ -404,6 +558,10 @@ macro_rules! decide_through {
 
             fn quota(&self) -> Quota {
                 (**self).quota()
+            }
+
+            fn peek(&self, key: &Self::Key) -> Option<Decision> {
+                (**self).peek(key)
             }
         }
     )*};

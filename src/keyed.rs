@@ -210,6 +210,8 @@ mod log;
 mod map;
 #[cfg(feature = "std")]
 mod overrides;
+#[cfg(feature = "std")]
+mod pair_read;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub mod planted;

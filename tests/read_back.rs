@@ -359,6 +359,30 @@ fn a_full_int_keyed_table_denies_new_keys_as_table_full() {
 }
 
 #[test]
+fn a_decision_refused_for_room_reports_nothing_remaining() {
+    // Issue 25: a 503 for a full table said `r=5` (the absent key's full burst).
+    let clock = ManualClock::new();
+    let k = Keyed::<u32, Gcra, _>::gcra(Rate::per_second(5).unwrap())
+        .capacity(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let i: IntKeyed<u64, _> = IntKeyed::builder(Rate::per_second(5).unwrap())
+        .capacity(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    assert!(decide_now(&k, &1, 1).is_allowed());
+    assert!(decide_now(&i, &1, 1).is_allowed());
+    for d in [decide_now(&k, &2, 1), decide_now(&i, &2, 1)] {
+        let denial = d.denial().unwrap();
+        assert_eq!(denial.reason(), DenialReason::TableFull);
+        assert_eq!(d.remaining(), 0);
+        assert_eq!(Some(d.reset()), denial.retry_after());
+    }
+}
+
+#[test]
 fn decide_reports_what_the_direct_calls_report() {
     let clock = ManualClock::new();
     let g = Gcra::builder(Rate::per_second(5).unwrap())

@@ -1,6 +1,8 @@
 //! The rows compared by `benches/layer.rs` (criterion) and `examples/layer_callgrind.rs`
-//! (instruction counts): a trivial axum-bodied service with no limiter, with this layer, and
-//! with `tower-governor`, every request admitted.
+//! (instruction counts): a trivial axum-bodied service with no limiter, with this layer (global;
+//! per peer IP with the default table, `IntKeyed`, and with `Keyed`; per IP with the legacy
+//! headers too), and with `tower-governor` (per IP, without and with its headers), every
+//! request admitted.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -57,10 +59,11 @@ pub(crate) trait Row {
 }
 
 /// The row names, in order.
-pub(crate) const ROWS: [&str; 6] = [
+pub(crate) const ROWS: [&str; 7] = [
     "none",
     "hotlimit-tower global",
     "hotlimit-tower per-ip",
+    "hotlimit-tower per-ip Keyed",
     "hotlimit-tower per-ip +legacy",
     "tower-governor per-ip",
     "tower-governor per-ip +headers",
@@ -95,13 +98,19 @@ pub(crate) fn with_row(name: &str, f: &mut impl Row) {
             f.row(name, layer.layer(trivial()));
         }
         "hotlimit-tower per-ip" => {
+            // The per-IP default: PeerIp's policy, over an IntKeyed<IpAddr>.
+            let layer =
+                RateLimitLayer::new(PeerIp::new().policy("per-ip", rate()).unwrap()).unwrap();
+            f.row(name, layer.layer(trivial()));
+        }
+        "hotlimit-tower per-ip Keyed" => {
             let layer =
                 RateLimitLayer::new(Policy::new("per-ip", per_ip(), PeerIp::new())).unwrap();
             f.row(name, layer.layer(trivial()));
         }
         "hotlimit-tower per-ip +legacy" => {
             let layer = RateLimitLayer::builder()
-                .policy(Policy::new("per-ip", per_ip(), PeerIp::new()))
+                .policy(PeerIp::new().policy("per-ip", rate()).unwrap())
                 .legacy_headers(true)
                 .build()
                 .unwrap();

@@ -9,24 +9,23 @@
 
 mod common;
 
-use std::net::IpAddr;
-
 use axum::routing::get;
 use axum::Router;
-use hotlimit::{Gcra, Keyed, Rate};
-use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+use hotlimit::{IntKeyed, Rate};
+use hotlimit_tower::{PeerIp, RateLimitLayer};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // 5 per second per client IP, burst 5; at most 100,000 clients remembered at once.
-    let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?)
+    // 5 per second per client IP, burst 5, at most 100,000 clients remembered at once, over
+    // the IP keys' fastest table (IntKeyed<IpAddr>).
+    let table = IntKeyed::builder(Rate::per_second(5)?)
         .burst(5)
-        .capacity(100_000)
-        .build()?;
-    let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new()))?;
+        .capacity(100_000);
+    let layer = RateLimitLayer::new(PeerIp::new().policy_with("per-ip", table)?)?;
     let app = Router::new()
         .route("/", get(|| async { "hello\n" }))
         .layer(layer);
-    // Listens with each connection's peer address, which `PeerIp` keys on.
+    // Listens with each connection's peer address, which `PeerIp` needs: without it every
+    // request is refused (500, logged).
     common::serve(app, "127.0.0.1:3000").await
 }

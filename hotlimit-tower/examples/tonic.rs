@@ -6,17 +6,14 @@
 
 mod echo;
 
-use std::net::IpAddr;
-
-use hotlimit::{Gcra, Keyed, Rate};
-use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+use hotlimit::Rate;
+use hotlimit_tower::{PeerIp, RateLimitLayer};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_minute(3)?).build()?;
-    let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new()))?;
+    let layer = RateLimitLayer::new(PeerIp::new().policy("per-ip", Rate::per_minute(3)?)?)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let server = tokio::spawn(

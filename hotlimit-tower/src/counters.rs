@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 /// counters add no shared write that every request on every core contends for.
 const STRIPES: usize = 16;
 
-/// One stripe: the five counts, on a cache line of their own.
+/// One stripe: the six counts, on a cache line of their own.
 #[derive(Debug, Default)]
 #[repr(align(128))]
-struct Stripe([AtomicU64; 5]);
+struct Stripe([AtomicU64; 6]);
 
 /// One policy's counters, in the layer's shared state.
 #[derive(Debug)]
@@ -58,6 +58,7 @@ pub(crate) enum Counted {
     DryRunDenied = 2,
     MissingKey = 3,
     Error = 4,
+    Refused = 5,
 }
 
 #[cfg(feature = "metrics")]
@@ -68,10 +69,11 @@ struct Exported {
     dry_run_denied: metrics::Counter,
     missing_key: metrics::Counter,
     errors: metrics::Counter,
+    refused: metrics::Counter,
 }
 
 /// The counter every decision increments, with the labels `policy` and `outcome`
-/// (`allowed`, `denied`, `dry_run_denied`, `missing_key`, `error`).
+/// (`allowed`, `denied`, `dry_run_denied`, `missing_key`, `error`, `refused`).
 #[cfg(feature = "metrics")]
 pub const METRIC_NAME: &str = "hotlimit_tower_decisions_total";
 
@@ -91,6 +93,7 @@ impl Counters {
                     dry_run_denied: c("dry_run_denied"),
                     missing_key: c("missing_key"),
                     errors: c("error"),
+                    refused: c("refused"),
                 })
             },
             ..Counters::default()
@@ -109,6 +112,7 @@ impl Counters {
                 Counted::DryRunDenied => e.dry_run_denied.increment(1),
                 Counted::MissingKey => e.missing_key.increment(1),
                 Counted::Error => e.errors.increment(1),
+                Counted::Refused => e.refused.increment(1),
             }
         }
     }
@@ -128,6 +132,7 @@ impl Counters {
             dry_run_denied: sum(Counted::DryRunDenied),
             missing_key: sum(Counted::MissingKey),
             errors: sum(Counted::Error),
+            refused: sum(Counted::Refused),
         }
     }
 }
@@ -139,7 +144,8 @@ impl Counters {
 /// `denied` (refused by it), `dry_run_denied` (it would have refused, but the layer is in
 /// dry-run mode), `missing_key` (no key: rejected, let through or counted under the shared
 /// key, as [`MissingKey`](crate::MissingKey) says: the last case also counts its decision),
-/// `errors` (the limiter failed to decide). Policies after a denying one do not decide, so
+/// `errors` (the limiter failed to decide), `refused` (the key extractor refused to choose a
+/// key: a misconfigured server, see [`Refusal`](crate::Refusal)). Policies after a denying one do not decide, so
 /// they do not count that request.
 ///
 /// # Examples
@@ -165,4 +171,7 @@ pub struct PolicyCounts {
     pub missing_key: u64,
     /// Decisions that failed (a networked limiter's error).
     pub errors: u64,
+    /// Requests refused because the key extractor would not choose a key (a misconfigured
+    /// server: no peer address; see [`Refusal`](crate::Refusal)). Each is also logged.
+    pub refused: u64,
 }

@@ -7,6 +7,7 @@ use std::fmt;
 use http::header::{HeaderName, AUTHORIZATION};
 use http::request::Parts;
 
+use crate::digest::bounded;
 use hotlimit::ConfigError;
 
 /// Reads the key a request is limited by from its head. `None` means the request has no key
@@ -42,6 +43,28 @@ pub trait KeyExtractor: Send + Sync + 'static {
     /// The request's key, or `None` when it has none.
     fn extract(&self, parts: &Parts) -> Option<Self::Key>;
 
+    /// The request's key, none, or a refusal to choose one: what the layer calls. The default
+    /// is [`extract`](KeyExtractor::extract)'s answer; an extractor that cannot pick a key
+    /// safely in some requests ([`PeerIp`](crate::PeerIp) and
+    /// [`ForwardedIp`](crate::ForwardedIp) without the peer address) overrides it to say so.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::{Extracted, KeyExtractor, PeerIp, Refusal};
+    ///
+    /// // No peer address in the request (a server without `ConnectInfo`): PeerIp refuses.
+    /// let (parts, ()) = http::Request::get("/").body(()).unwrap().into_parts();
+    /// assert_eq!(PeerIp::new().extract_key(&parts), Extracted::Refused(Refusal::NoPeerAddress));
+    /// ```
+    #[inline]
+    fn extract_key(&self, parts: &Parts) -> Extracted<Self::Key> {
+        match self.extract(parts) {
+            Some(key) => Extracted::Key(key),
+            None => Extracted::Missing,
+        }
+    }
+
     /// This extractor combined with `other`: the key is the pair of both keys (missing if
     /// either is missing), e.g. per user *and* route.
     ///
@@ -60,6 +83,84 @@ pub trait KeyExtractor: Send + Sync + 'static {
         Self: Sized,
     {
         Pair(self, other)
+    }
+}
+
+/// What a [`KeyExtractor`] found in a request.
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::{Extracted, HeaderKey, KeyExtractor};
+///
+/// let key = HeaderKey::new("x-api-key")?;
+/// let (parts, ()) = http::Request::get("/").body(()).unwrap().into_parts();
+/// assert_eq!(key.extract_key(&parts), Extracted::Missing);
+/// # Ok::<(), hotlimit_tower::ConfigError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Extracted<K> {
+    /// The request's key.
+    Key(K),
+    /// The request has no key (no such header): the policy's
+    /// [`MissingKey`](crate::MissingKey) choice applies.
+    Missing,
+    /// The extractor will not choose a key for this request because it cannot do so safely:
+    /// the server is misconfigured. The layer rejects the request with 500, counts it
+    /// ([`PolicyCounts::refused`](crate::PolicyCounts::refused)) and logs why (`tracing`, at
+    /// `error` the first time for each policy, then at `debug`). No
+    /// [`MissingKey`](crate::MissingKey) choice applies: a keyless fallback would hide the
+    /// mistake.
+    Refused(Refusal),
+}
+
+impl<K> Extracted<K> {
+    /// The key, if there is one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit_tower::Extracted;
+    ///
+    /// assert_eq!(Extracted::Key(7).key(), Some(7));
+    /// assert_eq!(Extracted::<u8>::Missing.key(), None);
+    /// ```
+    pub fn key(self) -> Option<K> {
+        match self {
+            Extracted::Key(k) => Some(k),
+            _ => None,
+        }
+    }
+}
+
+/// Why an extractor refused to choose a key ([`Extracted::Refused`]).
+///
+/// # Examples
+///
+/// ```
+/// use hotlimit_tower::Refusal;
+///
+/// assert!(Refusal::NoPeerAddress.to_string().contains("peer address"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The request carries no peer address (axum: the server was not started with
+    /// `into_make_service_with_connect_info::<SocketAddr>()`; hyper: no `SocketAddr` in the
+    /// request's extensions). An IP key cannot be known, and a forwarded header cannot be
+    /// trusted when it is unknown who sent it: any client could choose its own key.
+    NoPeerAddress,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NoPeerAddress => f.write_str(
+                "the request has no peer address: serve with \
+                 into_make_service_with_connect_info::<SocketAddr>() (axum) or put the \
+                 connection's SocketAddr in the request's extensions",
+            ),
+        }
     }
 }
 
@@ -86,7 +187,9 @@ impl KeyExtractor for Global {
 }
 
 /// The value of a request header (e.g. an API key), as a `String`; missing when the header is
-/// absent or not visible ASCII. The first value counts if the header repeats.
+/// absent or not visible ASCII. The first value counts if the header repeats. A value longer
+/// than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes is stored as its keyed 128-bit digest, so
+/// the policy's memory is bounded whatever clients send.
 ///
 /// # Examples
 ///
@@ -131,12 +234,14 @@ impl KeyExtractor for HeaderKey {
 
     fn extract(&self, parts: &Parts) -> Option<String> {
         let value = parts.headers.get(&self.name)?.to_str().ok()?;
-        Some(value.to_owned())
+        Some(bounded(value))
     }
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive); missing
-/// when there is none.
+/// when there is none. A token longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes (a JWT,
+/// typically) is stored as its keyed 128-bit digest, so the policy's memory is bounded
+/// whatever clients send.
 ///
 /// # Examples
 ///
@@ -157,14 +262,16 @@ impl KeyExtractor for Bearer {
         let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
         let (scheme, token) = value.split_once(' ')?;
         let token = token.trim();
-        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
+        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| bounded(token))
     }
 }
 
 /// The route: the method and the matched path (`"GET /users/{id}"`, from axum's
 /// `MatchedPath` with the `axum` feature), so every user shares one limit per endpoint. Without
 /// a matched path (no `axum` feature, or a service that is not an axum route) it is the
-/// request's path, which a client controls: then bound the keys with the limiter's capacity.
+/// request's path, which a client controls: then bound the keys with the limiter's capacity
+/// (a key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes is stored as its keyed
+/// digest, so each costs little).
 ///
 /// # Examples
 ///
@@ -185,7 +292,7 @@ impl KeyExtractor for Route {
         if let Some(path) = parts.extensions.get::<axum::extract::MatchedPath>() {
             return Some(format!("{} {}", parts.method, path.as_str()));
         }
-        Some(format!("{} {}", parts.method, parts.uri.path()))
+        Some(bounded(&format!("{} {}", parts.method, parts.uri.path())))
     }
 }
 
@@ -208,11 +315,21 @@ impl<A: KeyExtractor, B: KeyExtractor> KeyExtractor for Pair<A, B> {
     type Key = (A::Key, B::Key);
 
     fn extract(&self, parts: &Parts) -> Option<Self::Key> {
-        Some((self.0.extract(parts)?, self.1.extract(parts)?))
+        self.extract_key(parts).key()
+    }
+
+    /// Both keys; a refusal by either is a refusal, else a missing key by either is missing.
+    fn extract_key(&self, parts: &Parts) -> Extracted<Self::Key> {
+        match (self.0.extract_key(parts), self.1.extract_key(parts)) {
+            (Extracted::Refused(r), _) | (_, Extracted::Refused(r)) => Extracted::Refused(r),
+            (Extracted::Key(a), Extracted::Key(b)) => Extracted::Key((a, b)),
+            _ => Extracted::Missing,
+        }
     }
 }
 
-/// A key extractor from a closure over the request's head: see [`key_fn`].
+/// A key extractor from a closure over the request's head: see [`key_fn`]. Its keys are
+/// stored as the closure returns them: bound their size yourself if a client chooses them.
 ///
 /// # Examples
 ///

@@ -4,19 +4,24 @@
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hotlimit::Decide;
+use hotlimit::{Clock, Decide};
 use http::{Response, StatusCode};
 use tower_layer::Layer;
 
-use crate::counters::{Counters, PolicyCounts};
+use crate::counters::PolicyCounts;
+use crate::erased::ErasedPolicy;
+use crate::evaluator::{Entry, Evaluator, Settings};
+use crate::field::Field;
+use crate::headers::PolicyText;
 use crate::key::KeyExtractor;
-use crate::policy::{quote_name, BoxError, Entry, ErasedPolicy, Policy};
+use crate::policy::{BoxError, Policy};
+use crate::policy_pair::PolicyPair;
 use crate::response::{Rejection, RejectionBody};
 use crate::service::RateLimit;
-use crate::shared::{Settings, Shared};
 use hotlimit::ConfigError;
 
 /// The builder's setters that store their argument in one field of its `Settings`: each
@@ -41,26 +46,25 @@ macro_rules! settings {
 /// # Examples
 ///
 /// ```
-/// use hotlimit::{Gcra, Keyed, Rate};
-/// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
-/// use std::net::IpAddr;
+/// use hotlimit::Rate;
+/// use hotlimit_tower::{PeerIp, RateLimitLayer};
 ///
 /// // 5 requests per second per client IP, bursts of 5.
-/// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).build()?;
-/// let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new()))?;
-/// // axum: Router::new().route("/", get(handler)).layer(layer)
+/// let layer = RateLimitLayer::new(PeerIp::new().policy("per-ip", Rate::per_second(5)?)?)?;
+/// // axum: Router::new().route("/", get(handler)).layer(layer), served with
+/// // into_make_service_with_connect_info::<SocketAddr>() (PeerIp needs the peer address).
 /// # let _ = layer;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct RateLimitLayer {
-    shared: Arc<Shared>,
+    evaluator: Arc<Evaluator>,
 }
 
 impl fmt::Debug for RateLimitLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitLayer")
-            .field("shared", &self.shared)
+            .field("evaluator", &self.evaluator)
             .finish()
     }
 }
@@ -133,23 +137,15 @@ impl RateLimitLayer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn counters(&self) -> Vec<PolicyCounts> {
-        counters_of(&self.shared)
+        self.evaluator.counters()
     }
-}
-
-pub(crate) fn counters_of(shared: &Shared) -> Vec<PolicyCounts> {
-    shared
-        .policies
-        .iter()
-        .map(|e| e.counters.snapshot(e.policy.name()))
-        .collect()
 }
 
 impl<S> Layer<S> for RateLimitLayer {
     type Service = RateLimit<S>;
 
     fn layer(&self, inner: S) -> RateLimit<S> {
-        RateLimit::new(inner, Arc::clone(&self.shared))
+        RateLimit::new(inner, Arc::clone(&self.evaluator))
     }
 }
 
@@ -185,25 +181,27 @@ impl fmt::Debug for RateLimitLayerBuilder {
 impl RateLimitLayerBuilder {
     /// Adds a policy. A request is admitted only if every policy admits it.
     ///
-    /// **What a denial by one policy costs the others.** Policies over in-process limiters
-    /// ([`Policy::new`]) are first previewed, read-only, in order: if one would deny, it alone
-    /// decides (a denial writes nothing) and **no policy is charged**. Otherwise they decide
-    /// in order, and the first that denies stops the evaluation: later policies are not
-    /// charged; earlier ones keep the permits they granted. That happens only when the
-    /// preview was wrong (another request took the last permits between the preview and the
-    /// charge: at most one request's cost per earlier policy, per such race), or for a
-    /// policy without a preview ([`Policy::from_decide`], e.g. Redis): put those last. In
-    /// dry-run mode there is no preview: every policy decides and is charged.
+    /// **What a denial by one policy costs the others.** With several policies, each is first
+    /// previewed, charging nothing ([`Decide::peek`]): a request that one of them would
+    /// refuse is decided by that policy alone (its refusal writes nothing) and **no policy
+    /// is charged**; a request rejected for want of a key charges none either. Otherwise they
+    /// decide in order, and the first that refuses stops the evaluation: later policies are
+    /// not charged, earlier ones keep the permits they granted. That happens only when a
+    /// preview was overtaken (another request took the last permits between the preview and
+    /// the charge: at most one request's cost per earlier policy, per such race), or behind a
+    /// policy that cannot be previewed (a networked limiter, e.g. Redis): put those last.
+    /// Two limits on the **same key** (per user 10/s and 1,000/h) are all or nothing under any
+    /// interleaving as one [`PolicyPair`] ([`pair`](RateLimitLayerBuilder::pair)). In dry-run
+    /// mode there is no preview: every policy decides and is charged.
     ///
     /// # Examples
     ///
     /// ```
-    /// use hotlimit::{Gcra, Keyed, Rate};
+    /// use hotlimit::{Gcra, Rate};
     /// use hotlimit_tower::{Global, PeerIp, Policy, RateLimitLayer};
-    /// use std::net::IpAddr;
     ///
     /// let layer = RateLimitLayer::builder()
-    ///     .policy(Policy::new("per-ip", Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).build()?, PeerIp::new()))
+    ///     .policy(PeerIp::new().policy("per-ip", Rate::per_second(5)?)?)
     ///     .policy(Policy::new("global", Gcra::new(Rate::per_second(1_000)?)?, Global))
     ///     .build()?;
     /// assert_eq!(layer.counters().len(), 2);
@@ -218,6 +216,34 @@ impl RateLimitLayerBuilder {
         X::Key: Borrow<D::Key>,
     {
         self.policies.push(Box::new(policy));
+        self
+    }
+
+    /// Adds two limits on one key decided as one, all or nothing (see [`PolicyPair`]): a
+    /// request either of them refuses charges neither, under any interleaving.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{GcraPair, Keyed, Rate};
+    /// use hotlimit_tower::{HeaderKey, PolicyPair, RateLimitLayer};
+    ///
+    /// let per_key = Keyed::<String, GcraPair>::gcra_pair(Rate::per_second(10)?, Rate::per_hour(1_000)?)
+    ///     .build()?;
+    /// let layer = RateLimitLayer::builder()
+    ///     .pair(PolicyPair::new("per-second", "per-hour", per_key, HeaderKey::new("x-api-key")?))
+    ///     .build()?;
+    /// assert_eq!(layer.counters()[1].policy, "per-hour");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pair<K, C, X>(mut self, pair: PolicyPair<K, C, X>) -> Self
+    where
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+        C: Clock + 'static,
+        X: KeyExtractor,
+        X::Key: Borrow<K>,
+    {
+        self.policies.push(Box::new(pair));
         self
     }
 
@@ -259,14 +285,13 @@ impl RateLimitLayerBuilder {
         /// # Examples
         ///
         /// ```
-        /// use hotlimit::{Gcra, Keyed, Rate};
-        /// use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+        /// use hotlimit::{IntKeyed, Rate};
+        /// use hotlimit_tower::{PeerIp, RateLimitLayer};
         /// use http::StatusCode;
-        /// use std::net::IpAddr;
         ///
         /// // Room for 10,000 client IPs; when it is full, a new client gets 429 too.
-        /// let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(5)?).capacity(10_000).build()?;
-        /// let policy = Policy::new("per-ip", per_ip, PeerIp::new());
+        /// let table = IntKeyed::builder(Rate::per_second(5)?).capacity(10_000);
+        /// let policy = PeerIp::new().policy_with("per-ip", table)?;
         /// let layer = RateLimitLayer::builder().policy(policy).table_full_status(StatusCode::TOO_MANY_REQUESTS);
         /// # let _ = layer.build()?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -405,9 +430,9 @@ impl RateLimitLayerBuilder {
         /// use hotlimit::{Gcra, Rate};
         /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
         ///
-        /// // A networked limiter goes in with `from_decide` (an in-process one stands in here);
+        /// // A networked limiter is a policy like any other (an in-process one stands in here);
         /// // while its backend is down, admit everyone rather than no one.
-        /// let remote = Policy::from_decide("global", Gcra::new(Rate::per_second(1_000)?)?, Global);
+        /// let remote = Policy::new("global", Gcra::new(Rate::per_second(1_000)?)?, Global);
         /// let layer = RateLimitLayer::builder().policy(remote).fail_open(true).build()?;
         /// # let _ = layer;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -489,32 +514,37 @@ impl RateLimitLayerBuilder {
         check("status", self.settings.status)?;
         check("table_full_status", self.settings.table_full_status)?;
         let mut seen = HashSet::new();
+        let mut fields = Vec::new();
         let mut policies = Vec::with_capacity(self.policies.len());
         for policy in self.policies {
-            let quoted = quote_name(policy.name())?;
-            if !seen.insert(policy.name().to_owned()) {
-                return Err(ConfigError::invalid(
-                    "name",
-                    policy.name(),
-                    "two policies of one layer have this name",
-                ));
-            }
             if let Some(s) = policy.missing_status() {
                 check("missing_key", s)?;
             }
+            let first = fields.len();
+            for (name, quota) in policy.fields() {
+                let field = Field::new(name, quota)?;
+                if !seen.insert(name.to_owned()) {
+                    return Err(ConfigError::invalid(
+                        "name",
+                        name,
+                        "two policies of one layer have this name",
+                    ));
+                }
+                fields.push(field);
+            }
+            let width = fields.len() - first;
             policies.push(Entry {
-                counters: Counters::new(policy.name()),
-                quota: policy.quota(),
-                quoted,
                 policy,
+                first,
+                width,
             });
         }
-        let policy_field =
-            crate::response::policy_field(policies.iter().map(|e| (e.quoted.as_str(), e.quota)));
+        let policy = PolicyText::new(&fields);
         Ok(RateLimitLayer {
-            shared: Arc::new(Shared {
+            evaluator: Arc::new(Evaluator {
                 policies,
-                policy_field,
+                fields,
+                policy,
                 settings: self.settings,
             }),
         })

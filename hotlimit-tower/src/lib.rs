@@ -6,23 +6,46 @@
 //! limiter, or anything that implements [`hotlimit::Decide`], such as a Redis backend), a
 //! [`KeyExtractor`] (client IP, forwarded IP, header, bearer token, route, global, pairs, your
 //! own closure) and a cost per request. Every response, admitted or not, carries the fields of
-//! draft-ietf-httpapi-ratelimit-headers:
+//! [draft-ietf-httpapi-ratelimit-headers-10](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/10/)
+//! (the `RateLimit-Policy` and `RateLimit` structured-field lists; the policy names as
+//! sf-strings; no `pk` partition key, which would echo the client's own key back to it):
 //!
 //! ```text
-//! RateLimit-Policy: "per-ip";q=5;w=1
-//! RateLimit: "per-ip";r=4;t=1
+//! RateLimit-Policy: "per-ip";q=20;w=2
+//! RateLimit: "per-ip";r=19;t=1
 //! ```
 //!
-//! (`q` the quota, `w` its window in seconds, `r` what is left, `t` seconds until the limiter
-//! is full again.) A rejection is 429 (configurable) with `Retry-After` in whole seconds
-//! rounded **up** and never 0, a plain-text, JSON or `application/problem+json` body, and for
-//! gRPC requests `grpc-status: 8` (`RESOURCE_EXHAUSTED`) with the same metadata.
+//! **What the numbers mean**, so that a client that follows the draft is never misled:
+//!
+//! - `q` per `w` is what a client may spend from full: for a GCRA (10 per second, burst 20)
+//!   the **burst** `q=20` per the time it takes to refill, `w=2`; for a sliding log `limit`
+//!   per `period`; for a sliding window `limit` per `period` plus one bucket (a grant counts
+//!   until its bucket leaves the window). `w` is whole seconds, rounded up, at least 1.
+//! - `r` is what is left now, never above `q`.
+//! - `t` is the seconds until at least one more unit is available (the draft's "additional
+//!   quota", changed from -09's "until the quota resets"), rounded up, never above `w`:
+//!   exact for the GCRA limiters, for windows and logs the time until full again (a bound),
+//!   or the refused request's wait if sooner. No `t` when `r` = `q`: nothing more is coming.
+//!   On a refusal `Retry-After` (whole seconds, rounded **up**, never 0) is never earlier
+//!   than the refusing policy's `t`.
+//! - **Every response names every policy that applies to it**, whatever ended the request:
+//!   a policy that decided reports its decision; one that did not (another refused first, or
+//!   the request was rejected for a missing key) reports its state for the request's key,
+//!   uncharged; a keyless request a policy rejects reports `r=0` under it; a policy that lets
+//!   keyless requests through ([`MissingKey::Allow`]) does not apply to them and is not in
+//!   `RateLimit`; a networked limiter that was not asked, or that failed while the layer
+//!   fails open, reports nothing (one that failed while it fails closed: `r=0`).
+//!   `RateLimit-Policy` lists every policy of the layer on every response.
+//!
+//! A rejection is 429 (configurable) with `Retry-After`, a plain-text, JSON or
+//! `application/problem+json` body, and for gRPC requests `grpc-status: 8`
+//! (`RESOURCE_EXHAUSTED`) with the same metadata.
 //!
 //! | what | how |
 //! |---|---|
 //! | shared state | one `Arc`: every clone of the layer and of its services is one limit |
 //! | `poll_ready` | the inner service's; a rejection is a ready response, never a wait |
-//! | several policies | admitted only if all admit; in-process limiters are previewed first, so a denial charges no policy |
+//! | several policies | admitted only if all admit; in-process limiters are previewed first, so a refusal charges no policy |
 //! | dry-run | decide, count, send headers, admit; the decisions in the request's extensions |
 //! | counters | per policy ([`RateLimitLayer::counters`]); `metrics` feature: `hotlimit_tower_decisions_total` |
 //! | bad configuration | a [`ConfigError`] from `build()`, never a panic at request time |
@@ -45,6 +68,7 @@
 //! for r in [1, 0] {
 //!     let resp = svc.clone().oneshot(req()).await?;
 //!     assert_eq!(resp.headers()["ratelimit-policy"], r#""per-key";q=2;w=1"#);
+//!     // One more permit every 500 ms: t=1.
 //!     assert_eq!(resp.headers()["ratelimit"], format!(r#""per-key";r={r};t=1"#).as_str());
 //! }
 //! let denied = svc.oneshot(req()).await?;
@@ -63,20 +87,28 @@
 
 #![forbid(unsafe_code)]
 
+mod arena;
 mod body;
 mod counters;
+mod digest;
+mod erased;
+mod evaluator;
+mod field;
+mod headers;
 mod ip;
 mod key;
+mod keying;
 mod layer;
 mod policy;
+mod policy_pair;
 mod response;
 mod service;
-mod shared;
 
 pub use body::ResponseBody;
 pub use counters::PolicyCounts;
 #[cfg(feature = "metrics")]
 pub use counters::METRIC_NAME;
+pub use digest::MAX_KEY_LEN;
 /// A layer, policy or key extractor configured with a value that cannot work: the core's
 /// [`hotlimit::ConfigError`], so that one error type covers the rates, the limiters and the
 /// layer. Reported when the layer is built, never at request time.
@@ -94,10 +126,14 @@ pub use counters::METRIC_NAME;
 /// );
 /// ```
 pub use hotlimit::ConfigError;
-pub use ip::{ForwardedIp, PeerIp, DEFAULT_IPV6_PREFIX};
-pub use key::{key_fn, Bearer, FnKey, Global, HeaderKey, KeyExtractor, Pair, Route};
+pub use ip::{ForwardedIp, PeerIp, DEFAULT_IPV6_PREFIX, DEFAULT_NAT64_PREFIX};
+pub use key::{
+    key_fn, Bearer, Extracted, FnKey, Global, HeaderKey, KeyExtractor, Pair, Refusal, Route,
+};
+pub use keying::MissingKey;
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
-pub use policy::{BoxError, MissingKey, Peek, Policy};
+pub use policy::{BoxError, Policy};
+pub use policy_pair::PolicyPair;
 pub use response::{
     RateLimitDecision, Rejection, RejectionBody, RejectionKind, QUOTA_EXCEEDED_TYPE,
 };

@@ -14,8 +14,8 @@ use tower_service::Service;
 
 use crate::body::ResponseBody;
 use crate::counters::PolicyCounts;
-use crate::response::HeaderBlock;
-use crate::shared::{finish, is_grpc, Progress, Shared, Verdict};
+use crate::evaluator::{finish, is_grpc, Evaluator, Verdict};
+use crate::headers::HeaderBlock;
 
 /// Rate-limits the requests to `S`: built by [`RateLimitLayer`](crate::RateLimitLayer). Every
 /// clone shares the layer's limiters and counters (one `Arc`).
@@ -47,12 +47,12 @@ use crate::shared::{finish, is_grpc, Progress, Shared, Verdict};
 /// ```
 pub struct RateLimit<S> {
     inner: S,
-    shared: Arc<Shared>,
+    evaluator: Arc<Evaluator>,
 }
 
 impl<S> RateLimit<S> {
-    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
-        RateLimit { inner, shared }
+    pub(crate) fn new(inner: S, evaluator: Arc<Evaluator>) -> Self {
+        RateLimit { inner, evaluator }
     }
 
     /// What each policy has decided so far (shared with the layer and every clone).
@@ -61,7 +61,7 @@ impl<S> RateLimit<S> {
     ///
     /// See [`RateLimitLayer::counters`](crate::RateLimitLayer::counters).
     pub fn counters(&self) -> Vec<PolicyCounts> {
-        crate::layer::counters_of(&self.shared)
+        self.evaluator.counters()
     }
 
     /// The inner service.
@@ -81,13 +81,50 @@ impl<S> RateLimit<S> {
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
+
+    /// The inner service, mutably.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use tower::Layer;
+    ///
+    /// let layer = RateLimitLayer::new(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))?;
+    /// let mut svc = layer.layer(7u8);
+    /// *svc.get_mut() += 1;
+    /// assert_eq!(*svc.get_ref(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service, without the layer (the limiters stay with the layer and its other
+    /// services).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, Rate};
+    /// use hotlimit_tower::{Global, Policy, RateLimitLayer};
+    /// use tower::Layer;
+    ///
+    /// let layer = RateLimitLayer::new(Policy::new("g", Gcra::new(Rate::per_second(1)?)?, Global))?;
+    /// assert_eq!(layer.layer(7u8).into_inner(), 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
 }
 
 impl<S: Clone> Clone for RateLimit<S> {
     fn clone(&self) -> Self {
         RateLimit {
             inner: self.inner.clone(),
-            shared: Arc::clone(&self.shared),
+            evaluator: Arc::clone(&self.evaluator),
         }
     }
 }
@@ -96,7 +133,7 @@ impl<S: fmt::Debug> fmt::Debug for RateLimit<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimit")
             .field("inner", &self.inner)
-            .field("shared", &self.shared)
+            .field("evaluator", &self.evaluator)
             .finish()
     }
 }
@@ -131,7 +168,7 @@ pin_project! {
             fut: Waiting,
             svc: Option<S>,
             body: Option<ReqB>,
-            shared: Arc<Shared>,
+            evaluator: Arc<Evaluator>,
         },
         /// Admitted: the inner service's response, then the headers.
         Calling {
@@ -157,7 +194,7 @@ where
 
 /// The state once `verdict` is known: rejected, or the inner call.
 fn decided<S, ReqB>(
-    shared: &Shared,
+    evaluator: &Evaluator,
     svc: &mut S,
     mut parts: Parts,
     body: ReqB,
@@ -166,11 +203,11 @@ fn decided<S, ReqB>(
 where
     S: Service<Request<ReqB>>,
 {
-    let mut headers = Some(shared.headers(verdict));
-    if let Some(resp) = shared.rejection(verdict, is_grpc(&parts), &mut headers) {
+    let mut headers = Some(evaluator.headers(verdict));
+    if let Some(resp) = evaluator.rejection(verdict, is_grpc(&parts), &mut headers) {
         return State::Rejected { resp: Some(resp) };
     }
-    if let Some(ext) = shared.extension(verdict) {
+    if let Some(ext) = evaluator.extension(verdict) {
         parts.extensions.insert(ext);
     }
     State::Calling {
@@ -195,20 +232,19 @@ where
 
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         let (parts, body) = req.into_parts();
-        let state = match self.shared.evaluate(&parts) {
-            Progress::Done(verdict) => {
-                decided(&self.shared, &mut self.inner, parts, body, &verdict)
-            }
-            pending => {
+        let mut verdict = Verdict::new(self.evaluator.fields.len());
+        let state = match self.evaluator.evaluate(&parts, &mut verdict) {
+            None => decided(&self.evaluator, &mut self.inner, parts, body, &verdict),
+            Some(pending) => {
                 // The inner service was made ready for this request: take it with us, and
                 // leave a clone for the next poll_ready (tower's usual move).
                 let clone = self.inner.clone();
                 let svc = std::mem::replace(&mut self.inner, clone);
                 State::Waiting {
-                    fut: Box::pin(finish(Arc::clone(&self.shared), parts, pending)),
+                    fut: Box::pin(finish(Arc::clone(&self.evaluator), parts, verdict, pending)),
                     svc: Some(svc),
                     body: Some(body),
-                    shared: Arc::clone(&self.shared),
+                    evaluator: Arc::clone(&self.evaluator),
                 }
             }
         };
@@ -230,13 +266,13 @@ where
                     fut,
                     svc,
                     body,
-                    shared,
+                    evaluator,
                 } => {
                     let (parts, verdict) = ready!(fut.as_mut().poll(cx));
                     let (Some(mut svc), Some(body)) = (svc.take(), body.take()) else {
                         panic!("ResponseFuture polled after completion");
                     };
-                    let next = decided(shared, &mut svc, parts, body, &verdict);
+                    let next = decided(evaluator, &mut svc, parts, body, &verdict);
                     this.state.set(next);
                 }
                 StateProj::Calling { fut, headers } => {

@@ -4,21 +4,20 @@
 #[path = "../examples/echo/mod.rs"]
 mod echo;
 
-use std::net::IpAddr;
 use std::time::Duration;
 
-use hotlimit::{Gcra, Keyed, Rate};
-use hotlimit_tower::{PeerIp, Policy, RateLimitLayer};
+use hotlimit::Rate;
+use hotlimit_tower::{PeerIp, RateLimitLayer};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 use tonic::Code;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_limit_is_resource_exhausted() {
-    let per_ip = Keyed::<IpAddr, Gcra>::gcra(Rate::per_minute(3).unwrap())
-        .build()
+    let per_ip = PeerIp::new()
+        .policy("per-ip", Rate::per_minute(3).unwrap())
         .unwrap();
-    let layer = RateLimitLayer::new(Policy::new("per-ip", per_ip, PeerIp::new())).unwrap();
+    let layer = RateLimitLayer::new(per_ip).unwrap();
     let counters = layer.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

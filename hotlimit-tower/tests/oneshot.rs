@@ -13,15 +13,18 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hotlimit::{Decide, Decision, Gcra, Keyed, ManualClock, Quota, Rate, SlidingWindow};
+use hotlimit::{Decide, Decision, Gcra, Keyed, ManualClock, Quota, Rate};
 use hotlimit_tower::{
     Global, HeaderKey, MissingKey, PeerIp, Policy, RateLimitDecision, RateLimitLayer,
     RejectionBody, RejectionKind,
 };
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use sfv::{BareItem, List, ListEntry, Parser};
 use tower::{service_fn, Layer, Service, ServiceExt};
+
+mod common;
+
+use common::{items, params};
 
 type Req = Request<String>;
 
@@ -78,36 +81,6 @@ fn per_ip_policy(
 async fn body(resp: Response<hotlimit_tower::ResponseBody<String>>) -> String {
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     String::from_utf8(bytes.to_vec()).unwrap()
-}
-
-/// One structured-field list item: its string name and integer parameters.
-fn items(value: &http::HeaderValue) -> Vec<(String, Vec<(String, i64)>)> {
-    let list: List = Parser::parse_list(value.as_bytes()).expect("a structured-field list");
-    list.into_iter()
-        .map(|entry| match entry {
-            ListEntry::Item(item) => {
-                let BareItem::String(name) = item.bare_item else {
-                    panic!("the policy name must be an sf-string: {item:?}")
-                };
-                let params = item
-                    .params
-                    .into_iter()
-                    .map(|(k, v)| match v {
-                        BareItem::Integer(i) => (k, i),
-                        other => panic!("parameter {k} must be an integer: {other:?}"),
-                    })
-                    .collect();
-                (name, params)
-            }
-            ListEntry::InnerList(l) => panic!("no inner lists expected: {l:?}"),
-        })
-        .collect()
-}
-
-fn params(value: &http::HeaderValue) -> Vec<(String, i64)> {
-    let mut all = items(value);
-    assert_eq!(all.len(), 1);
-    all.remove(0).1
 }
 
 #[tokio::test]
@@ -266,8 +239,12 @@ async fn a_later_policys_denial_charges_no_earlier_policy() {
     let ip5: IpAddr = [10, 0, 0, 5].into();
     let denied = svc.clone().oneshot(from([10, 0, 0, 5])).await.unwrap();
     assert_eq!(denied.status(), 429);
-    // Only the denying policy is reported; the per-ip limit was not charged.
-    assert_eq!(denied.headers()["ratelimit"], r#""global";r=0;t=1"#);
+    // Both policies are reported: the refusing one, and the per-ip one as it stands,
+    // uncharged (full: no t).
+    assert_eq!(
+        denied.headers()["ratelimit"],
+        r#""per-ip";r=5, "global";r=0;t=1"#
+    );
     assert_eq!(keyed.remaining_at(&ip5, 0), 5);
     assert_eq!(keyed.len(), 4);
     let counts = layer.counters();
@@ -327,7 +304,9 @@ async fn missing_keys_follow_the_policy_choice() {
         .layer(inner());
     let resp = default.oneshot(no_key()).await.unwrap();
     assert_eq!(resp.status(), 400);
-    assert!(resp.headers().get("ratelimit").is_none());
+    // The policy applies and the keyless request has nothing under it.
+    assert_eq!(resp.headers()["ratelimit"], r#""k";r=0"#);
+    assert_eq!(resp.headers()["ratelimit-policy"], r#""k";q=1;w=1"#);
 
     let reject = RateLimitLayer::new(
         Policy::new("k", keyed(), key())
@@ -344,7 +323,9 @@ async fn missing_keys_follow_the_policy_choice() {
     for _ in 0..3 {
         let resp = allow.clone().oneshot(no_key()).await.unwrap();
         assert_eq!(resp.status(), 200);
+        // A keyless request the policy lets through is not under it: no RateLimit item.
         assert!(resp.headers().get("ratelimit").is_none());
+        assert_eq!(resp.headers()["ratelimit-policy"], r#""k";q=1;w=1"#);
     }
     assert_eq!(allow_layer.counters()[0].missing_key, 3);
 
@@ -493,24 +474,10 @@ async fn a_full_key_table_answers_503() {
     assert_eq!(status_of(&svc, [10, 0, 0, 1]).await, 200);
     let resp = svc.oneshot(from([10, 0, 0, 2])).await.unwrap();
     assert_eq!(resp.status(), 503);
+    // Refused for room: nothing remaining, more when the table has room (issue 25 saw r=1).
+    assert_eq!(params(&resp.headers()["ratelimit"])[0], ("r".into(), 0));
     let v: serde_json::Value = serde_json::from_str(&body(resp).await).unwrap();
     assert_eq!(v["error"], "table_full");
-}
-
-#[tokio::test]
-async fn a_window_reports_its_window() {
-    let clock = ManualClock::new();
-    let w = SlidingWindow::builder(Rate::per_minute(100).unwrap())
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let svc = RateLimitLayer::new(Policy::new("minute", w, Global))
-        .unwrap()
-        .layer(inner());
-    let resp = svc.oneshot(Request::new(String::new())).await.unwrap();
-    assert_eq!(resp.headers()["ratelimit-policy"], r#""minute";q=100;w=60"#);
-    // The bucket [0, 6 s) is counted until 66 s − 1 ns: t rounds up to 66.
-    assert_eq!(resp.headers()["ratelimit"], r#""minute";r=99;t=66"#);
 }
 
 /// A limiter that answers asynchronously (like a networked one): its future is pending on its
@@ -564,7 +531,7 @@ async fn an_asynchronous_limiter_works_as_a_policy() {
     let g = gcra_on(&clock, Rate::per_second(2).unwrap());
     let layer = RateLimitLayer::builder()
         .policy(per_ip_policy(&clock, 5))
-        .policy(Policy::from_decide("remote", Slow(g), Global))
+        .policy(Policy::new("remote", Slow(g), Global))
         .build()
         .unwrap();
     let svc = layer.layer(inner());
@@ -603,9 +570,9 @@ impl Decide for Broken {
 
 #[tokio::test]
 async fn a_failing_limiter_fails_closed_or_open() {
-    let closed = RateLimitLayer::new(Policy::from_decide("remote", Broken, Global)).unwrap();
+    let closed = RateLimitLayer::new(Policy::new("remote", Broken, Global)).unwrap();
     let open = RateLimitLayer::builder()
-        .policy(Policy::from_decide("remote", Broken, Global))
+        .policy(Policy::new("remote", Broken, Global))
         .fail_open(true)
         .build()
         .unwrap();
@@ -658,54 +625,6 @@ fn bad_configuration_is_an_error_at_build() {
         )),
         "invalid missing_key = 200: must be a 4xx or 5xx status"
     );
-}
-
-#[tokio::test]
-async fn quoted_names_round_trip_through_sfv() {
-    let g = gcra_on(&ManualClock::new(), Rate::per_second(1).unwrap());
-    let svc = RateLimitLayer::new(Policy::new(r#"a "quoted" \ name"#, g, Global))
-        .unwrap()
-        .layer(inner());
-    let resp = svc.oneshot(Request::new(String::new())).await.unwrap();
-    assert_eq!(
-        items(&resp.headers()["ratelimit"])[0].0,
-        r#"a "quoted" \ name"#
-    );
-}
-
-#[tokio::test]
-async fn axum_mock_connect_info_and_matched_path_are_keys() {
-    use axum::extract::connect_info::MockConnectInfo;
-    use axum::routing::get;
-    use hotlimit_tower::{KeyExtractor, Route};
-
-    let clock = ManualClock::new();
-    let per_ip = RateLimitLayer::new(per_ip_policy(&clock, 1)).unwrap();
-    let app = axum::Router::new()
-        .route("/", get(|| async { "hi" }))
-        .layer(per_ip)
-        .layer(MockConnectInfo(SocketAddr::from(([192, 0, 2, 9], 1))));
-    let get_root = || Request::get("/").body(axum::body::Body::empty()).unwrap();
-    assert_eq!(app.clone().oneshot(get_root()).await.unwrap().status(), 200);
-    assert_eq!(app.oneshot(get_root()).await.unwrap().status(), 429);
-
-    // The route key is the matched path, so /users/1 and /users/2 share one limit.
-    let per_route = Keyed::<String, Gcra, _>::gcra(Rate::per_second(1).unwrap())
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let app = axum::Router::new()
-        .route("/users/{id}", get(|| async { "user" }))
-        .route_layer(RateLimitLayer::new(Policy::new("per-route", per_route, Route)).unwrap());
-    let user = |id: u32| {
-        Request::get(format!("/users/{id}"))
-            .body(axum::body::Body::empty())
-            .unwrap()
-    };
-    assert_eq!(app.clone().oneshot(user(1)).await.unwrap().status(), 200);
-    assert_eq!(app.oneshot(user(2)).await.unwrap().status(), 429);
-    let (parts, ()) = Request::get("/users/3").body(()).unwrap().into_parts();
-    assert_eq!(Route.extract(&parts).as_deref(), Some("GET /users/3"));
 }
 
 #[test]

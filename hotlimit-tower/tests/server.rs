@@ -56,6 +56,26 @@ async fn serve(layer: RateLimitLayer) -> Running {
     Running { addr, stop, task }
 }
 
+/// Serves `GET /` behind `layer` the way a user who forgot `ConnectInfo` would: with
+/// `into_make_service()`, so no request carries its peer address.
+async fn serve_without_connect_info(layer: RateLimitLayer) -> Running {
+    let app = Router::new()
+        .route("/", get(|| async { "hello" }))
+        .layer(layer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app.into_make_service())
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    Running { addr, stop, task }
+}
+
 /// A client whose connections come from `local` (any 127.x address is loopback on Linux).
 fn client(local: [u8; 4]) -> Client<HttpConnector, Empty<Bytes>> {
     let mut connector = HttpConnector::new();
@@ -136,8 +156,8 @@ async fn two_clients_are_limited_independently() {
         for r in (0..5).rev() {
             let (status, rl) = get_root(&a, addr, &[]).await;
             assert_eq!(status, 200);
-            // t: 12 s per permit used, rounded up (the clock is real).
-            let want = format!(r#""per-ip";r={r};t={}"#, 12 * (5 - r));
+            // t: one more permit comes within 12 s, rounded up (the clock is real).
+            let want = format!(r#""per-ip";r={r};t=12"#);
             assert_eq!(rl, want);
         }
         assert_eq!(get_root(&a, addr, &[]).await.0, 429);
@@ -222,4 +242,43 @@ async fn a_flood_of_distinct_ips_keeps_the_table_at_its_capacity() {
     let (parts, ()) = req.into_parts();
     let key = ForwardedIp::trusted_proxies(["127.0.0.0/8"]).unwrap();
     assert_eq!(key.extract(&parts), Some(IpAddr::from([10, 0, 0, 1])));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_connect_info_no_header_chooses_the_key() {
+    // The issue's setup: trusted proxies, but the server was not given the peer addresses.
+    // Every client used to get a fresh limit from its own X-Forwarded-For; now every request
+    // is refused, loudly (500, counted), whatever MissingKey says.
+    let key = ForwardedIp::trusted_proxies(["10.0.0.0/8", "127.0.0.1"]).unwrap();
+    let per_client = Arc::new(Keyed::<IpAddr, Gcra>::gcra(five()).build().unwrap());
+    let forwarded = RateLimitLayer::new(
+        Policy::new("per-client", per_client.clone(), key)
+            .on_missing_key(hotlimit_tower::MissingKey::Allow),
+    )
+    .unwrap();
+    let peer = RateLimitLayer::new(Policy::new(
+        "per-ip",
+        Keyed::<IpAddr, Gcra>::gcra(five()).build().unwrap(),
+        PeerIp::new(),
+    ))
+    .unwrap();
+    for (layer, n) in [(forwarded, 20u8), (peer, 3)] {
+        let counters = layer.clone();
+        let server = serve_without_connect_info(layer).await;
+        let addr = server.addr;
+        bounded(async {
+            let c = client([127, 0, 0, 1]);
+            for i in 0..n {
+                let forged = ("x-forwarded-for", format!("9.9.9.{i}"));
+                let (status, _) = get_root(&c, addr, &[forged]).await;
+                assert_eq!(status, 500);
+            }
+        })
+        .await;
+        server.stop().await;
+        let c = &counters.counters()[0];
+        assert_eq!((c.refused, c.allowed, c.denied), (u64::from(n), 0, 0));
+    }
+    // No key was ever created.
+    assert_eq!(per_client.len(), 0);
 }

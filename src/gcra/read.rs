@@ -38,8 +38,9 @@ impl<C: Clock> Gcra<C> {
 }
 
 crate::decide::decide_at_once! {
-    /// A decision with what HTTP headers need: the quota is the rate's `limit` per `period`
-    /// (`RateLimit-Policy: q=limit;w=period`), `remaining` and `reset` are read right after it.
+    /// A decision with what HTTP headers need: the quota is the burst per the time it takes to
+    /// refill (`RateLimit-Policy: q=burst;w=burst×period/limit`; with the default burst,
+    /// `limit` per `period`), `remaining`, `reset` and `next` (exact) are read right after it.
     ///
     /// # Examples
     ///
@@ -56,12 +57,23 @@ crate::decide::decide_at_once! {
     /// };
     /// assert!(d.is_allowed());
     /// assert_eq!((d.remaining(), d.reset()), (4, Duration::from_millis(200)));
-    /// assert_eq!(d.quota().limit(), 5);
+    /// assert_eq!(d.next(), Duration::from_millis(200)); // one more permit in 200 ms
+    /// assert_eq!((d.quota().limit(), d.quota().window()), (5, Duration::from_secs(1)));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     Gcra, |this, permits, now| {
         acquire: this.try_acquire_n_at(permits, now),
-        read: (this.remaining_at(now), this.reset_at(now)),
-        rate: this.rate(),
+        read: {
+            let (remaining, reset) = (this.remaining_at(now), this.reset_at(now));
+            let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            let next = crate::decide::gcra_next(
+                remaining,
+                this.burst(),
+                nanos(reset),
+                nanos(this.emission_interval()),
+            );
+            (remaining, reset, next)
+        },
+        quota: crate::decide::gcra_quota(this.rate(), this.burst()),
     }
 }

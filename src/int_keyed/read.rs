@@ -60,8 +60,9 @@ impl<K: IntKey, C: Clock> IntKeyed<K, C> {
     }
 }
 
-/// A per-key decision with what HTTP headers need: the quota is the rate's `limit` per
-/// `period` (one rate for every key); `remaining` and `reset` are the key's, read right after.
+/// A per-key decision with what HTTP headers need: the quota is the burst per the time it
+/// takes to refill (one rate for every key; see [`Quota`](crate::Quota)); `remaining`, `reset`
+/// and `next` (exact) are the key's, read right after, from one scan.
 /// A new key refused for want of room is denied with [`DenialReason::TableFull`](crate::DenialReason::TableFull).
 ///
 /// # Examples
@@ -88,23 +89,67 @@ impl<K: IntKey, C: Clock> crate::decide::Decide for IntKeyed<K, C> {
     fn decide(&self, key: &K, permits: u32) -> Self::Future {
         let now = self.clock.now();
         let outcome = self.try_acquire_n_at(*key, permits, now);
-        crate::decide::ready(
-            self.rate_quota(),
-            outcome,
-            self.remaining_at(*key, now),
-            self.reset_at(*key, now),
-        )
+        let (remaining, reset, next) = self.read_key(*key, now);
+        crate::decide::ready(self.rate_quota(), outcome, remaining, reset, next)
     }
 
     fn quota(&self) -> crate::decide::Quota {
         self.rate_quota()
     }
+
+    fn peek(&self, key: &K) -> Option<crate::decide::Decision> {
+        let (remaining, reset, next) = self.read_key(*key, self.clock.now());
+        Some(crate::decide::state(
+            self.rate_quota(),
+            remaining,
+            reset,
+            next,
+        ))
+    }
 }
 
-impl<K, C> IntKeyed<K, C> {
-    /// The quota every key shares: the rate's `limit` per `period`.
+impl<K: IntKey, C> IntKeyed<K, C> {
+    /// The quota every key shares: the burst per the time it takes to refill.
     fn rate_quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate)
+        crate::decide::gcra_quota(self.rate, self.burst)
+    }
+
+    /// The (relative) TAT of `key`'s committed slot, 0 when it has none: its candidates in
+    /// the hit path's order, stopping at the first that holds it (a key has at most one
+    /// committed slot, so the order does not change the answer).
+    #[inline]
+    fn tat_of(&self, key: u64) -> u64 {
+        let h = self.hash(key);
+        let home = Self::home(h);
+        let mut b = self.b1(h);
+        for _ in 0..2 {
+            let bucket = &self.table[b];
+            for w in 0..WAYS {
+                // SeqCst: as every slot access (the insert protocol's one total order); a
+                // read-back needs only a snapshot of the slot.
+                let v = bucket.0[(home + w) % WAYS].load(Ordering::SeqCst);
+                if holds(v, key) {
+                    return meta_of(v) & VALUE;
+                }
+            }
+            b = self.b2(h);
+        }
+        0
+    }
+
+    /// `(remaining, reset, next)` of `key` at `now`, from one look at its slot: what
+    /// [`remaining_at`](IntKeyed::remaining_at) and [`reset_at`](IntKeyed::reset_at) report,
+    /// and the time until it holds one more permit.
+    fn read_key(&self, key: K, now: u64) -> (u64, Duration, Duration) {
+        let tat = self.tat_of(self.key_bits(key));
+        let ahead = tat.saturating_sub(self.relative(now));
+        let remaining = self.tolerance.saturating_sub(ahead) / self.interval;
+        // Slot times are relative to the base; a `now` before it waits the difference too.
+        let behind = self.base.saturating_sub(now);
+        let wait = |d: u64| Duration::from_nanos(if d == 0 { 0 } else { d.saturating_add(behind) });
+        let next = crate::decide::gcra_next(remaining, self.burst, ahead, self.interval);
+        let next = u64::try_from(next.as_nanos()).unwrap_or(u64::MAX);
+        (remaining, wait(ahead), wait(next))
     }
 }
 

@@ -24,16 +24,20 @@ use crate::gcra_pair::{decide_pair, join, split};
 use crate::rate::Rate;
 use crate::sync::{AtomicU128, Ordering};
 
-/// A pair's shared configuration: both rates' parameters.
+/// A pair's shared configuration: both rates' parameters, and the rates (what the pair's
+/// read-back reports as their quotas, `keyed/pair_read.rs`).
 #[derive(Debug)]
 pub struct PairConfig {
-    first: Params,
-    second: Params,
+    pub(super) first: Params,
+    pub(super) second: Params,
+    /// Read only by the `std` read-back (`Keyed` needs `std`).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(super) rates: (Rate, Rate),
 }
 
 /// One key's pair state: the 16-byte word.
 #[derive(Debug)]
-pub struct PairState(AtomicU128);
+pub struct PairState(pub(super) AtomicU128);
 
 impl TatWord for AtomicU128 {
     type W = u128;
@@ -89,6 +93,7 @@ impl KeyedState for GcraPair {
             first: Params::new(rate, burst).map_err(|e| e.prefixed("first_rate", "first_burst"))?,
             second: Params::new(second_rate, second_burst)
                 .map_err(|e| e.prefixed("second_rate", "second_burst"))?,
+            rates: (rate, second_rate),
         })
     }
 

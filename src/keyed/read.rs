@@ -53,6 +53,19 @@ pub trait KeyedRead: KeyedState {
             (Self::burst(cfg), 0)
         }
     }
+    /// The quota a state under `cfg` reports (see [`Quota`](crate::Quota)): its burst per the
+    /// time a full burst takes to come back.
+    #[doc(hidden)]
+    fn quota(cfg: &Self::Config) -> crate::decide::Quota {
+        crate::decide::quota_of(Self::rate(cfg))
+    }
+    /// ns until a state under `cfg` with `remaining` permits, full again in `reset` ns, holds
+    /// one more (`reset` bounds it; zero when full).
+    #[doc(hidden)]
+    fn next(cfg: &Self::Config, remaining: u64, reset: u64) -> u64 {
+        let _ = (cfg, remaining);
+        reset
+    }
 }
 
 impl KeyedRead for Gcra {
@@ -67,6 +80,15 @@ impl KeyedRead for Gcra {
     fn read_fresh(cfg: &GcraConfig, floor: u64, now: u64) -> (u64, u64) {
         let ahead = floor.saturating_sub(now);
         (cfg.tolerance.saturating_sub(ahead) / cfg.interval, ahead)
+    }
+
+    fn quota(cfg: &GcraConfig) -> crate::decide::Quota {
+        crate::decide::gcra_quota(cfg.rate, cfg.burst)
+    }
+
+    fn next(cfg: &GcraConfig, remaining: u64, reset: u64) -> u64 {
+        let next = crate::decide::gcra_next(remaining, cfg.burst, reset, cfg.interval);
+        u64::try_from(next.as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn read(cfg: &GcraConfig, state: &GcraState, now: u64) -> Option<(u64, u64)> {
@@ -123,6 +145,12 @@ impl KeyedRead for SlidingWindow {
         cfg.rate.limit()
     }
 
+    /// `limit` per `period` plus one bucket width, as [`SlidingWindow`]'s.
+    fn quota(cfg: &WindowConfig) -> crate::decide::Quota {
+        let width = core::time::Duration::from_nanos(cfg.builder.bucket_width_nanos());
+        crate::decide::Quota::new(cfg.rate.limit(), cfg.rate.period() + width)
+    }
+
     fn read(_: &WindowConfig, state: &WindowState, now: u64) -> Option<(u64, u64)> {
         // Relaxed: as for the log.
         if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING | LOG_PENDING) != 0 {
@@ -150,10 +178,46 @@ mod on_keyed {
     use crate::keyed::Admit;
     use crate::rate::Rate;
 
+    /// A key's read-back: what its decision reports.
+    pub(super) struct KeyReading {
+        pub(super) remaining: u64,
+        pub(super) reset: u64,
+        pub(super) next: u64,
+        pub(super) quota: crate::decide::Quota,
+    }
+
+    impl KeyReading {
+        /// The reading of a state under `cfg` with `(remaining, reset)`.
+        #[inline]
+        pub(super) fn of<L: KeyedRead>(cfg: &L::Config, remaining: u64, reset: u64) -> Self {
+            KeyReading {
+                remaining,
+                reset,
+                next: L::next(cfg, remaining, reset),
+                quota: L::quota(cfg),
+            }
+        }
+
+        /// As a decision with `outcome`.
+        #[inline]
+        pub(super) fn ready(
+            self,
+            outcome: Result<(), crate::error::Denied>,
+        ) -> crate::decide::Ready {
+            crate::decide::ready(
+                self.quota,
+                outcome,
+                self.remaining,
+                core::time::Duration::from_nanos(self.reset),
+                core::time::Duration::from_nanos(self.next),
+            )
+        }
+    }
+
     impl<K: Hash + Eq + Clone, L: KeyedRead, C> Keyed<K, L, C> {
-        /// `(remaining, reset ns, rate)` of `key` at `now`: its live state's, or a fresh
-        /// state's under the configuration a new state would get.
-        fn read_key<Q>(&self, key: &Q, now: u64) -> (u64, u64, Rate)
+        /// What `key` has at `now`: its live state's read-back, or a fresh state's under the
+        /// configuration a new state would get.
+        fn read_key<Q>(&self, key: &Q, now: u64) -> KeyReading
         where
             K: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
@@ -162,7 +226,7 @@ mod on_keyed {
             if let Some(slot) = map.get(key) {
                 let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
                 if let Some((remaining, reset)) = L::read(cfg, &slot.state, now) {
-                    return (remaining, reset, L::rate(cfg));
+                    return KeyReading::of::<L>(cfg, remaining, reset);
                 }
             }
             let cfg = self.rate_of(key);
@@ -170,7 +234,7 @@ mod on_keyed {
             // Relaxed: a snapshot, as the read itself.
             let floor = self.floor.load(crate::sync::Ordering::Relaxed);
             let (remaining, reset) = L::read_fresh(cfg, floor, now);
-            (remaining, reset, L::rate(cfg))
+            KeyReading::of::<L>(cfg, remaining, reset)
         }
 
         /// How many permits `key` could take at `now` (a snapshot; an absent or idle key has
@@ -194,7 +258,7 @@ mod on_keyed {
             K: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
-            self.read_key(key, now).0
+            self.read_key(key, now).remaining
         }
 
         /// How long until `key` is full again (its whole burst or limit available) if nothing
@@ -218,7 +282,7 @@ mod on_keyed {
             K: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
-            core::time::Duration::from_nanos(self.read_key(key, now).1)
+            core::time::Duration::from_nanos(self.read_key(key, now).reset)
         }
 
         /// The rate `key` runs on: its [`set_rate`](Keyed::set_rate) override, else the
@@ -351,10 +415,11 @@ mod on_keyed {
         }
     }
 
-    /// A per-key decision with what HTTP headers need: the quota is the key's rate (its
-    /// override, else the default) as `limit` per `period`; `remaining` and `reset` are the
-    /// key's, read right after. A new key refused for want of room is denied with
-    /// [`DenialReason::TableFull`](crate::DenialReason::TableFull).
+    /// A per-key decision with what HTTP headers need: the quota is the key's (its override,
+    /// else the default; see [`Quota`](crate::Quota): for GCRA the burst per its refill time);
+    /// `remaining`, `reset` and `next` are the key's, read right after. A new key refused for
+    /// want of room is denied with [`DenialReason::TableFull`](crate::DenialReason::TableFull),
+    /// nothing remaining.
     ///
     /// # Examples
     ///
@@ -396,32 +461,32 @@ mod on_keyed {
                         Admit::Evicted | Admit::Moving => None,
                     };
                     if let Some(outcome) = outcome {
-                        let (remaining, reset, rate) = match L::read(cfg, &slot.state, now) {
-                            Some((remaining, reset)) => (remaining, reset, L::rate(cfg)),
+                        let reading = match L::read(cfg, &slot.state, now) {
+                            Some((remaining, reset)) => KeyReading::of::<L>(cfg, remaining, reset),
                             // Retired right after the decision: read it as the key reads now.
                             None => self.read_key(key, now),
                         };
-                        return crate::decide::ready(
-                            crate::decide::quota_of(rate),
-                            outcome,
-                            remaining,
-                            core::time::Duration::from_nanos(reset),
-                        );
+                        return reading.ready(outcome);
                     }
                 }
             }
             let outcome = self.try_acquire_n_at(key, permits, now);
-            let (remaining, reset, rate) = self.read_key(key, now);
-            crate::decide::ready(
-                crate::decide::quota_of(rate),
-                outcome,
-                remaining,
-                core::time::Duration::from_nanos(reset),
-            )
+            self.read_key(key, now).ready(outcome)
         }
 
         fn quota(&self) -> crate::decide::Quota {
-            crate::decide::quota_of(self.default_rate())
+            let cfg = self.default.get(&(), &self.default.guard()).cloned();
+            L::quota(cfg.as_deref().unwrap_or(&self.cfg))
+        }
+
+        fn peek(&self, key: &K) -> Option<crate::decide::Decision> {
+            let r = self.read_key(key, self.clock.now());
+            Some(crate::decide::state(
+                r.quota,
+                r.remaining,
+                core::time::Duration::from_nanos(r.reset),
+                core::time::Duration::from_nanos(r.next),
+            ))
         }
     }
 }

@@ -248,8 +248,9 @@ impl<C: Clock> ShardedGcra<C> {
 }
 
 crate::decide::decide_at_once! {
-    /// A decision with what HTTP headers need (quota: the global rate's `limit` per `period`),
-    /// from the calling thread's home shard as [`Limiter::try_acquire_n`].
+    /// A decision with what HTTP headers need (quota: the global burst per the time it takes
+    /// to refill; `next` bounded by the time until every shard is full), from the calling
+    /// thread's home shard as [`Limiter::try_acquire_n`].
     ///
     /// # Examples
     ///
@@ -268,8 +269,11 @@ crate::decide::decide_at_once! {
     /// ```
     ShardedGcra, |this, permits, now| {
         acquire: this.try_acquire_n_on(thread_index(), permits, now),
-        read: (this.remaining_at(now), this.reset_at(now)),
-        rate: this.rate(),
+        read: {
+            let reset = this.reset_at(now);
+            (this.remaining_at(now), reset, reset)
+        },
+        quota: crate::decide::gcra_quota(this.rate(), this.burst()),
     }
 }
 

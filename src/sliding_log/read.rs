@@ -159,7 +159,7 @@ impl<C: Clock> SlidingLog<C> {
 
 crate::decide::decide_at_once! {
     /// A decision with what HTTP headers need: the quota is `limit` per `period` (the window),
-    /// `remaining` and `reset` are read right after it.
+    /// `remaining` and `reset` are read right after it (`next` is bounded by `reset`).
     ///
     /// # Examples
     ///
@@ -179,7 +179,10 @@ crate::decide::decide_at_once! {
     /// ```
     SlidingLog, |this, permits, now| {
         acquire: this.try_acquire_n_at(permits, now),
-        read: (this.remaining_at(now), this.reset_at(now)),
-        rate: this.rate,
+        read: {
+            let reset = this.reset_at(now);
+            (this.remaining_at(now), reset, reset)
+        },
+        quota: crate::decide::quota_of(this.rate),
     }
 }

@@ -181,6 +181,16 @@ impl<C> SlidingWindowBuilder<C> {
     }
 }
 impl<C> SlidingWindowBuilder<C> {
+    /// The bucket width ⌈period / buckets⌉ in ns (what a built limiter's
+    /// [`bucket_width`](SlidingWindow::bucket_width) is), for a per-key window's quota (per-key
+    /// windows need `std`).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) fn bucket_width_nanos(&self) -> u64 {
+        self.rate
+            .period_nanos()
+            .div_ceil(self.buckets.max(1) as u64)
+    }
+
     /// Validates the configuration: `(limit, width, lag)`, or the error `build` returns.
     pub(super) fn checked(&self) -> Result<(u64, u64, u64), ConfigError> {
         let rate = self.rate;

@@ -38,8 +38,10 @@ impl<C: Clock> SlidingWindow<C> {
 }
 
 crate::decide::decide_at_once! {
-    /// A decision with what HTTP headers need: the quota is `limit` per `period` (the window),
-    /// `remaining` and `reset` are read right after it.
+    /// A decision with what HTTP headers need: the quota is `limit` per `period` plus one
+    /// bucket width (a grant counts until its bucket leaves the window, so that is how long
+    /// the limiter takes to be full again), `remaining` and `reset` are read right after it
+    /// (`next` is bounded by `reset`).
     ///
     /// # Examples
     ///
@@ -60,8 +62,11 @@ crate::decide::decide_at_once! {
         acquire: this.try_acquire_n_at(permits, now),
         read: {
             let (remaining, reset) = this.read_at(now);
-            (remaining, Duration::from_nanos(reset))
+            (remaining, Duration::from_nanos(reset), Duration::from_nanos(reset))
         },
-        rate: this.rate(),
+        quota: {
+            let rate = this.rate();
+            crate::decide::Quota::new(rate.limit(), rate.period() + this.bucket_width())
+        },
     }
 }

@@ -17,7 +17,8 @@ pub(crate) async fn serve(
         .parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("listening on http://{}", listener.local_addr()?);
-    // `ConnectInfo<SocketAddr>` in every request: without it `PeerIp` finds no key.
+    // `ConnectInfo<SocketAddr>` in every request: without it `PeerIp` and `ForwardedIp`
+    // refuse every request (500, logged), as no header may choose a key then.
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
