@@ -60,6 +60,7 @@
 extern crate alloc;
 
 mod clock;
+mod contention;
 mod decide;
 mod error;
 mod gcra;

@@ -8,7 +8,7 @@ impl<C> ShardedGcra<C> {
     /// `f` read between two equal even values of the change counter (a sequence lock for the
     /// getters; `f` reads with Acquire, so a value a later change stored shows its odd mark).
     pub(super) fn stable<T>(&self, f: impl Fn() -> T) -> T {
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             // Acquire: `f` reads after it.
             let before = self.changes.load(Ordering::Acquire);
@@ -19,7 +19,7 @@ impl<C> ShardedGcra<C> {
                     return value;
                 }
             }
-            backoff.spin();
+            contention.wait();
         }
     }
 
