@@ -843,6 +843,19 @@
 //! search over t (the count released by t is nondecreasing). Concurrently, each shard is read
 //! at a different instant, so a denial means each shard lacked the permits when it was read.
 //!
+//! *The denial hint.* Under overload every call is a denial, and visiting S shards per denial
+//! cost `ShardedGcra` half of `governor`'s denial rate (issue 24). A single-permit denial that
+//! did visit them all publishes t = min_k (S_k − τ_k + I_k) in one word; the next ones read
+//! their home shard (already loaded by the failed take) and that word, and deny at `now` < t,
+//! writing nothing. Sound because shard states only rise, except under a give-back or a rate
+//! change, and each of those marks the word before lowering anything and again after
+//! (`src/sharded/hint.rs` proves that no hint computed before a lowering survives it; the loom
+//! model `stale_hint_is_caught` shows the model failing when a give-back skips the mark).
+//! Exact: the wait t − now is returned only when the home shard, or the shard the publisher
+//! found earliest, still frees its first permit at exactly t (every other shard's first
+//! permit is at t or later, so the minimum is t, as the full pass would find); otherwise, for
+//! example after a grant at a later `now` than the caller's, the denial takes the full pass.
+//!
 //! *What sharding costs against one `Gcra`.* (1) Whole permits per shard: up to S − 1
 //! permits' worth of partial refill can be spread over shards. (2) A full shard drops its
 //! refill while another is not full. After an idle spell every shard is full; a single busy

@@ -13,8 +13,9 @@
 //! Files: this one holds the shards and the borrowing admission (one algorithm, kept whole);
 //! `sharded/builder.rs` the builder and the split of rate and burst over the shards;
 //! `sharded/read.rs` the read-back at a given time and with the clock read, `Decide` and
-//! `Debug`; `sharded/change.rs` live rate changes; `sharded/planted.rs` the loom models'
-//! planted bug; `sharded/tests.rs` the unit tests.
+//! `Debug`; `sharded/change.rs` live rate changes; `sharded/denial.rs` a denial's exact wait;
+//! `sharded/hint.rs` the hint that spares single-permit denials a pass over every shard;
+//! `sharded/planted.rs` the loom models' planted bugs; `sharded/tests.rs` the unit tests.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -31,8 +32,12 @@ use crate::limiter::Limiter;
 use crate::rate::Rate;
 use crate::sync::{AtomicU64, Ordering};
 
+use hint::EmptyHint;
+
 mod builder;
 mod change;
+mod denial;
+mod hint;
 mod read;
 
 pub use builder::ShardedGcraBuilder;
@@ -64,6 +69,10 @@ pub use builder::ShardedGcraBuilder;
 ///   one-time deficit (see the guide).
 /// - `retry_after` is exact in the sequential sense: the earliest time at which the shards
 ///   together hold the request.
+/// - Under overload a single-permit denial reads the caller's home shard and one hint word
+///   ("no shard frees a permit before t", left by an earlier denial that read every shard),
+///   and writes nothing: the [`guide`](crate::guide#sharded-gcra-the-sum-of-the-shards) says
+///   why the hint is never stale.
 ///
 /// What sharding costs compared with one `Gcra`, precisely:
 ///
@@ -127,6 +136,9 @@ pub struct ShardedGcra<C = DefaultClock> {
     /// it, the getters read between two equal even values, and a denial that may have seen a
     /// frozen shard checks it and decides again (see [`ShardedGcra::set_rate_at`]).
     changes: AtomicU64,
+    /// "No shard can grant a single permit before t": what a single-permit denial reads
+    /// instead of every shard (see `sharded/hint.rs`).
+    empty: EmptyHint,
     clock: C,
 }
 
@@ -266,6 +278,17 @@ impl Shard {
         let by_burst = (p.tolerance - ahead) / p.interval;
         let by_range = (u64::MAX - base) / p.interval;
         by_burst.min(by_range)
+    }
+
+    /// Whether, with state `tat`, this shard frees its first single permit at exactly `t` and
+    /// can grant it then (S − τ + I = t, and S' = max(S, t) + I fits u64): then no shard
+    /// whose first permit comes at t or later frees one sooner (see `sharded/hint.rs`).
+    #[inline]
+    fn frees_first_at(&self, tat: u64, t: u64) -> bool {
+        let p = self.rest_params();
+        // τ ≥ I (b ≥ 1): S − (τ − I) = t, so S ≥ t and max(S, t) = S.
+        tat.checked_sub(p.tolerance - p.interval) == Some(t)
+            && tat.checked_add(p.interval).is_some()
     }
 
     /// As [`available`](Shard::available) without the u64 range cap: the count of permits
@@ -508,7 +531,7 @@ impl<C> ShardedGcra<C> {
         // grant keeps no register across a call (see `Shard::try_take`).
         match shard.attempt(n, now, shard.load()) {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(tat)) => self.borrow(home, n, now, tat),
+            Ok(Err(tat)) => self.hinted_or_borrow(home, n, now, tat),
             Err(current) => self.home_contended(home, n, now, current),
         }
     }
@@ -520,8 +543,28 @@ impl<C> ShardedGcra<C> {
     fn home_contended(&self, home: usize, n: u64, now: u64, current: u64) -> Result<(), Denied> {
         match self.shards[home].take_contended(n, now, current) {
             Ok(()) => Ok(()),
-            Err(tat) => self.borrow(home, n, now, tat),
+            Err(tat) => self.hinted_or_borrow(home, n, now, tat),
         }
+    }
+
+    /// After a local denial: under overload, the denial by the hint, which reads one word and
+    /// one or two shards instead of every shard (see `sharded/hint.rs`); else the borrowing.
+    /// A small function of its own, so a hinted denial does not pay `borrow`'s frame.
+    #[cold]
+    #[inline(never)]
+    fn hinted_or_borrow(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
+        if n == 1 {
+            if let Some(t) = self.empty.empty_until(now) {
+                let first_at_t = |k: usize, tat: u64| self.shards[k].frees_first_at(tat, t);
+                let k = self.empty.earliest();
+                if first_at_t(home, home_tat)
+                    || (k < self.shards.len() && first_at_t(k, self.shards[k].load()))
+                {
+                    return Err(Denied::after_nanos(t - now));
+                }
+            }
+        }
+        self.borrow(home, n, now, home_tat)
     }
 
     /// The slow path after a local denial: the other shards whole, then a split, then the
@@ -622,70 +665,14 @@ impl<C> ShardedGcra<C> {
                 if self.gather(home, step + 1, need - taken, now) {
                     return true;
                 }
-                // Stranded if another grant hit this shard since: see the type's docs.
+                // Stranded if another grant hit this shard since: see the type's docs. The
+                // give-back may lower the state: no denial hint lives across it.
+                self.empty.announce();
                 let _ = shard.give_back(before, after);
+                self.empty.retire();
                 false
             }
         }
-    }
-
-    /// The denial for `n` at `now`: the earliest t ≥ now at which the shards together have
-    /// released n permits, or "never" if at that time the state would not fit in u64.
-    fn denial(&self, n: u64, now: u64) -> Denied {
-        let at = if n == 1 {
-            // The earliest single permit: min_k (S_k − τ_k + I_k), in i128 as S_k < τ_k is
-            // possible. No search needed.
-            let mut first = i128::MAX;
-            for shard in self.shards.iter() {
-                let tat = shard.load();
-                let p = shard.rest_params();
-                let t = i128::from(tat) - i128::from(p.tolerance) + i128::from(p.interval);
-                first = first.min(t);
-            }
-            // The earliest is at most max_k S_k ≤ u64::MAX.
-            u64::try_from(first.max(i128::from(now))).unwrap_or(u64::MAX)
-        } else {
-            self.search(n, now)
-        };
-        if self.total_at(at, Shard::available) < n {
-            // Concurrent grants since the first look, or the clock's range is exhausted.
-            if self.total_at(at, Shard::released) >= n {
-                return Denied::never();
-            }
-        }
-        Denied::after_nanos(at - now)
-    }
-
-    /// The smallest t ≥ now at which Σ released(t) ≥ n, by binary search (released is
-    /// nondecreasing in t); O(S · log(range)). Under concurrent changes the result is only a
-    /// hint, but the search always ends.
-    fn search(&self, n: u64, now: u64) -> u64 {
-        if self.total_at(now, Shard::released) >= n {
-            return now;
-        }
-        // At t = max_k S_k every shard is full: Σ b_k = b ≥ n.
-        let mut hi = now;
-        for shard in self.shards.iter() {
-            hi = hi.max(shard.load());
-        }
-        let mut lo = now; // invariant: total(lo) < n ≤ total(hi), unless concurrently changed
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if self.total_at(mid, Shard::released) >= n {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        hi
-    }
-
-    /// Σ_k f(shard k, its state, t).
-    fn total_at(&self, t: u64, f: fn(&Shard, u64, u64) -> u64) -> u64 {
-        self.shards
-            .iter()
-            .map(|shard| f(shard, shard.load(), t))
-            .sum()
     }
 }
 

@@ -82,6 +82,8 @@ impl<C> ShardedGcra<C> {
     pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) -> Result<(), ConfigError> {
         let (interval, burst, split) = split(rate, burst, self.shards.len() as u64)?;
         crate::sync::take_turn(&self.changes);
+        // New parameters may free a shard's permits sooner: no denial hint lives across it.
+        self.empty.announce();
         for (shard, new) in self.shards.iter().zip(split) {
             let old = shard.params();
             if (old.interval, old.tolerance) != (new.interval, new.tolerance) {
@@ -118,6 +120,7 @@ impl<C> ShardedGcra<C> {
         self.interval.store(interval, Ordering::Release);
         self.limit.store(rate.limit(), Ordering::Release);
         self.period.store(rate.period_nanos(), Ordering::Release);
+        self.empty.retire();
         crate::sync::end_turn(&self.changes);
         Ok(())
     }
