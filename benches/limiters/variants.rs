@@ -293,6 +293,7 @@ fn loop_name(policy: Policy, retry: Retry) -> &'static str {
         (Retry::SameNow, Policy::ExponentialJitter) => "GCRA loop: Backoff+jitter (before)",
         (Retry::SameNow, Policy::BackoffReload) => "GCRA loop: Backoff+jitter, reload",
         (Retry::SameNow, Policy::Adaptive) => "GCRA loop: adaptive",
+        (Retry::SameNow, Policy::Bounded) => "GCRA loop: batch, then fight",
         (Retry::FreshNow, _) => "GCRA loop: chosen + clock re-read",
         (Retry::FetchAdd, _) => "GCRA loop: chosen + fetch_add ahead",
     }
