@@ -139,11 +139,12 @@ pub(crate) struct GcraLoop {
     slack: u64,
     policy: Policy,
     retry: Retry,
-    audit: Arc<Audit>,
+    /// `None` on the denied path: a clock read per denial would be all that is measured.
+    audit: Option<Arc<Audit>>,
 }
 
 impl GcraLoop {
-    pub(crate) fn new(s: &Setup, policy: Policy, retry: Retry, audit: Arc<Audit>) -> Self {
+    pub(crate) fn new(s: &Setup, policy: Policy, retry: Retry, audit: Option<Arc<Audit>>) -> Self {
         let interval = (s.period.as_nanos() as u64).div_ceil(s.limit);
         GcraLoop {
             tat: CachePadded::new(AtomicU64::new(0)),
@@ -170,10 +171,11 @@ impl GcraLoop {
     #[cold]
     #[inline(never)]
     fn denied(&self, tat: u64, now: u64, losses: u32) -> Denied {
-        let fresh = self.clock.now();
-        let fits = tat.max(fresh) - fresh <= self.slack;
-        self.audit
-            .record(fresh.saturating_sub(now), fits, u64::from(losses));
+        if let Some(audit) = &self.audit {
+            let fresh = self.clock.now();
+            let fits = tat.max(fresh) - fresh <= self.slack;
+            audit.record(fresh.saturating_sub(now), fits, u64::from(losses));
+        }
         Denied::new(None)
     }
 }
@@ -240,10 +242,12 @@ impl Limiter for AuditedGcra {
 
 /// The variant rows for `path`, each with its audit: every policy on the same loop, the
 /// chosen one with a fresh `now` after a loss, the busy path's `fetch_add`, and the real
-/// `Gcra` audited.
+/// `Gcra` audited. On the denied path nothing is audited (every call is a denial there, and
+/// the audit's clock read would be the cost measured) and the audited `Gcra` sits out.
 pub(crate) fn rows(path: Path) -> Vec<(Row, Arc<Audit>)> {
     let s = path.setup();
     let mut out = Vec::new();
+    let audited = path != Path::Denied;
     let mut add = |name: &'static str, l: Arc<dyn Limiter>, audit: Arc<Audit>| {
         out.push((
             Row {
@@ -254,27 +258,28 @@ pub(crate) fn rows(path: Path) -> Vec<(Row, Arc<Audit>)> {
             audit,
         ));
     };
-    let audit = Arc::new(Audit::default());
-    add(
-        "Gcra, audited",
-        Arc::new(AuditedGcra(
-            Gcra::builder(s.rate()).burst(s.burst).build().unwrap(),
-            audit.clone(),
-        )),
-        audit,
-    );
-    for policy in Policy::ALL {
+    if audited {
         let audit = Arc::new(Audit::default());
-        let l = GcraLoop::new(&s, policy, Retry::SameNow, audit.clone());
-        add(loop_name(policy, Retry::SameNow), Arc::new(l), audit);
+        add(
+            "Gcra, audited",
+            Arc::new(AuditedGcra(
+                Gcra::builder(s.rate()).burst(s.burst).build().unwrap(),
+                audit.clone(),
+            )),
+            audit,
+        );
     }
-    for retry in [Retry::FreshNow, Retry::FetchAdd] {
-        if retry == Retry::FetchAdd && path != Path::Busy {
-            continue;
-        }
+    let mut with = |policy: Policy, retry: Retry| {
         let audit = Arc::new(Audit::default());
-        let l = GcraLoop::new(&s, CHOSEN, retry, audit.clone());
-        add(loop_name(CHOSEN, retry), Arc::new(l), audit);
+        let l = GcraLoop::new(&s, policy, retry, audited.then(|| audit.clone()));
+        add(loop_name(policy, retry), Arc::new(l), audit);
+    };
+    for policy in Policy::ALL {
+        with(policy, Retry::SameNow);
+    }
+    with(CHOSEN, Retry::FreshNow);
+    if path == Path::Busy {
+        with(CHOSEN, Retry::FetchAdd);
     }
     if path == Path::Denied {
         for (row, _) in &out {
