@@ -3,20 +3,26 @@
 //! `Gcra` (and through it the `Pacer` and reservations), `GcraPair`, `SlidingWindow`'s
 //! decision word, `SlidingLog`'s cursor, `ShardedGcra`'s shards and `GcraMulti`'s snapshot
 //! pointer each update one shared word by a `compare_exchange_weak` loop: read the word once,
-//! decide, CAS; on a lost CAS decide again on the value the failed CAS returned (a fresh load
-//! would only miss the cache line again), with the same `now` (the clock is read once per
-//! call, before the loop). Each loop holds a `Contention` and calls
-//! [`lost`](Contention::lost) after a lost CAS and [`wait`](Contention::wait) while it waits
-//! for another thread's step (a rate change, a window roll). How long a lost CAS pauses, and
-//! whether the loop then decides on the value the failed CAS returned or on a fresh load, is
-//! [`policy::CHOSEN`], one constant: the next improvement lands in every limiter at once.
+//! decide, CAS, with the same `now` throughout (the clock is read once per call, before the
+//! loop). Each loop holds a `Contention` and calls [`lost`](Contention::lost) after a lost
+//! CAS and [`wait`](Contention::wait) while it waits for another thread's step (a rate
+//! change, a window roll). How long a lost CAS pauses, and whether the loop then decides on
+//! the value the failed CAS returned or on a fresh load, is [`policy::CHOSEN`], one constant:
+//! the next improvement lands in every limiter at once.
 //!
-//! The pause is time, not correctness: every loop decides again on the word it read, so no
-//! policy changes a guarantee (the loom models run every loop with one scheduler yield per
-//! loss, whatever the policy). What each candidate costs at 1, 2 and many threads is in the
+//! The chosen policy, "batch, then fight": the first six losses in a row pause (exponentially,
+//! with a per-thread jitter) and then CAS the value the failed CAS returned, so a thread that
+//! is winning runs a batch of calls with the line to itself; from the seventh on the loser
+//! loads the word afresh and retries without pausing, so no caller loses more than about
+//! 10 µs of pauses in a row and its `now` stays fresh.
+//!
+//! The pause is time, not correctness: every loop decides again on a value the word held, so
+//! no policy changes a guarantee (the loom models run every loop with one scheduler yield per
+//! loss and a reload after every second loss, whatever the policy). What each candidate costs
+//! at 1, 2 and many threads is in the
 //! [`guide`](crate::guide#contention-one-policy-for-every-single-word-limiter).
 
-// Under loom a lost CAS yields once whatever the policy, so the arithmetic goes unused there.
+// Under loom a lost CAS yields once whatever the policy, so most of the arithmetic goes unused.
 #[cfg_attr(hotlimit_loom, allow(dead_code))]
 pub(crate) mod policy;
 
@@ -80,12 +86,20 @@ impl Contention {
 fn pause(losses: u32, seed: u64) -> bool {
     let step = policy::CHOSEN.step(losses, seed);
     #[cfg(not(hotlimit_loom))]
-    spin(step.hints);
-    // Under loom: one yield per loss, so the scheduler runs the thread that won; the reload
-    // follows the policy, so the models run both ways of deciding again.
+    {
+        spin(step.hints);
+        step.reload
+    }
+    // Under loom: one yield per loss, so the scheduler runs the thread that won, and a reload
+    // after every second loss: the policy reloads only after several losses in a row, more
+    // than a small model makes, and both ways of deciding again must be explored (the policy
+    // only chooses between them; each is correct on its own).
     #[cfg(hotlimit_loom)]
-    loom::hint::spin_loop();
-    step.reload
+    {
+        let _ = step;
+        loom::hint::spin_loop();
+        losses.is_multiple_of(2)
+    }
 }
 
 /// The pause of the `waits`-th wait.

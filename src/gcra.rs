@@ -535,10 +535,10 @@ pub mod planted {
         }
     }
 
-    /// [`Gcra`] whose requests mishandle the contention policy's reload: after the second lost
-    /// CAS in a row the loop loads the word again, but decides on the value it had before
-    /// the pause and CASes from the fresh one. A grant made during the pause is overwritten
-    /// by a TAT computed without it.
+    /// [`Gcra`] whose requests mishandle the contention policy's reload: when the loop loads
+    /// the word again after a loss (here after the second in a row, as the loom build of
+    /// `Contention` does), it decides on the value it had before and CASes from the fresh
+    /// one. A grant made in between is overwritten by a TAT computed without it.
     #[derive(Debug)]
     pub struct StaleReload<'a, C>(pub &'a Gcra<C>);
 

@@ -298,7 +298,8 @@ fn loop_name(policy: Policy, retry: Retry) -> &'static str {
         (Retry::SameNow, Policy::ExponentialJitter) => "GCRA loop: Backoff+jitter (before)",
         (Retry::SameNow, Policy::BackoffReload) => "GCRA loop: Backoff+jitter, reload",
         (Retry::SameNow, Policy::Adaptive) => "GCRA loop: adaptive",
-        (Retry::SameNow, Policy::Bounded) => "GCRA loop: batch, then fight",
+        (Retry::SameNow, Policy::BatchThenFight(3)) => "GCRA loop: batch 3, then fight",
+        (Retry::SameNow, Policy::BatchThenFight(_)) => "GCRA loop: batch 6, then fight (chosen)",
         (Retry::FreshNow, _) => "GCRA loop: chosen + clock re-read",
         (Retry::FetchAdd, _) => "GCRA loop: chosen + fetch_add ahead",
     }

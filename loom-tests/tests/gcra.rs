@@ -23,9 +23,10 @@ fn limiter(burst: u64, clock: &ManualClock) -> Gcra<ManualClock> {
 
 /// Three threads race for a burst of 2 on a frozen clock: exactly 2 win, and the state
 /// afterwards is exactly two grants' worth (no update lost). A thread can lose to each of the
-/// others in turn, so the contention policy's reload (`src/contention.rs`: after the second
-/// lost CAS in a row, a pause, then a fresh load of the word) is explored too. `stale`: the
-/// planted `StaleReload`, which decides on the value from before the pause.
+/// others in turn, so the contention policy's reload (`src/contention.rs`: a fresh load of the
+/// word after a loss, instead of the value the failed CAS returned; under loom after every
+/// second loss) is explored too. `stale`: the planted `StaleReload`, which decides on the
+/// value from before the reload.
 fn three_race_for_two(stale: bool) {
     loom::model(move || {
         let clock = ManualClock::new();
