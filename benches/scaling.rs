@@ -1,14 +1,25 @@
-//! Thread scaling: 1, 2, 4, 8, 16 threads on ONE shared limiter, total million calls per
-//! second, for the allowed path (every call granted), the busy path (every call granted while
-//! the state runs ahead of the clock) and the denied path (limiter exhausted),
-//! every row (hotlimit's limiters, peers, floors) in the same process, interleaved run by run
-//! so that background noise falls on all rows alike.
+//! Thread scaling: 1, 2, 4, 8, 16 threads (any count up to 64 and beyond) on ONE shared
+//! limiter, total million calls per second, for the allowed path (every call granted), the
+//! busy path (every call granted while the state runs ahead of the clock) and the denied path
+//! (limiter exhausted), every row (hotlimit's limiters, peers, floors, and issue 24's
+//! contention candidates from `limiters/variants.rs`) in the same process, interleaved run by
+//! run so that background noise falls on all rows alike.
 //!
 //! ```text
-//! cargo bench --bench scaling -- [--ms 200] [--reps 5] [--threads 1,2,4,8,16]
+//! cargo bench --bench scaling -- [--ms 200] [--reps 5] [--threads 1,2,4,8,16,64]
 //!                                      [--path allowed|busy|denied] [--only NAME,NAME]
-//!                                      [--svg target/scaling.svg]
+//!                                      [--svg target/scaling.svg] [--variants no]
+//!                                      [--machine LABEL] [--data FILE]
+//! cargo bench --bench scaling -- --render A.tsv,B.tsv --svg docs/scaling.svg
 //! ```
+//!
+//! `--data` (default: the SVG's path with `.tsv`) keeps the plotted medians with the machine's
+//! label (default "N cores"); `--render` draws the data files of several runs (a 2-core run
+//! and a 16-core one from `benches/device.sh`) into one picture, one row of panels each,
+//! without running anything.
+//!
+//! After each table: the audit of the allowed path's denials for the audited rows (how stale
+//! the denied calls' `now` was), and the load average when the path started and ended.
 //!
 //! It also draws the medians of hotlimit's rows and the peers' (not the floors) as an SVG,
 //! one panel per path (`--svg docs/scaling.svg` updates the one BENCHMARKS.md shows).
@@ -26,6 +37,8 @@ mod rows;
 mod svg;
 #[path = "limiters/threads.rs"]
 mod threads;
+#[path = "limiters/variants.rs"]
+mod variants;
 
 use std::time::Duration;
 
@@ -39,10 +52,14 @@ struct Args {
     paths: Vec<Path>,
     only: Vec<String>,
     svg: String,
+    variants: bool,
+    machine: Option<String>,
+    data: Option<String>,
+    render: Vec<String>,
 }
 
 fn usage(msg: &str) -> ! {
-    eprintln!("scaling: {msg}\nusage: scaling [--ms N] [--reps N] [--threads 1,2,4] [--path allowed|busy|denied] [--only NAME,NAME] [--svg FILE]");
+    eprintln!("scaling: {msg}\nusage: scaling [--ms N] [--reps N] [--threads 1,2,4] [--path allowed|busy|denied] [--only NAME,NAME] [--svg FILE] [--variants no] [--machine LABEL] [--data FILE] [--render A.tsv,B.tsv]");
     std::process::exit(2)
 }
 
@@ -54,6 +71,10 @@ fn parse() -> Args {
         paths: Path::ALL.to_vec(),
         only: Vec::new(),
         svg: "target/scaling.svg".to_owned(),
+        variants: true,
+        machine: None,
+        data: None,
+        render: Vec::new(),
     };
     let mut it = cli::args().into_iter();
     while let Some(flag) = it.next() {
@@ -78,6 +99,10 @@ fn parse() -> Args {
             }
             "--only" => a.only = val.split(',').map(str::to_owned).collect(),
             "--svg" => a.svg = val,
+            "--variants" => a.variants = val != "no",
+            "--machine" => a.machine = Some(val),
+            "--data" => a.data = Some(val),
+            "--render" => a.render = val.split(',').map(str::to_owned).collect(),
             _ => usage(&format!("unknown flag {flag}")),
         }
     }
@@ -89,17 +114,41 @@ fn median_min_max(v: &mut [f64]) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
+fn load() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `--render`: the panels of every data file, drawn into `--svg`.
+fn render(args: &Args) {
+    let mut panels = Vec::new();
+    for file in &args.render {
+        let text = std::fs::read_to_string(file)
+            .unwrap_or_else(|e| usage(&format!("cannot read {file}: {e}")));
+        panels.extend(svg::from_tsv(&text).unwrap_or_else(|e| usage(&format!("{file}: {e}"))));
+    }
+    let title = "One shared limiter: total Mops/s by threads (median of each run's reps)";
+    match std::fs::write(&args.svg, svg::render(title, &panels)) {
+        Ok(()) => println!("# plot: {}", args.svg),
+        Err(e) => usage(&format!("cannot write {}: {e}", args.svg)),
+    }
+}
+
 fn main() {
     let args = parse();
+    if !args.render.is_empty() {
+        return render(&args);
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!(
-        "# load average at start: {}",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    let machine = args
+        .machine
+        .clone()
+        .unwrap_or_else(|| format!("{cores} cores"));
+    println!("# load average at start: {}", load());
     println!(
         "# scaling: {} ms x {} reps per cell, {cores} cores available; total Mops/s on ONE shared limiter",
         args.ms, args.reps
@@ -109,17 +158,28 @@ fn main() {
     }
     let mut panels = Vec::new();
     for &path in &args.paths {
-        let rows: Vec<Row> = rows(path)
-            .into_iter()
-            .filter(|r| {
-                r.name == BASELINE
-                    || args.only.is_empty()
-                    || args.only.iter().any(|o| r.name.contains(o.as_str()))
-            })
-            .collect();
+        let load_before = load();
+        let wanted = |r: &Row| {
+            r.name == BASELINE
+                || args.only.is_empty()
+                || args.only.iter().any(|o| r.name.contains(o.as_str()))
+        };
+        let mut rows: Vec<Row> = rows(path).into_iter().filter(wanted).collect();
+        let mut audits = Vec::new();
+        if args.variants {
+            for (row, audit) in variants::rows(path).into_iter() {
+                if wanted(&row) {
+                    audits.push((row.name, audit));
+                    rows.push(row);
+                }
+            }
+        }
         // samples[row][thread column] = one Mops figure per rep
         let mut samples = vec![vec![Vec::new(); args.threads.len()]; rows.len()];
         let mut wrong_path = vec![false; rows.len()];
+        // audited[i][thread column] = that audited row's denials over its runs, and its calls
+        let mut audited =
+            vec![vec![(variants::AuditSum::default(), 0u64); args.threads.len()]; audits.len()];
         for _ in 0..args.reps {
             for (ti, &t) in args.threads.iter().enumerate() {
                 for (ri, row) in rows.iter().enumerate() {
@@ -135,6 +195,10 @@ fn main() {
                         wrong_path[ri] = true;
                     }
                     samples[ri][ti].push(s.mops());
+                    if let Some(ai) = audits.iter().position(|(name, _)| *name == row.name) {
+                        audited[ai][ti].0.add(audits[ai].1.take());
+                        audited[ai][ti].1 += s.calls;
+                    }
                 }
             }
         }
@@ -167,15 +231,16 @@ fn main() {
             println!();
         }
         panels.push(svg::Panel {
-            path: path.name(),
+            machine: machine.clone(),
+            path: path.name().to_owned(),
             threads: args.threads.clone(),
             lines: rows
                 .iter()
                 .zip(&medians)
-                .filter(|(r, _)| r.kind != rows::Kind::Floor)
+                .filter(|(r, _)| !matches!(r.kind, rows::Kind::Floor | rows::Kind::Variant))
                 .map(|(r, m)| {
                     (
-                        r.name,
+                        r.name.to_owned(),
                         r.kind == rows::Kind::Ours,
                         m.iter().map(|c| c.0).collect(),
                     )
@@ -185,18 +250,49 @@ fn main() {
         if wrong_path.iter().any(|&w| w) {
             println!(
                 "\n(see note): in some run this row denied more than 0.1% of calls on the allowed \
-                 path (or granted on the denied path). Expected for a coarse clock whose upkeep \
-                 thread is starved on an oversubscribed machine: its time stands still, so the \
-                 limiter really is at its rate in that clock's time."
+                 or busy path (or granted on the denied path). Expected for a coarse clock whose \
+                 upkeep thread is starved on an oversubscribed machine: its time stands still, so \
+                 the limiter really is at its rate in that clock's time. For the precise clock, \
+                 the audit below says how stale the denied calls' `now` was."
             );
         }
+        if path != Path::Denied {
+            println!(
+                "\nAudit of this path's denials, all runs of a cell together: denied of calls (share); \
+                 stale = share of them a clock reading taken right after would have granted; the \
+                 oldest `now`; lost CASes before a denial, mean/max, and the denials after 8 or more \
+                 (starved in the loop rather than preempted before it; loops only):\n"
+            );
+            for (ai, (name, _)) in audits.iter().enumerate() {
+                print!("- {name}:");
+                for (ti, t) in args.threads.iter().enumerate() {
+                    let (sum, calls) = audited[ai][ti];
+                    print!(" {t} thr: {};", sum.cell(calls));
+                }
+                println!();
+            }
+        }
+        println!(
+            "\n# load average: {load_before} when this path started, {} when it ended",
+            load()
+        );
     }
     let title = format!(
-        "One shared limiter: total Mops/s by threads ({cores} cores; median of {} runs of {} ms)",
+        "One shared limiter: total Mops/s by threads ({machine}; median of {} runs of {} ms)",
         args.reps, args.ms
     );
     match std::fs::write(&args.svg, svg::render(&title, &panels)) {
         Ok(()) => println!("\n# plot: {}", args.svg),
         Err(e) => eprintln!("scaling: cannot write {}: {e}", args.svg),
+    }
+    let data = args.data.clone().unwrap_or_else(|| {
+        std::path::Path::new(&args.svg)
+            .with_extension("tsv")
+            .to_string_lossy()
+            .into_owned()
+    });
+    match std::fs::write(&data, svg::to_tsv(&panels)) {
+        Ok(()) => println!("# data: {data}"),
+        Err(e) => eprintln!("scaling: cannot write {data}: {e}"),
     }
 }

@@ -14,10 +14,11 @@
 use core::{fmt, time::Duration};
 
 use crate::clock::{Clock, DefaultClock};
+use crate::contention::Contention;
 use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::rate::Rate;
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 mod builder;
 mod change;
@@ -256,7 +257,7 @@ impl<C> Gcra<C> {
         // Acquire: a TAT installed by a rate change publishes the parameters that change wrote
         // before it (its Release store); `price` reads them after this load.
         let mut tat = self.tat.load(Ordering::Acquire);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             let (cost, slack, extra) = price(self)?;
             // A denial returns here, before any write: under overload the line stays shared.
@@ -283,8 +284,8 @@ impl<C> Gcra<C> {
             {
                 Ok(_) => return Ok((next, extra)),
                 Err(current) => {
-                    tat = current;
-                    crate::sync::lost_cas(&backoff, now);
+                    // Acquire (a reload after a pause): as the first load.
+                    tat = contention.lost(current, now, || self.tat.load(Ordering::Acquire));
                 }
             }
         }
@@ -296,7 +297,7 @@ impl<C> Gcra<C> {
     #[cold]
     #[inline(never)]
     fn thawed(&self) -> Option<u64> {
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             // Acquire: as in `advance`. An RMW (adding 0) rather than a load: it reads the
             // latest value, so the wait ends as soon as the change does (a load may keep
@@ -314,7 +315,7 @@ impl<C> Gcra<C> {
                 let tat = self.tat.fetch_add(0, Ordering::Acquire);
                 return (tat != FROZEN).then_some(tat);
             }
-            backoff.spin();
+            contention.wait();
         }
     }
 
@@ -533,6 +534,44 @@ pub mod planted {
             let next = decide(tat, now, interval, tolerance - interval)?;
             g.tat.store(next, Ordering::Relaxed);
             Ok(())
+        }
+    }
+
+    /// [`Gcra`] whose requests mishandle the contention policy's reload: when the loop loads
+    /// the word again after a loss (here after the second in a row, as the loom build of
+    /// `Contention` does), it decides on the value it had before and CASes from the fresh
+    /// one. A grant made in between is overwritten by a TAT computed without it.
+    #[derive(Debug)]
+    pub struct StaleReload<'a, C>(pub &'a Gcra<C>);
+
+    impl<C: Clock> StaleReload<'_, C> {
+        /// The broken acquire of one permit.
+        pub fn try_acquire(&self) -> Result<(), Denied> {
+            let g = self.0;
+            let now = g.clock.now();
+            let (interval, tolerance) = g.params();
+            // Relaxed (all): deliberately broken; the orderings are not the bug.
+            let mut tat = g.tat.load(Ordering::Relaxed);
+            let mut expect = tat;
+            let mut losses = 0;
+            loop {
+                let next = decide(tat, now, interval, tolerance - interval)?;
+                match g
+                    .tat
+                    .compare_exchange(expect, next, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => return Ok(()),
+                    Err(current) => {
+                        losses += 1;
+                        if losses == 1 {
+                            (tat, expect) = (current, current);
+                        } else {
+                            // The bug: the CAS expects the fresh value, the decision keeps `tat`.
+                            expect = g.tat.load(Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -40,10 +40,11 @@
 use core::{fmt, time::Duration};
 
 use crate::clock::{Clock, DefaultClock};
+use crate::contention::Contention;
 use crate::error::{ConfigError, Denied, Value};
 use crate::gcra::{decide, price, Params};
 use crate::rate::Rate;
-use crate::sync::{fence, AtomicU64, Backoff, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 
 mod builder;
 
@@ -222,7 +223,7 @@ impl<C> GcraMulti<C> {
     #[inline]
     fn advance(&self, now: u64, prices: &[Price; MAX_RATES]) -> Result<(), Denied> {
         let k = self.params.len();
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             // Acquire: pairs with the Release of the `current` CAS that published it, so the
             // snapshot's seq store (sequenced before that CAS) is visible below.
@@ -232,7 +233,7 @@ impl<C> GcraMulti<C> {
             let mut tats = [0u64; MAX_RATES];
             if !read(snap, gen, &mut tats[..k]) {
                 // The snapshot was reclaimed since `current` named it: a grant completed.
-                backoff.spin();
+                contention.wait();
                 continue;
             }
             let mut next = [0u64; MAX_RATES];
@@ -251,7 +252,7 @@ impl<C> GcraMulti<C> {
             }
             let Some(j) = self.claim(slot, gen) else {
                 // Every spare snapshot is held by a grant in progress: one of them will finish.
-                backoff.spin();
+                contention.wait();
                 continue;
             };
             let spare = &self.snapshots[j];
@@ -271,7 +272,8 @@ impl<C> GcraMulti<C> {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return Ok(()),
-                Err(_) => crate::sync::lost_cas(&backoff, now),
+                // The loop starts again from a fresh load of `current`.
+                Err(_) => contention.lost_then_reload(now),
             }
         }
     }

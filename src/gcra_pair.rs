@@ -27,10 +27,11 @@
 use core::{fmt, time::Duration};
 
 use crate::clock::{Clock, DefaultClock};
+use crate::contention::Contention;
 use crate::error::{ConfigError, Denied};
 use crate::gcra::{decide, price, Params};
 use crate::rate::Rate;
-use crate::sync::{AtomicU128, Backoff, Ordering};
+use crate::sync::{AtomicU128, Ordering};
 
 /// Bits 0..64 of the word: S₁, the first rate's TAT.
 const FIRST_MASK: u128 = u64::MAX as u128;
@@ -418,7 +419,7 @@ impl<C> GcraPair<C> {
         // Relaxed: the word is the limiter's whole state; the decision needs no other memory,
         // and the CAS below fails if this value is stale.
         let mut word = self.tats.load(Ordering::Relaxed);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             // A denial returns here, before any write: neither rate is charged.
             let next = decide_pair(word, now, first, second)?;
@@ -430,8 +431,8 @@ impl<C> GcraPair<C> {
             {
                 Ok(_) => return Ok(()),
                 Err(current) => {
-                    word = current;
-                    crate::sync::lost_cas(&backoff, now);
+                    // Relaxed (a reload after a pause): as the first load.
+                    word = contention.lost(current, now, || self.tats.load(Ordering::Relaxed));
                 }
             }
         }

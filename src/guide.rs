@@ -153,28 +153,96 @@
 //! 4 instructions and the whole allowed call is 22 instructions, 6 of them the CAS loop.
 //!
 //! Under contention a limiter that reads a precise clock on every call cannot run faster than
-//! the clock read, and Gcra's CAS (clock read before the load, `Backoff` after a failed CAS, no
-//! write on denial) reaches that ceiling at two threads. After a lost CAS every limiter here
-//! also spins a few hints more, `now mod 16` of them (`sync::lost_cas`, out of line): with the
-//! exponential backoff alone two threads that lose to each other can stay in step and keep
-//! colliding, which on the 2-core test machine held whole runs at a third of the throughput in
-//! some builds (Gcra at 2 threads: 28–35 Mops/s where other builds ran at 90, with any heap
-//! layout), and the jitter gave 72–94 in every build tried since. A `fetch_add` reservation of n·I on
-//! the busy path was considered and rejected: when the state trails `now` the update is `now +
-//! n·I`, which needs a CAS anyway, and a reservation that fails must be taken back; taking it
-//! back with `fetch_sub` over-admits once another thread has replaced the word in between.
-//! With I = 10, burst 2 (a grant needs max(S, now) ≤ now + 10) and S = 100: A (now 95) passes
-//! the check; D (now 95) adds first, 100 → 110, granted; A adds, 110 → 120, fails and must take
-//! its 10 back; B (now 300) sees 120 ≤ 300 and CASes it to 310, granted; A subtracts: 300; C and
-//! E (now 300) are then both granted: three grants at t = 300 with burst 2. A loom model in
-//! `loom-tests/tests/gcra.rs` finds this interleaving. Taking it back only when nobody wrote
-//! since loses permits under exactly the contention it is meant for, and any repair that
-//! assumes no thread saw a later time fails for `try_acquire_n_at`, whose callers pass any
-//! `now`. The CAS is exact for any `now` a caller passes, which is the guarantee this crate
-//! documents. Measured and not kept either: the state word padded onto its own cache line
-//! (away from the clock and configuration read on every call): no consistent gain in
-//! interleaved runs (×1.06, ×1.06, ×0.60 of governor padded against ×1.33, ×1.18, ×1.18
-//! unpadded), for a `Gcra` several times larger.
+//! the clock read; what a lost CAS costs beyond it is the next section. Measured and not kept:
+//! the state word padded onto its own cache line (away from the clock and configuration read
+//! on every call): no consistent gain in interleaved runs (×1.06, ×1.06, ×0.60 of governor
+//! padded against ×1.33, ×1.18, ×1.18 unpadded), for a `Gcra` several times larger.
+//!
+//! # Contention: one policy for every single-word limiter
+//!
+//! Every limiter whose state is one word updates it the same way: [`Gcra`] (and the `Pacer`
+//! and reservations, which run its loop), `GcraPair`, `SlidingWindow`'s decision word,
+//! `SlidingLog`'s cursor, each `ShardedGcra` shard and `GcraMulti`'s snapshot pointer. The
+//! clock is read once, before the loop; the word is loaded once; the loop decides (a denial
+//! returns before any write) and CASes (`compare_exchange_weak`); after a lost CAS it asks
+//! `Contention` (`src/contention.rs`) what next, and that follows one constant,
+//! `policy::CHOSEN` (`src/contention/policy.rs`). Issue 24 measured the candidates on one GCRA
+//! loop, side by side in the scaling harness (its `GCRA loop: …` rows include the policy file
+//! itself). After the k-th lost CAS in a row of one call:
+//!
+//! | policy | after the k-th loss |
+//! |---|---|
+//! | immediate (`governor`'s loop) | decide again at once on the value the failed CAS returned |
+//! | crossbeam `Backoff` | 2^min(k−1, 6) spin hints, then that value |
+//! | `Backoff` + jitter (hotlimit before issue 24) | the same plus `now` mod 16 hints |
+//! | `Backoff` + jitter, reload | the same pause, then a fresh load |
+//! | adaptive | k = 1: at once, on the returned value; k ≥ 2: 2^min(k−2, 3) + `now` mod 4 hints, then a fresh load |
+//! | **batch n, then fight** (chosen: n = 6) | k ≤ n: as `Backoff` + jitter; k > n: a fresh load, no pause |
+//!
+//! A spin hint (`pause`) took 67–72 ns on the 2-core test machine (a KVM guest on AMD EPYC),
+//! and takes about 140 cycles on Xeons since Skylake: crossbeam's cap of 64 is 3–4.5 µs.
+//!
+//! *Batches and starvation.* A loop that pauses and then CASes the value it read before the
+//! pause fails whenever another thread wrote meanwhile, so while one thread keeps winning, the
+//! others keep losing and pausing longer: the winner runs a batch of calls with the line to
+//! itself. On 2 cores that batch is the throughput (one core's calls at full speed, instead
+//! of a line handed over on every call), and it is what made the old policy fast there. Its
+//! price is starvation: the harness audits every denial on the allowed path (where nothing
+//! should be denied) and counts the lost CASes before it, and with crossbeam's `Backoff` and
+//! with the old jitter callers lost up to 577–642 CASes in a row at every thread count from 2
+//! to 64, and 40–1,341 denials per cell came after 8 or more losses (`cargo bench --bench
+//! scaling -- --ms 40 --reps 9 --threads 1,2,4,8,16,64`, load 5.4 at the start, 2 cores).
+//! The policies that never pause before a stale CAS (immediate, reload, adaptive) starve no
+//! one (2–9 losses at most) and lose the batches: at 2 threads 67 Mops/s against the old
+//! policy's 95 on the allowed path. Batch 6, then fight keeps the batches and bounds the
+//! loser: six pauses (at most 63 + 90 hints, about 10 µs), then a fresh load and no pause
+//! until it wins: 90 Mops/s at 2 threads, 95 % of the old policy, with at most 7 losses in a
+//! row and no starved denial (one run, 41 runs of 20 ms per cell, load 6.6: figures below).
+//!
+//! *The allowed path's denials on 16 cores (the issue's question).* With limit 10⁹/s and
+//! burst 10⁶ (tolerance τ = 1 ms) a call is denied only if its `now` is more than τ behind the
+//! latest grant's. The audit re-reads the clock after each denial: on 2 cores every denial, in
+//! every row and cell (2–64 threads), would have been granted at that fresh reading, so every
+//! one is a stale `now`. Two causes show: preemption between the clock read and the decision
+//! (any loop, `governor`'s too: 0.0002–0.0011 % of calls, with 0–2 lost CASes before them,
+//! the oldest `now` 7–21 ms at 2 threads and 0.17–0.78 s at 64: the scheduler's slices), and
+//! starvation in the loop (the old policy, above). The 16-core flags (`Gcra`, `GcraPair`,
+//! "Gcra then Gcra" over 0.1 % of calls, `governor` not) fit the second: 16 threads on 16
+//! cores are seldom preempted, `governor`'s loop never pauses, ours paused up to 64 + 15
+//! hints per loss without bound on the losses. A skew between the cores' clocks would flag
+//! `governor` too (same TSC clock, same tolerance). With at most about 10 µs of pauses per
+//! call the chosen policy should clear them; the same audit in `benches/device.sh`'s run will
+//! say whether it does at 16 cores (to come).
+//!
+//! *A fresh `now` after a loss* (a clock read per lost CAS, measured as `GCRA loop: chosen +
+//! clock re-read`): no starved denial either, the preempted ones remain, a clock read per
+//! loss; and `try_acquire_at(now)` has no clock to re-read. Not kept: bounding the run of
+//! losses already keeps `now` fresh.
+//!
+//! *`fetch_add` on the busy path* (`GCRA loop: chosen + fetch_add ahead`: one unconditional
+//! `fetch_add` of n·I while the state is more than half the tolerance ahead of `now`): on 2
+//! cores level with the CAS loops (busy path, 2 threads: 84.5 against 58.5–85.7 Mops/s for
+//! the CAS policies in the same run). Not kept, whatever 16 cores show: an add that turns out
+//! not to fit has charged the word. Taking it back with `fetch_sub` over-admits once another
+//! thread has replaced the word in between. With I = 10, burst 2 (a grant needs
+//! max(S, now) ≤ now + 10) and S = 100: A (now 95) passes the check; D (now 95) adds first,
+//! 100 → 110, granted; A adds, 110 → 120, fails and must take its 10 back; B (now 300) sees
+//! 120 ≤ 300 and CASes it to 310, granted; A subtracts: 300; C and E (now 300) are then both
+//! granted: three grants at t = 300 with burst 2 (the loom model
+//! `fetch_add_reservation_with_fetch_sub_rollback_is_caught` finds it). Taking it back only
+//! when nobody wrote since strands the permits otherwise, and a stranded permit denies a later
+//! request that fits, which breaks `Gcra`'s exactness; "far enough ahead that the add cannot
+//! fail" needs a bound on concurrent adders that no limiter has; and a rate change freezes the
+//! word at `u64::MAX`, which an add wraps to a tiny TAT. The CAS is exact for any `now` a
+//! caller passes, which is the guarantee this crate documents; on the issue's 16-core machine
+//! even a bare clock read plus `fetch_add` (13.5 Mops/s) was only 1.45× `governor` (9.3).
+//!
+//! *The figures.* The table in BENCHMARKS.md ("Contention policies") has every candidate at 1,
+//! 2, 4 and 16 threads on 2 cores. At 1 thread they are the same code (no CAS is lost). The
+//! 2-core machine cannot rank them for 16 cores, where the line moves between 16 caches and
+//! the losers' stale CASes pull it from the winner 15 at a time; `benches/device.sh` runs
+//! every candidate there in one run (to come), and changing `policy::CHOSEN` is the one line
+//! that follows.
 //!
 //! [`Gcra`]: crate::Gcra
 //!
@@ -882,6 +950,19 @@
 //! S_k − τ_k + m·I_k, so for n = 1 it is min_k (S_k − τ_k + I_k), and for larger n a binary
 //! search over t (the count released by t is nondecreasing). Concurrently, each shard is read
 //! at a different instant, so a denial means each shard lacked the permits when it was read.
+//!
+//! *The denial hint.* Under overload every call is a denial, and visiting S shards per denial
+//! cost `ShardedGcra` half of `governor`'s denial rate (issue 24). A single-permit denial that
+//! did visit them all publishes t = min_k (S_k − τ_k + I_k) in one word; the next ones read
+//! their home shard (already loaded by the failed take) and that word, and deny at `now` < t,
+//! writing nothing. Sound because shard states only rise, except under a give-back or a rate
+//! change, and each of those marks the word before lowering anything and again after
+//! (`src/sharded/hint.rs` proves that no hint computed before a lowering survives it; the loom
+//! model `stale_hint_is_caught` shows the model failing when a give-back skips the mark).
+//! Exact: the wait t − now is returned only when the home shard, or the shard the publisher
+//! found earliest, still frees its first permit at exactly t (every other shard's first
+//! permit is at t or later, so the minimum is t, as the full pass would find); otherwise, for
+//! example after a grant at a later `now` than the caller's, the denial takes the full pass.
 //!
 //! *What sharding costs against one `Gcra`.* (1) Whole permits per shard: up to S − 1
 //! permits' worth of partial refill can be spread over shards. (2) A full shard drops its

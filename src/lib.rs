@@ -94,6 +94,7 @@
 extern crate alloc;
 
 mod clock;
+mod contention;
 mod decide;
 mod error;
 mod fair_queue;

@@ -13,8 +13,9 @@
 //! Files: this one holds the shards and the borrowing admission (one algorithm, kept whole);
 //! `sharded/builder.rs` the builder and the split of rate and burst over the shards;
 //! `sharded/read.rs` the read-back at a given time and with the clock read, `Decide` and
-//! `Debug`; `sharded/change.rs` live rate changes; `sharded/planted.rs` the loom models'
-//! planted bug; `sharded/tests.rs` the unit tests.
+//! `Debug`; `sharded/change.rs` live rate changes; `sharded/denial.rs` a denial's exact wait;
+//! `sharded/hint.rs` the hint that spares single-permit denials a pass over every shard;
+//! `sharded/planted.rs` the loom models' planted bugs; `sharded/tests.rs` the unit tests.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -23,15 +24,20 @@ use core::{fmt, time::Duration};
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, DefaultClock};
+use crate::contention::Contention;
 use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::gcra::{Params, FROZEN};
 use crate::limiter::Limiter;
 use crate::rate::Rate;
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Ordering};
+
+use hint::EmptyHint;
 
 mod builder;
 mod change;
+mod denial;
+mod hint;
 mod read;
 
 pub use builder::ShardedGcraBuilder;
@@ -63,6 +69,10 @@ pub use builder::ShardedGcraBuilder;
 ///   one-time deficit (see the guide).
 /// - `retry_after` is exact in the sequential sense: the earliest time at which the shards
 ///   together hold the request.
+/// - Under overload a single-permit denial reads the caller's home shard and one hint word
+///   ("no shard frees a permit before t", left by an earlier denial that read every shard),
+///   and writes nothing: the [`guide`](crate::guide#sharded-gcra-the-sum-of-the-shards) says
+///   why the hint is never stale.
 ///
 /// What sharding costs compared with one `Gcra`, precisely:
 ///
@@ -129,6 +139,9 @@ pub struct ShardedGcra<C = DefaultClock> {
     /// it, the getters read between two equal even values, and a denial that may have seen a
     /// frozen shard checks it and decides again (see [`ShardedGcra::set_rate_at`]).
     changes: AtomicU64,
+    /// "No shard can grant a single permit before t": what a single-permit denial reads
+    /// instead of every shard (see `sharded/hint.rs`).
+    empty: EmptyHint,
     clock: C,
 }
 
@@ -270,6 +283,17 @@ impl Shard {
         by_burst.min(by_range)
     }
 
+    /// Whether, with state `tat`, this shard frees its first single permit at exactly `t` and
+    /// can grant it then (S − τ + I = t, and S' = max(S, t) + I fits u64): then no shard
+    /// whose first permit comes at t or later frees one sooner (see `sharded/hint.rs`).
+    #[inline]
+    fn frees_first_at(&self, tat: u64, t: u64) -> bool {
+        let p = self.rest_params();
+        // τ ≥ I (b ≥ 1): S − (τ − I) = t, so S ≥ t and max(S, t) = S.
+        tat.checked_sub(p.tolerance - p.interval) == Some(t)
+            && tat.checked_add(p.interval).is_some()
+    }
+
     /// As [`available`](Shard::available) without the u64 range cap: the count of permits
     /// released by time `now`, nondecreasing in `now`, which the retry search needs.
     #[inline]
@@ -282,36 +306,61 @@ impl Shard {
     /// Takes exactly `n ≥ 1` permits at `now` if this shard holds them: the GCRA grant, as in
     /// `Gcra`. On a denial returns the state it saw, having written nothing ([`FROZEN`] if a
     /// rate change holds the shard: the caller checks).
+    ///
+    /// The first attempt inline, the retries after a lost CAS out of line (`take_contended`):
+    /// `try_acquire_n_on` runs the home shard's first attempt itself and leaves every other
+    /// step to calls in tail position, so the uncontended grant keeps no register across a
+    /// call (with the loop inline and its pause out of line it cost 6 instructions more under
+    /// callgrind than with crossbeam's `Backoff` inline).
     #[inline]
     fn try_take(&self, n: u64, now: u64) -> Result<(), u64> {
-        let mut tat = self.load();
-        let backoff = Backoff::new();
+        match self.attempt(n, now, self.load()) {
+            Ok(done) => done,
+            Err(current) => self.take_contended(n, now, current),
+        }
+    }
+
+    /// [`try_take`](Shard::try_take) after a lost CAS that returned `current`: the loop, with
+    /// the contention policy between attempts.
+    #[cold]
+    #[inline(never)]
+    fn take_contended(&self, n: u64, now: u64, current: u64) -> Result<(), u64> {
+        let mut contention = Contention::new();
+        let mut current = current;
         loop {
-            let p = self.params();
-            let Some((cost, slack)) = crate::gcra::price(n, p.burst, p.interval, p.tolerance)
-            else {
-                return Err(tat);
-            };
-            let base = if tat > now { tat } else { now };
-            if base - now > slack {
-                return Err(tat);
+            // Acquire (a reload after a pause): as the first load.
+            let tat = contention.lost(current, now, || self.load());
+            match self.attempt(n, now, tat) {
+                Ok(done) => return done,
+                Err(again) => current = again,
             }
-            let Some(next) = base.checked_add(cost) else {
-                return Err(tat);
-            };
-            // Release on success, Acquire on failure: as in `Gcra` (our parameter reads precede
-            // the grant; a winner installed by a rate change publishes its parameters).
-            // Otherwise a CAS on the shard's one state word linearizes its grants by itself.
-            match self
-                .tat
-                .compare_exchange_weak(tat, next, Ordering::Release, Ordering::Acquire)
-            {
-                Ok(_) => return Ok(()),
-                Err(current) => {
-                    tat = current;
-                    backoff.spin();
-                }
-            }
+        }
+    }
+
+    /// One attempt to take `n` at `now` on the state `tat`: `Ok` with the outcome, or `Err`
+    /// with the value a lost CAS returned.
+    #[inline(always)]
+    fn attempt(&self, n: u64, now: u64, tat: u64) -> Result<Result<(), u64>, u64> {
+        let p = self.params();
+        let Some((cost, slack)) = crate::gcra::price(n, p.burst, p.interval, p.tolerance) else {
+            return Ok(Err(tat));
+        };
+        let base = if tat > now { tat } else { now };
+        if base - now > slack {
+            return Ok(Err(tat));
+        }
+        let Some(next) = base.checked_add(cost) else {
+            return Ok(Err(tat));
+        };
+        // Release on success, Acquire on failure: as in `Gcra` (our parameter reads precede
+        // the grant; a winner installed by a rate change publishes its parameters). Otherwise
+        // a CAS on the shard's one state word linearizes its grants by itself.
+        match self
+            .tat
+            .compare_exchange_weak(tat, next, Ordering::Release, Ordering::Acquire)
+        {
+            Ok(_) => Ok(Ok(())),
+            Err(current) => Err(current),
         }
     }
 
@@ -320,7 +369,7 @@ impl Shard {
     /// (or frozen by a rate change).
     fn take_up_to(&self, need: u64, now: u64) -> Option<(u64, u64, u64)> {
         let mut tat = self.load();
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             let m = self.available(tat, now).min(need);
             if m == 0 {
@@ -336,8 +385,8 @@ impl Shard {
             {
                 Ok(_) => return Some((tat, next, m)),
                 Err(current) => {
-                    tat = current;
-                    backoff.spin();
+                    // Acquire (a reload after a pause): as the first load.
+                    tat = contention.lost(current, now, || self.load());
                 }
             }
         }
@@ -480,10 +529,45 @@ impl<C> ShardedGcra<C> {
         let s = self.shards.len();
         // No division when the thread index is already below S (threads ≤ shards).
         let home = if home < s { home } else { home % s };
-        match self.shards[home].try_take(n, now) {
-            Ok(()) => Ok(()),
-            Err(tat) => self.borrow(home, n, now, tat),
+        let shard = &self.shards[home];
+        // The first attempt inline; everything after it is a call in tail position, so the
+        // grant keeps no register across a call (see `Shard::try_take`).
+        match shard.attempt(n, now, shard.load()) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(tat)) => self.hinted_or_borrow(home, n, now, tat),
+            Err(current) => self.home_contended(home, n, now, current),
         }
+    }
+
+    /// The home shard's take after a lost CAS that returned `current`, then, if it denies, as
+    /// after a first denial.
+    #[cold]
+    #[inline(never)]
+    fn home_contended(&self, home: usize, n: u64, now: u64, current: u64) -> Result<(), Denied> {
+        match self.shards[home].take_contended(n, now, current) {
+            Ok(()) => Ok(()),
+            Err(tat) => self.hinted_or_borrow(home, n, now, tat),
+        }
+    }
+
+    /// After a local denial: under overload, the denial by the hint, which reads one word and
+    /// one or two shards instead of every shard (see `sharded/hint.rs`); else the borrowing.
+    /// A small function of its own, so a hinted denial does not pay `borrow`'s frame.
+    #[cold]
+    #[inline(never)]
+    fn hinted_or_borrow(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
+        if n == 1 {
+            if let Some(t) = self.empty.empty_until(now) {
+                let first_at_t = |k: usize, tat: u64| self.shards[k].frees_first_at(tat, t);
+                let k = self.empty.earliest();
+                if first_at_t(home, home_tat)
+                    || (k < self.shards.len() && first_at_t(k, self.shards[k].load()))
+                {
+                    return Err(Denied::after_nanos(t - now));
+                }
+            }
+        }
+        self.borrow(home, n, now, home_tat)
     }
 
     /// The slow path after a local denial: the other shards whole, then a split, then the
@@ -491,13 +575,13 @@ impl<C> ShardedGcra<C> {
     #[cold]
     #[inline(never)]
     fn borrow(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         let mut home_tat = home_tat;
         loop {
             if home_tat == FROZEN {
                 // A rate change holds the home shard (or its state is at the end of the
                 // clock's range, and the retry below sees no change under way).
-                self.wait_change(&backoff);
+                self.wait_change(&mut contention);
                 match self.shards[home].try_take(n, now) {
                     Ok(()) => return Ok(()),
                     Err(tat) if tat == FROZEN && self.change_turn() & 1 == 0 => {}
@@ -514,7 +598,7 @@ impl<C> ShardedGcra<C> {
             if result.is_ok() || (turn & 1 == 0 && self.change_turn() == turn) {
                 return result;
             }
-            self.wait_change(&backoff);
+            self.wait_change(&mut contention);
             match self.shards[home].try_take(n, now) {
                 Ok(()) => return Ok(()),
                 Err(tat) => home_tat = tat,
@@ -533,12 +617,12 @@ impl<C> ShardedGcra<C> {
 
     /// Waits while a rate change is under way.
     #[cold]
-    fn wait_change(&self, backoff: &Backoff) {
+    fn wait_change(&self, contention: &mut Contention) {
         // Acquire, and an RMW (adding 0) so that it reads the latest value: the loop must see
         // the change end (a load may keep returning the odd value it read before, and the
         // model checker explores that). Only while a change is under way.
         while self.changes.fetch_add(0, Ordering::Acquire) & 1 == 1 {
-            backoff.spin();
+            contention.wait();
         }
     }
 
@@ -584,70 +668,14 @@ impl<C> ShardedGcra<C> {
                 if self.gather(home, step + 1, need - taken, now) {
                     return true;
                 }
-                // Stranded if another grant hit this shard since: see the type's docs.
+                // Stranded if another grant hit this shard since: see the type's docs. The
+                // give-back may lower the state: no denial hint lives across it.
+                self.empty.announce();
                 let _ = shard.give_back(before, after);
+                self.empty.retire();
                 false
             }
         }
-    }
-
-    /// The denial for `n` at `now`: the earliest t ≥ now at which the shards together have
-    /// released n permits, or "never" if at that time the state would not fit in u64.
-    fn denial(&self, n: u64, now: u64) -> Denied {
-        let at = if n == 1 {
-            // The earliest single permit: min_k (S_k − τ_k + I_k), in i128 as S_k < τ_k is
-            // possible. No search needed.
-            let mut first = i128::MAX;
-            for shard in self.shards.iter() {
-                let tat = shard.load();
-                let p = shard.rest_params();
-                let t = i128::from(tat) - i128::from(p.tolerance) + i128::from(p.interval);
-                first = first.min(t);
-            }
-            // The earliest is at most max_k S_k ≤ u64::MAX.
-            u64::try_from(first.max(i128::from(now))).unwrap_or(u64::MAX)
-        } else {
-            self.search(n, now)
-        };
-        if self.total_at(at, Shard::available) < n {
-            // Concurrent grants since the first look, or the clock's range is exhausted.
-            if self.total_at(at, Shard::released) >= n {
-                return Denied::never();
-            }
-        }
-        Denied::after_nanos(at - now)
-    }
-
-    /// The smallest t ≥ now at which Σ released(t) ≥ n, by binary search (released is
-    /// nondecreasing in t); O(S · log(range)). Under concurrent changes the result is only a
-    /// hint, but the search always ends.
-    fn search(&self, n: u64, now: u64) -> u64 {
-        if self.total_at(now, Shard::released) >= n {
-            return now;
-        }
-        // At t = max_k S_k every shard is full: Σ b_k = b ≥ n.
-        let mut hi = now;
-        for shard in self.shards.iter() {
-            hi = hi.max(shard.load());
-        }
-        let mut lo = now; // invariant: total(lo) < n ≤ total(hi), unless concurrently changed
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if self.total_at(mid, Shard::released) >= n {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        hi
-    }
-
-    /// Σ_k f(shard k, its state, t).
-    fn total_at(&self, t: u64, f: fn(&Shard, u64, u64) -> u64) -> u64 {
-        self.shards
-            .iter()
-            .map(|shard| f(shard, shard.load(), t))
-            .sum()
     }
 }
 

@@ -43,11 +43,12 @@ use core::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, DefaultClock};
+use crate::contention::Contention;
 use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::limiter::Limiter;
 use crate::rate::Rate;
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 mod builder;
 mod change;
@@ -314,7 +315,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
             return self.acquire_one(now);
         }
         let bar = self.bar(now);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         // Relaxed: the cursor only chooses which slots to try; the slot CASes carry the
         // guarantee. A stale value costs a retry or a false denial, never a grant.
         let mut c = self.head.cursor.load(Ordering::Relaxed);
@@ -345,8 +346,8 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
                 Ok(stamp) => stamp,
                 Err(current) => {
                     // Another reservation got in first; `current` is the cursor it left.
-                    backoff.spin();
-                    c = current;
+                    // Relaxed (a reload after a pause): as the first load.
+                    c = contention.lost(current, now, || self.head.cursor.load(Ordering::Relaxed));
                     continue;
                 }
             };
@@ -356,7 +357,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
             // A slot of ours was taken by a reservation from another lap of the ring (a thread
             // whose clock is a period ahead, or one that reserved a lap earlier and is only now
             // writing). Our claims are rolled back and our reservation is abandoned; retry.
-            backoff.spin();
+            contention.lost_then_reload(now);
             // Relaxed: as above.
             c = self.head.cursor.load(Ordering::Relaxed);
         }
@@ -367,7 +368,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     #[inline]
     fn acquire_one(&self, now: u64) -> Result<u64, Denied> {
         let bar = self.bar(now);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         // Relaxed: as in `acquire_slots`.
         let mut c = self.head.cursor.load(Ordering::Relaxed);
         loop {
@@ -407,14 +408,15 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
                         }
                         // Taken by another lap (or, unlooked, by a grant still in the window):
                         // look again from the current cursor. Relaxed: as above.
-                        backoff.spin();
+                        contention.lost_then_reload(now);
                         c = self.head.cursor.load(Ordering::Relaxed);
                         break;
                     }
                     Err(current) => {
-                        c = current;
+                        // Relaxed (a reload after a pause): as the first load.
+                        c = contention
+                            .lost(current, now, || self.head.cursor.load(Ordering::Relaxed));
                         seen = None;
-                        crate::sync::lost_cas(&backoff, now);
                     }
                 }
             }

@@ -111,13 +111,12 @@ impl Backoff {
     }
 }
 
-/// After a lost CAS: the exponential [`Backoff`] step, then `seed mod 16` more spin hints. Two
-/// threads that lose to each other and back off by the same exponential steps can stay in
-/// lockstep and keep colliding; on this project's 2-core test machine that mode held a whole
-/// run in some builds and not others (Gcra at 2 threads: 28–35 Mops/s against 72–83 with this
-/// jitter, in the same three builds). A per-call seed (the caller's clock reading, which
-/// differs between threads) breaks the tie. Out of line, so that the uncontended path's code
-/// is not touched. Under loom only the backoff step (loom's scheduler explores the orders).
+/// After a lost CAS: the exponential [`Backoff`] step, then `seed mod 16` more spin hints: the
+/// policy every limiter used before issue 24 (`Policy::ExponentialJitter` in
+/// `contention/policy.rs`). Only `IntKeyed`'s loops still call it: issue 26 rewrites them, and
+/// they move to [`Contention`](crate::contention::Contention) after. Out of line, so that the
+/// uncontended path's code is not touched. Under loom only the backoff step (loom's scheduler
+/// explores the orders).
 #[cold]
 #[inline(never)]
 pub(crate) fn lost_cas(backoff: &Backoff, seed: u64) {

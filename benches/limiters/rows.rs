@@ -106,6 +106,9 @@ pub(crate) enum Kind {
     Ours,
     Peer,
     Floor,
+    /// A candidate design measured beside the real rows (`benches/limiters/variants.rs`):
+    /// checked for wrong-path calls like ours, left out of the plot like the floors.
+    Variant,
 }
 
 /// One benchmark row.
@@ -251,7 +254,29 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
             }
         }
     }
+    rows.insert(3, Row::ours("ShardedGcra, 16 shards", sharded16(path)));
     rows
+}
+
+/// [`ShardedGcra`] with 16 shards, as the default gives on 16 cores, for `path`: its setup,
+/// except on the denied path, whose burst of 1 leaves room for one shard only: there 16 per
+/// hour, burst 16, taken before it is returned, so a denial has 16 shards to consider.
+pub(crate) fn sharded16(path: Path) -> ShardedGcra {
+    let s = path.setup();
+    if path != Path::Denied {
+        return ShardedGcra::builder(s.rate())
+            .burst(s.burst)
+            .shards(16)
+            .build()
+            .unwrap();
+    }
+    let sharded = ShardedGcra::builder(Rate::per_hour(16).unwrap())
+        .burst(16)
+        .shards(16)
+        .build()
+        .unwrap();
+    exhaust("ShardedGcra, 16 shards", &sharded, 16);
+    sharded
 }
 
 /// Takes permits until one is denied; panics if the row never denies (a mis-configured row

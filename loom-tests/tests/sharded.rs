@@ -1,12 +1,14 @@
 //! ShardedGcra under loom: two threads with different home shards borrow from each other's
 //! shard. No over-admission, a single permit is denied only when both shards are empty, and a
 //! split request is all or nothing. The planted `RacyBorrow` (a borrow by load, compute,
-//! store) must fail the same model.
+//! store) must fail the same model. The denial hint (`src/sharded/hint.rs`): no hint outlives
+//! a give-back; the planted `SilentGiveBack` (a give-back that does not announce itself) must
+//! fail that model.
 #![cfg(hotlimit_loom)]
 
 use std::time::Duration;
 
-use hotlimit::__planted_sharded::RacyBorrow;
+use hotlimit::__planted_sharded::{RacyBorrow, SilentGiveBack};
 use hotlimit::{ManualClock, Rate, ShardedGcra};
 use loom::sync::Arc;
 use loom::thread;
@@ -83,4 +85,55 @@ fn racy_borrow_is_caught() {
             mine + theirs
         );
     });
+}
+
+/// A split request for 2 (home 0) that must give back races a thread that takes shard 1's
+/// permit and then asks for one more from home 0: when that ask finds shard 0 held by the
+/// split's take and shard 1 empty, it publishes the denial hint "nothing before 20 ns". The
+/// split then finds shard 1 empty and gives shard 0's permit back. Whatever the interleaving,
+/// once both are joined a single request is granted exactly when a shard holds a permit: the
+/// give-back's announcement keeps the hint from outliving it. `silent`: the planted split
+/// that gives back without announcing.
+fn give_back_against_the_hint(silent: bool) {
+    loom::model(move || {
+        let clock = ManualClock::new();
+        let g = Arc::new(limiter(&clock));
+        let g2 = g.clone();
+        let t = thread::spawn(move || {
+            let first = g2.try_acquire_n_on(1, 1, 0).is_ok();
+            let second = g2.try_acquire_n_on(0, 1, 0).is_ok();
+            (first, second)
+        });
+        let split = if silent {
+            SilentGiveBack(&g).try_acquire_split(0)
+        } else {
+            g.try_acquire_n_on(0, 2, 0).is_ok()
+        };
+        let (first, second) = t.join().unwrap();
+        let granted = usize::from(first) + usize::from(second) + 2 * usize::from(split);
+        assert!(
+            granted <= 2,
+            "over-admitted: {granted} with a global burst of 2"
+        );
+        let left = g.remaining_at(0);
+        assert_eq!(left as usize, 2 - granted, "permits lost");
+        // From home 1: its own shard is empty after `first`, so the request goes past the hint.
+        let last = g.try_acquire_n_on(1, 1, 0).is_ok();
+        assert_eq!(
+            last,
+            left > 0,
+            "stale hint: {left} permit(s) left, request denied"
+        );
+    });
+}
+
+#[test]
+fn no_hint_outlives_a_give_back() {
+    give_back_against_the_hint(false);
+}
+
+#[test]
+#[should_panic(expected = "stale hint")]
+fn stale_hint_is_caught() {
+    give_back_against_the_hint(true);
 }

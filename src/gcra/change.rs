@@ -7,7 +7,7 @@ impl<C> Gcra<C> {
     /// The parameters, read consistently: between two equal even readings of `changes` (a
     /// sequence lock; only getters and rate changes use it).
     pub(crate) fn snapshot(&self) -> Snapshot {
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             // Acquire: the parameters below are read after it.
             let before = self.changes.load(Ordering::Acquire);
@@ -34,7 +34,7 @@ impl<C> Gcra<C> {
                     };
                 }
             }
-            backoff.spin();
+            contention.wait();
         }
     }
 

@@ -221,6 +221,7 @@ impl<C: Clock> ShardedGcraBuilder<C> {
             interval: AtomicU64::new(interval),
             limit: AtomicU64::new(rate.limit()),
             period: AtomicU64::new(rate.period_nanos()),
+            empty: EmptyHint::new(),
             changes: AtomicU64::new(0),
             clock: self.clock,
         })

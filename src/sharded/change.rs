@@ -8,7 +8,7 @@ impl<C> ShardedGcra<C> {
     /// `f` read between two equal even values of the change counter (a sequence lock for the
     /// getters; `f` reads with Acquire, so a value a later change stored shows its odd mark).
     pub(super) fn stable<T>(&self, f: impl Fn() -> T) -> T {
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             // Acquire: `f` reads after it.
             let before = self.changes.load(Ordering::Acquire);
@@ -19,7 +19,7 @@ impl<C> ShardedGcra<C> {
                     return value;
                 }
             }
-            backoff.spin();
+            contention.wait();
         }
     }
 
@@ -82,6 +82,8 @@ impl<C> ShardedGcra<C> {
     pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) -> Result<(), ConfigError> {
         let (interval, burst, split) = split(rate, burst, self.shards.len() as u64)?;
         crate::sync::take_turn(&self.changes);
+        // New parameters may free a shard's permits sooner: no denial hint lives across it.
+        self.empty.announce();
         for (shard, new) in self.shards.iter().zip(split) {
             let old = shard.params();
             if (old.interval, old.tolerance) != (new.interval, new.tolerance) {
@@ -118,6 +120,7 @@ impl<C> ShardedGcra<C> {
         self.interval.store(interval, Ordering::Release);
         self.limit.store(rate.limit(), Ordering::Release);
         self.period.store(rate.period_nanos(), Ordering::Release);
+        self.empty.retire();
         crate::sync::end_turn(&self.changes);
         Ok(())
     }

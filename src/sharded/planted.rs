@@ -33,3 +33,27 @@ impl<C: Clock> RacyBorrow<C> {
         Err(g.denial(1, now))
     }
 }
+
+/// [`ShardedGcra`] whose split request gives back without announcing it in the denial hint
+/// (`sharded/hint.rs`): a single-permit denial that publishes a hint while the split's take
+/// is outstanding leaves that hint live after the give-back frees the permit again, and a
+/// later request is denied by it while a shard holds a permit.
+#[derive(Debug)]
+pub struct SilentGiveBack<'a, C>(pub &'a ShardedGcra<C>);
+
+impl<C> SilentGiveBack<'_, C> {
+    /// The broken split: one permit from shard 0, one from shard 1, all or nothing, the take
+    /// from shard 0 undone with no announcement if shard 1 has none.
+    pub fn try_acquire_split(&self, now: u64) -> bool {
+        let g = self.0;
+        let Some((before, after, _)) = g.shards[0].take_up_to(1, now) else {
+            return false;
+        };
+        if g.shards[1].take_up_to(1, now).is_some() {
+            return true;
+        }
+        // Deliberately broken: the give-back lowers shard 0 with the hint left as it is.
+        let _ = g.shards[0].give_back(before, after);
+        false
+    }
+}

@@ -58,9 +58,9 @@ impl<C> ShardedGcra<C> {
     /// `f` (a read-only pass over the shards) taken between rate changes: a pass that met a
     /// change (a frozen shard, or parameters of two epochs) is taken again after it.
     fn between_changes<T>(&self, f: impl Fn() -> T) -> T {
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
-            self.wait_change(&backoff);
+            self.wait_change(&mut contention);
             let turn = self.change_turn();
             let value = f();
             if turn & 1 == 0 && self.change_turn() == turn {

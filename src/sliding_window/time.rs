@@ -56,6 +56,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
+use crate::contention::Contention;
 use crate::error::Denied;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
@@ -393,13 +394,13 @@ impl<H: HeadCell> TimeRing<H> {
             // Never, and without moving the window.
             return Err(Denied::never());
         }
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         // Acquire: as in `acquire`. A word returned by a failed CAS is used as it is, like
         // Gcra's loop: under contention a fresh load would only miss the cache line again.
         let mut s = match seen {
+            // Acquire (a reload after a pause): as the load below.
             Some(current) => {
-                backoff.spin();
-                current
+                contention.lost(current, now, || self.head.state().load(Ordering::Acquire))
             }
             None => self.head.state().load(Ordering::Acquire),
         };
@@ -408,7 +409,7 @@ impl<H: HeadCell> TimeRing<H> {
                 Ok(next) => next,
                 Err(Miss::Retry) => {
                     // Another call moved `state` (or we helped it): a pause, then look again.
-                    backoff.spin();
+                    contention.wait();
                     // Acquire: as in `acquire`.
                     s = self.head.state().load(Ordering::Acquire);
                     continue;
@@ -428,8 +429,8 @@ impl<H: HeadCell> TimeRing<H> {
             ) {
                 Ok(_) => return Ok(()),
                 Err(current) => {
-                    crate::sync::lost_cas(&backoff, now);
-                    s = current;
+                    // Acquire (a reload after a pause): as in `acquire`.
+                    s = contention.lost(current, now, || self.head.state().load(Ordering::Acquire));
                 }
             }
         }
