@@ -67,6 +67,7 @@ use crate::rate::Rate;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
+use word::{TatWord, WordOf};
 
 /// A limiter algorithm that [`Keyed`] can keep per key: its per-key state, and the
 /// configuration shared by all keys (or per key, for rate overrides).
@@ -97,7 +98,7 @@ pub trait KeyedState: sealed::Sealed + 'static {
     type State: Send + Sync;
     /// What a state hands to its successor when its rate changes.
     #[doc(hidden)]
-    type Carry;
+    type Carry: Clone;
 
     /// The configuration for `rate` (and the algorithm's one knob where it has one: GCRA's
     /// `burst`, SlidingWindow's `buckets`).
@@ -162,6 +163,45 @@ pub trait KeyedState: sealed::Sealed + 'static {
     /// budget checked at build and at rate changes).
     #[doc(hidden)]
     fn bytes_per_state(cfg: &Self::Config) -> u128;
+
+    /// The atomic word a key's state is kept in, inline in [`Keyed`]'s table (`Gcra`: 8 bytes,
+    /// `GcraPair`: 16), or `NoWord` for the states kept in the map (sliding logs and windows,
+    /// for which `Keyed` builds no table). Its layout: `word::inline`.
+    #[doc(hidden)]
+    type Word: TatWord;
+    /// Takes `permits` at `now` (ns after the table's base) on the live inline value `w`: its
+    /// successor (the grant count is the caller's), or the denial, before any write.
+    #[doc(hidden)]
+    fn word_decide(
+        cfg: &Self::Config,
+        w: WordOf<Self>,
+        permits: u32,
+        now: u64,
+    ) -> Result<WordOf<Self>, Denied>;
+    /// The live inline value `w`, run on `from`, carried onto `to` at `now` (after the base) by
+    /// the rule of a live rate change (`set_default_rate`).
+    #[doc(hidden)]
+    fn word_rerate(
+        from: &Self::Config,
+        to: &Self::Config,
+        w: WordOf<Self>,
+        now: u64,
+    ) -> WordOf<Self>;
+    /// What the live inline value `w`, run on `cfg`, hands to a state in the map at `now`
+    /// (after the base; the carry's times are absolute: plus `base`).
+    #[doc(hidden)]
+    fn word_carry(cfg: &Self::Config, w: WordOf<Self>, now: u64, base: u64) -> Self::Carry;
+    /// A live inline value under `cfg` continuing from `carry` (taken from a retired state in
+    /// the map), never below `floor` (absolute; the value's times are after `base`); `like` is
+    /// any value of the word (its type's witness).
+    #[doc(hidden)]
+    fn word_carried(
+        cfg: &Self::Config,
+        carry: Self::Carry,
+        floor: u64,
+        base: u64,
+        like: WordOf<Self>,
+    ) -> WordOf<Self>;
 }
 
 mod sealed {
@@ -201,6 +241,8 @@ pub enum Retire {
 }
 
 #[cfg(feature = "std")]
+mod admit;
+#[cfg(feature = "std")]
 mod builder;
 mod gate;
 mod gcra;
@@ -214,7 +256,12 @@ mod overrides;
 #[doc(hidden)]
 pub mod planted;
 mod read;
+#[cfg(feature = "std")]
+mod room;
+#[cfg(any(feature = "std", hotlimit_loom))]
+mod table;
 mod window;
+mod word;
 
 #[cfg(feature = "std")]
 pub use builder::KeyedBuilder;

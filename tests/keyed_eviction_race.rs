@@ -19,24 +19,24 @@ use hotlimit::{
 const S: u64 = 1_000_000_000;
 
 /// `builder` on a `ManualClock`, built.
-fn on_manual_clock<K: Hash + Eq + Clone, L: KeyedState>(
+fn on_manual_clock<K: Hash + Eq + Clone + 'static, L: KeyedState>(
     builder: KeyedBuilder<K, L, DefaultClock>,
 ) -> Keyed<K, L, ManualClock> {
     builder.clock(ManualClock::new()).build().unwrap()
 }
 
 /// Keyed GCRA at `rate`, burst 1, on a `ManualClock`.
-fn gcra<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, Gcra, ManualClock> {
+fn gcra<K: Hash + Eq + Clone + 'static>(rate: Rate) -> Keyed<K, Gcra, ManualClock> {
     on_manual_clock(Keyed::gcra(rate).burst(1))
 }
 
 /// Keyed sliding log at `rate` on a `ManualClock`.
-fn log<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, SlidingLog, ManualClock> {
+fn log<K: Hash + Eq + Clone + 'static>(rate: Rate) -> Keyed<K, SlidingLog, ManualClock> {
     on_manual_clock(Keyed::sliding_log(rate))
 }
 
 /// Keyed sliding window at `rate` on a `ManualClock` (default buckets).
-fn window<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, SlidingWindow, ManualClock> {
+fn window<K: Hash + Eq + Clone + 'static>(rate: Rate) -> Keyed<K, SlidingWindow, ManualClock> {
     on_manual_clock(Keyed::sliding_window(rate))
 }
 

@@ -51,7 +51,7 @@ fn keyed<K, L: KeyedState>(
     insert: impl Fn(&Keyed<K, L>, u32),
 ) -> (f64, usize)
 where
-    K: std::hash::Hash + Eq + Clone,
+    K: std::hash::Hash + Eq + Clone + 'static,
 {
     let mut held = None;
     let per_key = rss_growth_per_key(n, || {

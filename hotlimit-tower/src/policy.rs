@@ -92,7 +92,7 @@ peek_unkeyed!(Gcra, ShardedGcra, SlidingLog, SlidingWindow);
 
 impl<K, L, C> Peek for Keyed<K, L, C>
 where
-    K: std::hash::Hash + Eq + Clone + Send + Sync,
+    K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
     L: KeyedRead,
     C: Clock,
 {

@@ -6,6 +6,7 @@ use super::gate::{LOG_EVICTED, LOG_MOVING, LOG_PENDING};
 use super::gcra::{GcraConfig, GcraState, GCRA_PENDING};
 use super::log::{LogConfig, LogState};
 use super::window::{WindowConfig, WindowState};
+use super::word::{inline, WordOf};
 use super::KeyedState;
 use crate::gcra::Gcra;
 use crate::rate::Rate;
@@ -53,6 +54,9 @@ pub trait KeyedRead: KeyedState {
             (Self::burst(cfg), 0)
         }
     }
+    /// `(remaining, reset ns)` at `now` (after the table's base) of a live inline value.
+    #[doc(hidden)]
+    fn read_word(cfg: &Self::Config, w: WordOf<Self>, now: u64) -> (u64, u64);
 }
 
 impl KeyedRead for Gcra {
@@ -78,9 +82,18 @@ impl KeyedRead for Gcra {
         let ahead = tat.saturating_sub(now);
         Some((cfg.tolerance.saturating_sub(ahead) / cfg.interval, ahead))
     }
+
+    fn read_word(cfg: &GcraConfig, w: u64, now: u64) -> (u64, u64) {
+        let ahead = inline::tat(w).saturating_sub(now);
+        (cfg.tolerance.saturating_sub(ahead) / cfg.interval, ahead)
+    }
 }
 
 impl KeyedRead for SlidingLog {
+    fn read_word(_: &LogConfig, w: WordOf<Self>, _: u64) -> (u64, u64) {
+        match w {}
+    }
+
     fn rate(cfg: &LogConfig) -> Rate {
         cfg.rate
     }
@@ -115,6 +128,10 @@ impl KeyedRead for SlidingLog {
 }
 
 impl KeyedRead for SlidingWindow {
+    fn read_word(_: &WindowConfig, w: WordOf<Self>, _: u64) -> (u64, u64) {
+        match w {}
+    }
+
     fn rate(cfg: &WindowConfig) -> Rate {
         cfg.rate
     }
@@ -150,14 +167,17 @@ mod on_keyed {
     use crate::keyed::Admit;
     use crate::rate::Rate;
 
-    impl<K: Hash + Eq + Clone, L: KeyedRead, C> Keyed<K, L, C> {
+    impl<K: Hash + Eq + Clone + 'static, L: KeyedRead, C> Keyed<K, L, C> {
         /// `(remaining, reset ns, rate)` of `key` at `now`: its live state's, or a fresh
         /// state's under the configuration a new state would get.
-        fn read_key<Q>(&self, key: &Q, now: u64) -> (u64, u64, Rate)
+        pub(in crate::keyed) fn read_key<Q>(&self, key: &Q, now: u64) -> (u64, u64, Rate)
         where
             K: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
+            if let Some(read) = self.read_inline(key, now) {
+                return read;
+            }
             let map = self.map.pin();
             if let Some(slot) = map.get(key) {
                 let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
@@ -306,7 +326,7 @@ mod on_keyed {
         }
     }
 
-    impl<K: Hash + Eq + Clone, L: super::KeyedRead, C: Clock> Keyed<K, L, C> {
+    impl<K: Hash + Eq + Clone + 'static, L: super::KeyedRead, C: Clock> Keyed<K, L, C> {
         /// How many permits `key` could take now: [`remaining_at`](Keyed::remaining_at) with
         /// the clock read.
         ///
@@ -374,7 +394,7 @@ mod on_keyed {
     /// ```
     impl<K, L, C> crate::decide::Decide for Keyed<K, L, C>
     where
-        K: Hash + Eq + Clone + Send + Sync,
+        K: Hash + Eq + Clone + Send + Sync + 'static,
         L: KeyedRead,
         C: Clock,
     {
@@ -386,6 +406,14 @@ mod on_keyed {
             let now = self.clock.now();
             // An existing, live key: decide and read back under one lookup (the common case
             // of an HTTP layer). Anything else takes the full path, then reads.
+            if let Some((outcome, remaining, reset, rate)) = self.table_decide(key, permits, now) {
+                return crate::decide::ready(
+                    crate::decide::quota_of(rate),
+                    outcome,
+                    remaining,
+                    core::time::Duration::from_nanos(reset),
+                );
+            }
             if permits > 0 {
                 let map = self.map.pin();
                 if let Some(slot) = map.get(key) {
