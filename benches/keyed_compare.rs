@@ -9,7 +9,7 @@
 //! cargo bench --bench keyed_compare -- maps     # papaya / scc / dashmap lookups
 //! # one peer or component on one thread, e.g. under callgrind (WHAT: see `prof`):
 //! PROF_REPS=5 cargo bench --bench keyed_compare -- prof hotlimit 100000 shuffled
-//! valgrind --tool=callgrind --toggle-collect='*hot_loop*' \
+//! valgrind --tool=callgrind --toggle-collect='*calls*' \
 //!     "$(cargo bench --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*')" prof governor 1000
 //! ```
 //!

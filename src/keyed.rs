@@ -170,7 +170,7 @@ pub trait KeyedState: sealed::Sealed + 'static {
     #[doc(hidden)]
     type Word: TatWord;
     /// Takes `permits` at `now` (ns after the table's base) on the live inline value `w`: its
-    /// successor (the grant count is the caller's), or the denial, before any write.
+    /// successor (its grant count one more, saturating), or the denial, before any write.
     #[doc(hidden)]
     fn word_decide(
         cfg: &Self::Config,

@@ -20,19 +20,15 @@ fn cpu_ns() -> Option<u64> {
         .ok()
 }
 
-/// One thread, every call of `f` over `seq`, in a function of its own so that callgrind can
-/// count only it: `valgrind --tool=callgrind --toggle-collect='*hot_loop*'`. Prints the
-/// wall and on-CPU ns/call (`PROF_REPS` passes, default 1; the minimum of each).
-#[inline(never)]
+/// One thread, every call of `f` over `seq` (`PROF_REPS` passes, default 1), then prints the
+/// wall and on-CPU ns/call (the minimum of each).
 fn hot_loop<F: Fn(u32)>(seq: &[u32], f: F) {
     let reps: usize = std::env::var("PROF_REPS").map_or(1, |s| s.parse().unwrap());
     let (mut wall, mut cpu) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..reps {
         let c0 = cpu_ns();
         let t0 = Instant::now();
-        for &k in seq {
-            f(k);
-        }
+        calls(seq, &f);
         let n = seq.len() as f64;
         wall = wall.min(t0.elapsed().as_nanos() as f64 / n);
         if let (Some(a), Some(b)) = (c0, cpu_ns()) {
@@ -40,6 +36,15 @@ fn hot_loop<F: Fn(u32)>(seq: &[u32], f: F) {
         }
     }
     eprintln!("{wall:.1} ns/call wall, {cpu:.1} on-CPU");
+}
+
+/// The calls themselves, in a function of their own so that callgrind counts only them:
+/// `valgrind --tool=callgrind --toggle-collect='*calls*'`.
+#[inline(never)]
+fn calls<F: Fn(u32)>(seq: &[u32], f: &F) {
+    for &k in seq {
+        f(k);
+    }
 }
 
 fn cas(a: &AtomicU64) {

@@ -32,6 +32,8 @@ mod state {
         pub(crate) interval: u64,
         pub(crate) tolerance: u64,
         pub(crate) burst: u64,
+        /// τ − I: the slack of a request for one permit, priced once.
+        pub(crate) slack_one: u64,
         /// Kept for `Debug`.
         #[allow(dead_code)]
         pub(crate) rate: Rate,
@@ -59,6 +61,7 @@ impl KeyedState for Gcra {
         Ok(GcraConfig {
             interval,
             tolerance,
+            slack_one: tolerance - interval,
             burst: g.burst(),
             rate,
         })
@@ -115,13 +118,17 @@ impl KeyedState for Gcra {
 
     #[inline(always)]
     fn word_decide(cfg: &GcraConfig, w: u64, permits: u32, now: u64) -> Result<u64, Denied> {
-        let Some((cost, slack)) =
-            crate::gcra::price(u64::from(permits), cfg.burst, cfg.interval, cfg.tolerance)
-        else {
-            return Err(Denied::never());
+        let (cost, slack) = if permits == 1 {
+            // A burst is at least 1, so one permit is always priced (the common request).
+            (cfg.interval, cfg.slack_one)
+        } else {
+            match crate::gcra::price(u64::from(permits), cfg.burst, cfg.interval, cfg.tolerance) {
+                Some(price) => price,
+                None => return Err(Denied::never()),
+            }
         };
         match crate::gcra::decide(inline::tat(w), now, cost, slack)? {
-            next if next <= inline::MAX_TAT => Ok(inline::live(next, inline::grants(w))),
+            next if next <= inline::MAX_TAT => Ok(inline::live(next, inline::grants(w) + 1)),
             // Past the 146 years of the table's range: never.
             _ => Err(Denied::never()),
         }

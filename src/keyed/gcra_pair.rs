@@ -159,7 +159,7 @@ impl KeyedState for GcraPair {
             // Past the 146 years of the table's range: never.
             return Err(Denied::never());
         }
-        Ok(join(inline::live(n1, inline::grants(head)), n2))
+        Ok(join(inline::live(n1, inline::grants(head) + 1), n2))
     }
 
     /// A pair's rates are not changed at run time (`rerate` refuses), so a rebuild never

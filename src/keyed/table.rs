@@ -189,7 +189,7 @@ pub(crate) enum Hit {
 }
 
 /// Takes `permits` at `now` (after the base) on the slot word last read as `w`, running on
-/// `cfg`: GCRA by one CAS of the whole word, the grant count bumped; a denial returns before
+/// `cfg`: GCRA by one CAS of the whole word (its grant count one more); a denial returns before
 /// any write.
 #[inline(always)]
 pub(crate) fn grant<L: KeyedState>(
@@ -199,21 +199,15 @@ pub(crate) fn grant<L: KeyedState>(
     permits: u32,
     now: u64,
 ) -> Hit {
-    let backoff = Backoff::new();
+    let mut backoff = None;
     loop {
-        let first = <L::Word as TatWord>::first(w);
-        if !inline::is_live(first) {
+        if !inline::is_live(<L::Word as TatWord>::first(w)) {
             return Hit::NotLive;
         }
         let next = match L::word_decide(cfg, w, permits, now) {
             Ok(next) => next,
             Err(denied) => return Hit::Denied(denied),
         };
-        let bumped = inline::live(
-            inline::tat(<L::Word as TatWord>::first(next)),
-            inline::grants(first) + 1,
-        );
-        let next = <L::Word as TatWord>::set(next, bumped, <L::Word as TatWord>::second(next));
         // Relaxed (both): grants on a key are linearized by the CASes on its one word, as in
         // `Gcra`; a freeze or an eviction written meanwhile makes it fail, and the loop sees
         // it above.
@@ -221,7 +215,7 @@ pub(crate) fn grant<L: KeyedState>(
             Ok(_) => return Hit::Granted,
             Err(current) => {
                 w = current;
-                crate::sync::lost_cas(&backoff, now);
+                crate::sync::lost_cas(backoff.get_or_insert_with(Backoff::new), now);
             }
         }
     }
