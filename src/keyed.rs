@@ -164,6 +164,14 @@ pub trait KeyedState: sealed::Sealed + 'static {
     #[doc(hidden)]
     fn bytes_per_state(cfg: &Self::Config) -> u128;
 
+    /// How long after going idle a state still counts as a returning key's when a sweep picks
+    /// what to evict (GCRA: its tolerance τ, the time its whole burst takes to come back; a
+    /// client that returns within it keeps its place under a flood of new keys).
+    #[doc(hidden)]
+    fn horizon(cfg: &Self::Config) -> u64 {
+        let _ = cfg;
+        u64::MAX
+    }
     /// The atomic word a key's state is kept in, inline in [`Keyed`]'s table (`Gcra`: 8 bytes,
     /// `GcraPair`: 16), or `NoWord` for the states kept in the map (sliding logs and windows,
     /// for which `Keyed` builds no table). Its layout: `word::inline`.

@@ -114,6 +114,10 @@ impl KeyedState for Gcra {
         core::mem::size_of::<GcraState>() as u128
     }
 
+    fn horizon(cfg: &GcraConfig) -> u64 {
+        cfg.tolerance
+    }
+
     type Word = AtomicU64;
 
     #[inline(always)]

@@ -136,6 +136,10 @@ impl KeyedState for GcraPair {
         core::mem::size_of::<PairState>() as u128
     }
 
+    fn horizon(cfg: &PairConfig) -> u64 {
+        cfg.first.tolerance.max(cfg.second.tolerance)
+    }
+
     type Word = PairWord;
 
     #[inline(always)]

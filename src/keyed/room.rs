@@ -4,24 +4,37 @@
 //!
 //! **Which idle keys a sweep evicts.** An idle key carries no information, so evicting any of
 //! them keeps every guarantee; the choice only decides who competes for a place next. In the
-//! inline table a sweep evicts the idle keys that were granted at most once (*one-shot* keys)
-//! first, and the idle keys granted twice or more (*returning* keys) only if the one-shot ones
-//! were fewer than an eighth of the capacity, those idle longest first. So a flood of new keys,
-//! each seen once, churns through the places of its own kind, and a client that keeps coming
-//! back under its limit keeps its place between requests (without this, its key was idle
-//! between requests, was evicted, and then competed with the flood as a new key: 25 of 39
-//! requests refused in the probe of issue 26). [`evict_idle_at`](Keyed::evict_idle_at) still
-//! evicts every idle key.
+//! inline table a state counts the grants it made (2 bits of its word, saturating at 3); a key
+//! granted at most once since it was created is *one-shot*, one granted twice or more is
+//! *returning*. A sweep evicts up to an eighth of the capacity, in this order:
+//!
+//! 1. keys idle for longer than their horizon (for GCRA its tolerance τ, the time its whole
+//!    burst takes to come back): whatever they were, they did not come back;
+//! 2. one-shot keys, those idle most recently first, leaving the sixteenth of the capacity
+//!    idle longest: a flood of new keys, each seen once, churns through the places of its own
+//!    kind, while a client between its first two requests (idle since before the flood's keys
+//!    were granted) keeps its place;
+//! 3. returning keys, those idle longest first, and only if no one-shot key is busy (it will
+//!    be idle soon: new keys are refused until then rather than evicting a client that keeps
+//!    coming back).
+//!
+//! Without this, a client under its limit was idle between requests, was evicted, and then
+//! competed with the flood as a new key: 25 of 39 requests refused in the probe of issue 26.
+//! [`evict_idle_at`](Keyed::evict_idle_at) still evicts every idle key. Sliding logs and
+//! windows (in the map) have no grant count: a sweep evicts every idle one.
 
 use alloc::vec::Vec;
 use core::hash::Hash;
 
 use super::map::{KeyTable, Keyed, WhenFull};
-use super::table::{Guard, Segment, Slot};
+use super::table::{Guard, SegRef, Segment, Slot};
 use super::word::{inline, TatWord, WordOf};
 use super::{KeyedState, Retire};
 use crate::error::Denied;
 use crate::sync::Ordering;
+
+/// The part of the capacity (1/16) a sweep leaves to the idle one-shot keys idle longest.
+const SPARED: u64 = 16;
 
 /// How long a caller that finds the table full while another thread is sweeping it is told
 /// to wait: the sweep is already freeing room.
@@ -31,14 +44,41 @@ pub(super) const SWEEP_BUSY_RETRY_NS: u64 = 10_000;
 /// that matters: a clock at `u64::MAX` is exhausted).
 pub(super) const SWEEPING: u64 = u64::MAX;
 
+/// An idle key of the table that a sweep may evict: when it went idle (after the base), its
+/// segment (an index into the segments the sweep read, under one guard), its slot, and its word
+/// as the sweep read it (the eviction is a CAS from that very value).
+type Idle<W> = (u64, usize, usize, W);
+
 /// What one sweep found: the keys it freed, when the busy ones go idle (absolute), and the
-/// idle returning keys of the table it spared so far `(idle at, segment, slot)`.
-#[derive(Default)]
-struct Found {
+/// table's idle keys it has not evicted yet, one-shot and returning.
+struct Found<W> {
     freed: u64,
     busy: Vec<u64>,
-    returning: Vec<(u64, usize, usize)>,
+    /// How many of the busy keys are one-shot keys.
+    busy_one_shot: u64,
+    /// Idle for longer than their horizon: they did not come back.
+    gone: Vec<Idle<W>>,
+    one_shot: Vec<Idle<W>>,
+    returning: Vec<Idle<W>>,
 }
+
+impl<W> Default for Found<W> {
+    fn default() -> Self {
+        Found {
+            freed: 0,
+            busy: Vec::new(),
+            busy_one_shot: 0,
+            gone: Vec::new(),
+            one_shot: Vec::new(),
+            returning: Vec::new(),
+        }
+    }
+}
+
+/// The segments of a table as one sweep reads them, under its one guard (so that every slot it
+/// set aside is evicted in the very segment it was read in: after a rebuild, a CAS there
+/// fails on the frozen word, where a fresh look by index would find another key).
+type Segs<'g, K, L> = Vec<Option<SegRef<'g, Segment<K, L>>>>;
 
 impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// Reserves a place for one new key: ≤ `capacity` keys and reservations at all times.
@@ -121,11 +161,11 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         super::raise_floor(&self.floor, now);
         let mut found = Found::default();
         self.sweep_map(now, &mut found);
+        let guard = Guard::new();
+        let segs = self.segments(&guard);
         if let Some(table) = &self.table {
-            self.sweep_table(table, now, &mut found, false);
-            if found.freed < target {
-                self.evict_returning(table, now, target - found.freed, &mut found);
-            }
+            self.sweep_table(table, &segs, now, &mut found, false);
+            self.evict_idle(&segs, target, &mut found);
         }
         if found.freed >= target {
             return (found.freed, 0);
@@ -141,7 +181,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         match self.when_full {
             WhenFull::DenyNewKeys => (found.freed, when.max(now)),
             WhenFull::EvictSoonestIdle => {
-                self.force_evict(now, when, target, &mut found);
+                self.force_evict(&segs, now, when, target, &mut found);
                 (found.freed, 0)
             }
         }
@@ -149,7 +189,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
 
     /// The map's part of a sweep: every idle state in it (all keys of a log or window per key;
     /// the keys with an override where states sit inline) is evicted.
-    fn sweep_map(&self, now: u64, found: &mut Found) {
+    fn sweep_map(&self, now: u64, found: &mut Found<WordOf<L>>) {
         let guard = self.map.guard();
         for (key, slot) in self.map.iter(&guard) {
             let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
@@ -175,64 +215,118 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         }
     }
 
-    /// The table's part of a sweep: evicts its idle keys at `now`, the returning ones too if
-    /// `all`, else sets them aside in `found.returning`.
-    fn sweep_table(&self, table: &KeyTable<K, L>, now: u64, found: &mut Found, all: bool) {
+    /// The table's segments, read under `guard` for one sweep (empty: no table).
+    fn segments<'g>(&self, guard: &'g Guard) -> Segs<'g, K, L> {
+        let Some(table) = &self.table else {
+            return Vec::new();
+        };
+        (0..table.segments())
+            .map(|s| table.segment(s, guard))
+            .collect()
+    }
+
+    /// The table's part of a sweep: evicts its idle keys at `now` if `all`, else sets them
+    /// aside in `found` (one-shot and returning) for [`evict_idle`](Keyed::evict_idle).
+    fn sweep_table(
+        &self,
+        table: &KeyTable<K, L>,
+        segs: &Segs<'_, K, L>,
+        now: u64,
+        found: &mut Found<WordOf<L>>,
+        all: bool,
+    ) {
         let (rel, _) = table.relative(now);
-        for s in 0..table.segments() {
-            let guard = Guard::new();
-            let Some(seg) = table.segment(s, &guard) else {
+        for (s, seg) in segs.iter().enumerate() {
+            let Some(seg) = seg else {
                 continue;
             };
+            let horizon = L::horizon(&seg.cfg);
             for (i, slot) in seg.slots.iter().enumerate() {
-                // Relaxed: a snapshot; the eviction's CAS decides.
+                // Relaxed: a snapshot; the eviction's CAS from this value decides.
                 let w = slot.word.load(Ordering::Relaxed);
                 let Some(idle) = idle_at::<L>(w) else {
                     continue;
                 };
+                let returning = inline::grants(<L::Word as TatWord>::first(w)) >= inline::RETURNING;
                 if idle > rel {
                     found.busy.push(idle.saturating_add(table.base));
-                } else if !all
-                    && inline::grants(<L::Word as TatWord>::first(w)) >= inline::RETURNING
-                {
-                    found.returning.push((idle, s, i));
-                } else if self.evict_slot(&seg, slot, w) {
-                    found.freed += 1;
+                    found.busy_one_shot += u64::from(!returning);
+                } else if all {
+                    if self.evict_slot(seg, slot, w) {
+                        found.freed += 1;
+                    }
+                } else if rel - idle > horizon {
+                    found.gone.push((idle, s, i, w));
+                } else if returning {
+                    found.returning.push((idle, s, i, w));
+                } else {
+                    found.one_shot.push((idle, s, i, w));
                 }
             }
         }
     }
 
-    /// Evicts up to `need` of the idle returning keys a sweep set aside, those idle longest
-    /// first.
-    fn evict_returning(&self, table: &KeyTable<K, L>, now: u64, need: u64, found: &mut Found) {
-        let (rel, _) = table.relative(now);
-        let returning = &mut found.returning;
-        let need = (need as usize).min(returning.len());
+    /// Evicts the idle keys a sweep set aside until `target` keys went (see the module docs):
+    /// those idle past their horizon; then one-shot keys, those idle *most recently* first,
+    /// but not the [`SPARED`] part of the capacity idle longest (a client between its first
+    /// two requests); then returning keys, those idle longest first, and only if no one-shot
+    /// key is busy (it will be idle soon: new keys wait for it instead).
+    fn evict_idle(&self, segs: &Segs<'_, K, L>, target: u64, found: &mut Found<WordOf<L>>) {
+        let mut freed = found.freed;
+        self.evict_listed(segs, target, &mut found.gone, false, &mut freed);
+        let spared = (self.capacity / SPARED) as usize;
+        let one_shot = found.one_shot.len().saturating_sub(spared);
+        if one_shot > 0 {
+            // The `spared` idle longest go to the end, out of reach.
+            let list = &mut found.one_shot;
+            list.select_nth_unstable_by(one_shot - 1, |a, b| b.0.cmp(&a.0));
+            self.evict_listed(segs, target, &mut list[..one_shot], true, &mut freed);
+        }
+        if found.busy_one_shot == 0 && freed < target {
+            self.evict_listed(segs, target, &mut found.returning, false, &mut freed);
+        }
+        found.freed = freed;
+    }
+
+    /// Evicts keys of `list`, newest or oldest idle first, until `freed` reaches `target`.
+    fn evict_listed(
+        &self,
+        segs: &Segs<'_, K, L>,
+        target: u64,
+        list: &mut [Idle<WordOf<L>>],
+        newest_first: bool,
+        freed: &mut u64,
+    ) {
+        let need = (target.saturating_sub(*freed) as usize).min(list.len());
         if need == 0 {
             return;
         }
-        if need < returning.len() {
-            returning.select_nth_unstable(need - 1);
+        if newest_first {
+            list.select_nth_unstable_by(need - 1, |a, b| b.0.cmp(&a.0));
+        } else {
+            list.select_nth_unstable_by(need - 1, |a, b| a.0.cmp(&b.0));
         }
-        for &(_, s, i) in &returning[..need] {
-            let guard = Guard::new();
-            let Some(seg) = table.segment(s, &guard) else {
-                continue;
-            };
-            let slot = &seg.slots[i];
-            // Relaxed: as in `sweep_table` (the key may have been granted since, or moved by a
-            // rebuild: then it is not evicted).
-            let w = slot.word.load(Ordering::Relaxed);
-            if idle_at::<L>(w).is_some_and(|idle| idle <= rel) && self.evict_slot(&seg, slot, w) {
-                found.freed += 1;
+        for &(_, s, i, w) in &list[..need] {
+            if let Some(seg) = &segs[s] {
+                // From the value the scan read: a key granted since (busy again), frozen by a
+                // rebuild or moved stays.
+                if self.evict_slot(seg, &seg.slots[i], w) {
+                    *freed += 1;
+                }
             }
         }
     }
 
     /// [`WhenFull::EvictSoonestIdle`]: evicts busy keys idle by `when` (forgetting their
     /// state) until `target` keys went.
-    fn force_evict(&self, now: u64, when: u64, target: u64, found: &mut Found) {
+    fn force_evict(
+        &self,
+        segs: &Segs<'_, K, L>,
+        now: u64,
+        when: u64,
+        target: u64,
+        found: &mut Found<WordOf<L>>,
+    ) {
         let guard = self.map.guard();
         for (key, slot) in self.map.iter(&guard) {
             if found.freed >= target {
@@ -250,19 +344,14 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
             return;
         };
         let (when, _) = table.relative(when);
-        for s in 0..table.segments() {
-            let guard = Guard::new();
-            let Some(seg) = table.segment(s, &guard) else {
-                continue;
-            };
+        for seg in segs.iter().flatten() {
             for slot in seg.slots.iter() {
                 if found.freed >= target {
                     return;
                 }
                 // Relaxed: as in `sweep_table`.
                 let w = slot.word.load(Ordering::Relaxed);
-                if idle_at::<L>(w).is_some_and(|idle| idle <= when)
-                    && self.evict_slot(&seg, slot, w)
+                if idle_at::<L>(w).is_some_and(|idle| idle <= when) && self.evict_slot(seg, slot, w)
                 {
                     found.freed += 1;
                 }
@@ -306,8 +395,10 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         super::raise_floor(&self.floor, now);
         let mut found = Found::default();
         self.sweep_map(now, &mut found);
+        let guard = Guard::new();
+        let segs = self.segments(&guard);
         if let Some(table) = &self.table {
-            self.sweep_table(table, now, &mut found, true);
+            self.sweep_table(table, &segs, now, &mut found, true);
         }
         found.freed as usize
     }
