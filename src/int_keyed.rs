@@ -25,8 +25,9 @@
 //! { key: 64 bits, meta: { flags: 2 bits, value: 62 bits } }
 //! flags 00 FREE       value 0, key 0 (a zeroed table is empty)
 //! flags 01 PENDING    value = a tag unique to this claim (from a counter)
-//! flags 10 COMMITTED  value = the key's GCRA TAT, in ns after the limiter's base (its clock
-//!                     at build), at most 2^62 − 1 (146 years after the base)
+//! flags 1p COMMITTED  value = the key's GCRA TAT, in ns after the limiter's base (its clock
+//!                     at build), at most 2^62 − 1 (146 years after the base); p: which of
+//!                     the two parameter sets it runs on (see `int_keyed/change.rs`)
 //! ```
 //!
 //! A key hashes (two folded multiplies, seeded at random per limiter) to two buckets, b1 and
@@ -44,10 +45,14 @@
 //!   PENDING k seen has been killed (CAS to FREE). Anyone may commit someone else's pending,
 //!   but only after a second scan that still sees that very claim (same tag). A thread that
 //!   sees a PENDING k helps instead of claiming a second slot.
-//! - **Evict**: a key whose TAT ≤ now is idle (its state equals a fresh one) and may be CASed
+//! - **Evict**: a key whose TAT < now is idle (its state equals a fresh one) and may be CASed
 //!   away by an inserter that needs room; the *floor* (the greatest `now` any eviction used) is
 //!   raised first and every new state starts at the floor, so a clock that goes backwards
 //!   never finds a key younger than the one evicted.
+//!
+//! - **Rate change** ([`set_rate`](IntKeyed::set_rate)): the new rate goes into the other
+//!   parameter set, which becomes current; every slot of the old parity is then carried by
+//!   one CAS (`int_keyed/change.rs`).
 //!
 //! # Lock-freedom and targets
 //!
@@ -77,12 +82,14 @@ use crate::rate::Rate;
 use crate::sync::{AtomicU128, AtomicU64, Backoff, Ordering};
 
 mod builder;
+mod change;
 mod insert;
 mod ip;
 mod key;
 mod read;
 
 pub use builder::IntKeyedBuilder;
+use change::KeyParams;
 use insert::later;
 pub use ip::IpKey;
 pub use key::IntKey;
@@ -93,7 +100,10 @@ const VALUE: u64 = (1 << 62) - 1;
 /// The flag bits of a slot's meta word.
 const FLAGS: u64 = 3 << 62;
 const PENDING: u64 = 1 << 62;
+/// The committed flag; the other flag bit is then the parity ([`PARITY`]).
 const COMMITTED: u64 = 2 << 62;
+/// Which parameter set a committed slot runs on.
+const PARITY: u64 = 1 << 62;
 /// Slots per bucket (one 64-byte line of 16-byte slots).
 const WAYS: usize = 4;
 /// Buckets an inserter sweeps for idle keys when the table holds `capacity` keys.
@@ -117,7 +127,7 @@ fn meta_of(slot: u128) -> u64 {
 /// Is `slot` the committed state of `key`?
 #[inline(always)]
 fn holds(slot: u128, key: u64) -> bool {
-    key_of(slot) == key && meta_of(slot) & FLAGS == COMMITTED
+    key_of(slot) == key && meta_of(slot) & COMMITTED != 0
 }
 
 fn is_pending_of(slot: u128, key: u64) -> bool {
@@ -147,9 +157,9 @@ pub enum Plant {
     None,
     /// `resolve` commits the lowest pending without killing the higher ones.
     NoKill,
-    /// A grant's CAS compares the meta half only (not the key), as a 64-bit CAS on the state
-    /// word beside a separately stored key would.
-    MetaOnlyGrant,
+    /// A rate change that carries a key's state by a store of the value it carried from,
+    /// without the CAS: a grant in between is overwritten.
+    CarryByStore,
 }
 
 /// Per-key GCRA for integer keys (`u64`, `u32`, `u16`, `i64`, `usize`) and IP addresses
@@ -168,8 +178,11 @@ pub enum Plant {
 /// - **Bounded memory**: never more than `capacity` keys. The table has the power of two ≥
 ///   2·`capacity` slots (at least 4), 16 bytes each, allocated at build: 32 to 64 bytes per
 ///   key of capacity, however many keys arrive.
-/// - **Idle keys are evicted automatically**: a key whose TAT ≤ now (its state equals a fresh
+/// - **Idle keys are evicted automatically**: a key whose TAT < now (its state equals a fresh
 ///   one) may be replaced by a new key that needs room. No background thread, no sweep call.
+/// - **One rate, changed live**: [`set_rate`](IntKeyed::set_rate) retunes every key while
+///   requests run, each key's state carried by `Gcra`'s rule (the permits free stay free, at
+///   most the new burst; time owed is never forgiven).
 ///
 /// # When there is no room
 ///
@@ -177,7 +190,8 @@ pub enum Plant {
 /// it replaces an idle key, `len() < capacity`. It takes a FREE candidate, else replaces an
 /// idle candidate, else (when the table holds `capacity` keys) evicts the idle keys of a few
 /// other buckets and tries once more. If that fails it is **denied**, with `retry_after` the
-/// time until the earliest of the slots it looked at goes idle (at least 1 ns). Keys already
+/// time until the earliest of the slots it looked at can go (once its TAT is in the past:
+/// its TAT less `now`, plus 1 ns). Keys already
 /// in the table are never affected. Denying a new key, rather than evicting a busy one, keeps
 /// the per-key guarantee: evicting a busy key would hand it a fresh burst.
 ///
@@ -220,13 +234,15 @@ pub struct IntKeyed<K = u64, C = DefaultClock> {
     mask: usize,
     /// Hash seeds.
     seed: [u64; 2],
-    /// The emission interval I in ns.
-    interval: u64,
-    /// τ = b·I in ns, at most 2^62 − 1.
-    tolerance: u64,
-    /// τ − I.
-    slack_one: u64,
-    burst: u64,
+    /// The two parameter sets (interval I, τ = b·I ≤ 2^62 − 1, τ − I, burst b, rate): a
+    /// committed slot's parity says which its TAT runs on (see `int_keyed/change.rs`).
+    params: [KeyParams; 2],
+    /// Which set new states commit on (0 or 1).
+    current: AtomicU64,
+    /// Commits under way on each set (a rate change waits for the old set's to end).
+    committers: [CachePadded<AtomicU64>; 2],
+    /// Rate changes take turns on it (odd while one runs).
+    changes: AtomicU64,
     capacity: u64,
     /// The clock reading at build: slot times are stored relative to it.
     base: u64,
@@ -236,7 +252,6 @@ pub struct IntKeyed<K = u64, C = DefaultClock> {
     tags: CachePadded<AtomicU64>,
     /// The greatest (relative) `now` any eviction used; new states start here.
     floor: CachePadded<AtomicU64>,
-    rate: Rate,
     clock: C,
     #[cfg(hotlimit_loom)]
     plant: Plant,
@@ -296,16 +311,7 @@ impl<K, C> IntKeyed<K, C> {
         if permits == 0 {
             return Ok(());
         }
-        // n ≤ b, so n·I ≤ τ < 2^62.
-        let Some((cost, slack)) = price(
-            u64::from(permits),
-            self.burst,
-            self.interval,
-            self.tolerance,
-        ) else {
-            return Err(Denied::never());
-        };
-        self.acquire(self.key_bits(key), cost, slack, now)
+        self.acquire(self.key_bits(key), permits, now)
     }
 
     /// Take one permit for `key` at time `now`.
@@ -331,12 +337,12 @@ impl<K, C> IntKeyed<K, C> {
     where
         K: IntKey,
     {
-        self.acquire(self.key_bits(key), self.interval, self.slack_one, now)
+        self.acquire(self.key_bits(key), 1, now)
     }
 
     /// The hit path: the key's committed slot in b1, then b2; the slow path otherwise.
     #[inline(always)]
-    fn acquire(&self, key: u64, cost: u64, slack: u64, now: u64) -> Result<(), Denied> {
+    fn acquire(&self, key: u64, permits: u32, now: u64) -> Result<(), Denied> {
         let h = self.hash(key);
         let home = Self::home(h);
         let rel = self.relative(now);
@@ -349,48 +355,52 @@ impl<K, C> IntKeyed<K, C> {
                 // reason about one total order (on x86-64 this load is the same instruction).
                 let v = bucket.0[way].load(Ordering::SeqCst);
                 if holds(v, key) {
-                    if let Some(r) = self.grant(&bucket.0[way], v, key, cost, slack, rel) {
+                    if let Some(r) = self.grant(&bucket.0[way], v, key, permits, rel) {
                         return r.map_err(|d| later(d, self.base.saturating_sub(now)));
                     }
                     // The key left this slot between the load and the CAS: insert it again.
-                    return self.acquire_slow(key, h, cost, slack, now);
+                    return self.acquire_slow(key, h, permits, now);
                 }
             }
             b = self.b2(h);
         }
-        self.acquire_slow(key, h, cost, slack, now)
+        self.acquire_slow(key, h, permits, now)
     }
 
-    /// GCRA on the committed `slot` last seen as `v`: `None` when the slot stops holding
-    /// `key` (evicted, or reused), before anything was granted.
+    /// GCRA on the committed `slot` last seen as `v`, with the parameter set its parity names:
+    /// `None` when the slot stops holding `key` (evicted, or reused), before anything was
+    /// granted.
     #[inline(always)]
     fn grant(
         &self,
         slot: &AtomicU128,
         mut v: u128,
         key: u64,
-        cost: u64,
-        slack: u64,
+        permits: u32,
         now: u64,
     ) -> Option<Result<(), Denied>> {
         let backoff = Backoff::new();
         loop {
-            let tat = meta_of(v) & VALUE;
+            let meta = meta_of(v);
+            let (interval, tolerance, slack_one, burst) = self.numbers_of(meta);
+            let (cost, slack) = if permits == 1 {
+                // A burst is at least 1: one permit is always priced.
+                (interval, slack_one)
+            } else {
+                // n ≤ b, so n·I ≤ τ < 2^62.
+                match price(u64::from(permits), burst, interval, tolerance) {
+                    Some(price) => price,
+                    None => return Some(Err(Denied::never())),
+                }
+            };
             // A denial returns here, before any write.
-            let next = match decide(tat, now, cost, slack) {
+            let next = match decide(meta & VALUE, now, cost, slack) {
                 Ok(next) if next <= VALUE => next,
                 Ok(_) => return Some(Err(Denied::never())),
                 Err(d) => return Some(Err(d)),
             };
-            #[allow(unused_mut)]
-            let (mut expect, mut new) = (v, pack(key, COMMITTED | next));
-            #[cfg(hotlimit_loom)]
-            if self.plant() == Plant::MetaOnlyGrant {
-                // Planted: compare the meta half only, keep whatever key is there now.
-                let cur = slot.load(Ordering::SeqCst);
-                expect = pack(key_of(cur), meta_of(v));
-                new = pack(key_of(cur), COMMITTED | next);
-            }
+            // The flags (committed, and the parity the decision used) stay as they are.
+            let (expect, new) = (v, pack(key, (meta & FLAGS) | next));
             // SeqCst (both): the whole slot, key included, so a slot evicted or reused since
             // the load fails the CAS; see `acquire` for why SeqCst.
             match slot.compare_exchange_weak(expect, new, Ordering::SeqCst, Ordering::SeqCst) {

@@ -14,10 +14,13 @@ impl<K, C> IntKeyed<K, C> {
         &self,
         key: u64,
         h: u64,
-        cost: u64,
-        slack: u64,
+        permits: u32,
         now: u64,
     ) -> Result<(), Denied> {
+        if u64::from(permits) > self.current_params().numbers().3 {
+            // More than a new key's burst: refused before it takes a place.
+            return Err(Denied::never());
+        }
         let (b1, b2, home) = (self.b1(h), self.b2(h), Self::home(h));
         // A wait is measured from the base; a `now` before it adds the difference.
         let behind = self.base.saturating_sub(now);
@@ -28,7 +31,7 @@ impl<K, C> IntKeyed<K, C> {
         loop {
             let snap = self.scan(&c);
             if let Some(k) = (0..c.n).find(|&k| holds(snap[k], key)) {
-                match self.grant(self.slot(c.idx[k]), snap[k], key, cost, slack, now) {
+                match self.grant(self.slot(c.idx[k]), snap[k], key, permits, now) {
                     Some(r) => return r.map_err(|d| later(d, behind)),
                     None => continue,
                 }
@@ -81,12 +84,14 @@ impl<K, C> IntKeyed<K, C> {
             if meta & FLAGS == 0 {
                 free[n_free] = k;
                 n_free += 1;
-            } else if meta & FLAGS == COMMITTED {
+            } else if meta & COMMITTED != 0 {
+                // Idle strictly before `now` (so that a key re-created at the floor starts
+                // above every TAT it had: no slot value repeats; see `change.rs`).
                 let tat = meta & VALUE;
-                if tat <= now {
+                if tat < now {
                     idle = idle.or(Some(k));
                 } else {
-                    wait = wait.min(tat - now);
+                    wait = wait.min(tat - now + 1);
                 }
             } else {
                 // Someone else's insert in progress: it resolves in nanoseconds.
@@ -183,17 +188,21 @@ impl<K, C> IntKeyed<K, C> {
                 // SeqCst: read after the scan, so it includes every eviction of an earlier
                 // state of this key (guide); the new state starts here.
                 let tat0 = self.floor.load(Ordering::SeqCst).min(VALUE);
+                // On the current parameter set, held until the commit is in (a rate change
+                // waits for it: see `change.rs`).
+                let (p, flags) = self.enter_commit();
                 // SeqCst: the commit; fails if the claim was killed meanwhile.
-                if self
+                let committed = self
                     .slot(c.idx[low])
                     .compare_exchange(
                         snap[low],
-                        pack(key, COMMITTED | tat0),
+                        pack(key, flags | tat0),
                         Ordering::SeqCst,
                         Ordering::SeqCst,
                     )
-                    .is_ok()
-                {
+                    .is_ok();
+                self.leave_commit(p);
+                if committed {
                     return;
                 }
             }
@@ -229,12 +238,13 @@ impl<K, C> IntKeyed<K, C> {
                 // SeqCst: see `acquire`.
                 let v = self.slot(i).load(Ordering::SeqCst);
                 let meta = meta_of(v);
-                if meta & FLAGS != COMMITTED {
+                if meta & COMMITTED == 0 {
                     continue;
                 }
+                // Idle strictly before `now`, as in `claim`.
                 let tat = meta & VALUE;
-                if tat > now {
-                    wait = wait.min(tat - now);
+                if tat >= now {
+                    wait = wait.min(tat - now + 1);
                     continue;
                 }
                 self.raise_floor(now);

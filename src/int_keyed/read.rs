@@ -104,7 +104,7 @@ impl<K: IntKey, C: Clock> crate::decide::Decide for IntKeyed<K, C> {
 impl<K, C> IntKeyed<K, C> {
     /// The quota every key shares: the rate's `limit` per `period`.
     fn rate_quota(&self) -> crate::decide::Quota {
-        crate::decide::quota_of(self.rate)
+        crate::decide::quota_of(self.rate())
     }
 }
 
@@ -133,10 +133,13 @@ impl<K, C> IntKeyed<K, C> {
         let now = self.relative(now);
         let c = self.candidates(b1, b2);
         let snap = self.scan(&c);
-        let tat = (0..c.n)
-            .find(|&k| holds(snap[k], key))
-            .map_or(0, |k| meta_of(snap[k]) & VALUE);
-        self.tolerance.saturating_sub(tat.saturating_sub(now)) / self.interval
+        // A committed key on its slot's parameter set; an absent one as a fresh state on the
+        // current set.
+        let (tat, (interval, tolerance, _, _)) = match (0..c.n).find(|&k| holds(snap[k], key)) {
+            Some(k) => (meta_of(snap[k]) & VALUE, self.numbers_of(meta_of(snap[k]))),
+            None => (0, self.current_params().numbers()),
+        };
+        tolerance.saturating_sub(tat.saturating_sub(now)) / interval
     }
 
     /// The number of keys held (and inserts in progress): at most
@@ -203,7 +206,7 @@ impl<K, C> IntKeyed<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn burst(&self) -> u64 {
-        self.burst
+        self.current_params().numbers().3
     }
 
     /// The emission interval I: one permit per key drains every I.
@@ -219,7 +222,7 @@ impl<K, C> IntKeyed<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn interval(&self) -> Duration {
-        Duration::from_nanos(self.interval)
+        Duration::from_nanos(self.current_params().numbers().0)
     }
 
     /// The rate every key gets.
@@ -234,7 +237,7 @@ impl<K, C> IntKeyed<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn rate(&self) -> Rate {
-        self.rate
+        self.current_params().rate()
     }
 
     /// The limiter's clock.
@@ -316,8 +319,8 @@ impl<K: IntKey, C: Clock> IntKeyed<K, C> {
 impl<K, C> fmt::Debug for IntKeyed<K, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IntKeyed")
-            .field("rate", &self.rate)
-            .field("burst", &self.burst)
+            .field("rate", &self.rate())
+            .field("burst", &self.burst())
             .field("capacity", &self.capacity)
             .field("slots", &(self.table.len() * WAYS))
             // Relaxed: a snapshot for display.
