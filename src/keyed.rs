@@ -1,10 +1,14 @@
-//! [`Keyed`]: one limiter state per key (user, IP, token) in a lock-free map, with a hard
-//! capacity and automatic eviction of idle keys.
+//! [`Keyed`]: one limiter state per key (user, IP, token), with a hard capacity and automatic
+//! eviction of idle keys.
 //!
-//! The map is `papaya`'s lock-free hash map: a lookup of an existing key reads the table and
-//! the entry and writes nothing shared (its epoch guard marks a per-thread slot), so the only
-//! shared write on the admission path of an existing key is the limiter's own CAS on the key's
-//! state word, and a GCRA denial writes nothing at all.
+//! Two stores, both lock-free, chosen by the state. A state that fits one atomic word (`Gcra`:
+//! 8 bytes, `GcraPair`: 16) sits **inline** in an open-addressed table beside its key
+//! (`table.rs`): a lookup of an existing key reads one slot, one cache miss beyond the caches.
+//! Sliding logs and windows (a ring per key) live in `papaya`'s lock-free hash map, one boxed
+//! entry per key; so do the states of keys with a rate override where states sit inline (their
+//! slot says INDIRECT). Either way a lookup writes nothing shared (an epoch guard marks a
+//! per-thread slot), so the only shared write on the admission path of an existing key is the
+//! limiter's own CAS on the key's state word, and a GCRA denial writes nothing at all.
 //!
 //! # The eviction protocol (the subtle race)
 //!
@@ -39,7 +43,9 @@
 //!
 //! The protocol is model-checked in `loom-tests/tests/keyed.rs` (the map abstracted, the
 //! state-word protocol the real code), with a planted evictor that removes without the
-//! tombstone CAS, which the model catches.
+//! tombstone CAS, which the model catches. The inline table runs the same protocol on its
+//! slots (the tombstone is the slot's DEAD; a slot is never reused until its segment is
+//! rebuilt), model-checked on the real table in `loom-tests/tests/keyed_table.rs`.
 //!
 //! # Layout
 //!
@@ -48,12 +54,18 @@
 //! ([`create`], [`raise_floor`], [`remove_retired`]), which the loom models run as they are.
 //! Beside it:
 //!
-//! - `gcra.rs`, `log.rs`, `window.rs`: the three per-key states (a GCRA word; a sliding log and
-//!   a sliding window, each behind a gate), each implementing [`KeyedState`];
+//! - `gcra.rs`, `gcra_pair.rs`, `log.rs`, `window.rs`: the per-key states (a GCRA word, a pair's
+//!   16-byte word; a sliding log and a sliding window, each behind a gate), each implementing
+//!   [`KeyedState`]; `word.rs`: the word trait the two GCRA states share, and the layout of a
+//!   word inline in the table;
 //! - `gate.rs`: the gate word in front of a log or a window (enter, leave, close, retire,
 //!   commit, and the refusal below the floor);
-//! - `map.rs`: [`Keyed`] itself: the map, the admission paths, creation, capacity and sweeps,
-//!   and [`WhenFull`];
+//! - `table.rs` (+ `table/`): the inline table: segments, slots, the probe, the grant, the slow
+//!   path over a host (`slow.rs`), rebuilds (`rebuild.rs`), the epoch-protected directory
+//!   (`cell.rs`);
+//! - `map.rs`: [`Keyed`] itself: the map, the dispatch of an admission to the table or the
+//!   map, the map's admission paths, and [`WhenFull`]; `admit.rs`: `Keyed` as the table's host
+//!   and the paths of keys whose state is inline; `room.rs`: places, refusals and sweeps;
 //! - `builder.rs`: [`KeyedBuilder`] and the constructors, with the checks at build;
 //! - `overrides.rs`: per-key rate overrides and default-rate changes, and the sync that moves
 //!   a live state onto its key's current rate;

@@ -60,7 +60,8 @@ impl<K, L, C: fmt::Debug> fmt::Debug for KeyedBuilder<K, L, C> {
 }
 
 /// The bytes one key can take in the map under `cfg`: its state, the key, the override pointer
-/// and the map's entry (papaya boxes each entry: measured 70 bytes per `u64` GCRA key in all).
+/// and the map's entry (papaya boxes each entry: measured 70 bytes per `u64` GCRA key in all,
+/// when GCRA states lived in the map).
 /// Where states sit inline, only keys with a rate override have an entry (and a slot).
 pub(super) fn key_bytes<K, L: KeyedState>(cfg: &L::Config) -> u128 {
     const MAP_ENTRY: u128 = 56;

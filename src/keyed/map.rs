@@ -17,7 +17,8 @@ use crate::error::Denied;
 use crate::gcra::Gcra;
 use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
 
-/// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
+/// The hash map under [`Keyed`] for sliding logs and windows (and for the keys with a rate
+/// override where states sit inline): `papaya` with `foldhash`, seeded at random per map (about
 /// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
 ///
 /// The state words are CASed in place inside the map's values, which is sound only because
@@ -35,8 +36,13 @@ pub(super) type KeyTable<K, L> = Table<K, L, foldhash::fast::RandomState>;
 /// What [`Keyed`] does when a new key arrives, the table holds `capacity` keys, and a sweep
 /// finds too few idle keys to evict.
 ///
-/// Idle keys (whose state carries no information) are always evicted first; this policy only
-/// decides what happens when there are not enough of them. A sweep runs on one thread at a
+/// Idle keys (whose state carries no information) are evicted first; this policy only decides
+/// what happens when there are not enough of them. Where states sit inline (`Gcra`,
+/// `GcraPair`) a sweep ranks the idle keys, so that a flood of new keys does not push out the
+/// clients that keep coming back: keys granted twice or more that went idle within their
+/// horizon (GCRA: τ) are evicted only when no key granted at most once is busy, so until the
+/// flood's keys go idle, new keys are refused rather than those clients evicted (see the
+/// [`guide`](crate::guide#keyed-under-a-flood-of-new-keys)). A sweep runs on one thread at a
 /// time; a new key arriving at a full table while another thread sweeps is denied with a
 /// 10 µs `retry_after` under either policy.
 ///
@@ -77,7 +83,9 @@ pub(super) struct Slot<L: KeyedState> {
 }
 
 /// Per-key limits (per user, per IP, per token): one limiter state per key, created on the
-/// key's first request, in a lock-free map with a hard capacity.
+/// key's first request, in a lock-free table with a hard capacity. Keys are owned (`K:
+/// 'static`: `String`, `u64`, `IpAddr`, `&'static str`...), because a segment of the table
+/// replaced by a rebuild is dropped later by whichever thread leaves it last.
 ///
 /// # Guarantee
 ///
@@ -98,14 +106,16 @@ pub(super) struct Slot<L: KeyedState> {
 ///   [`max_memory`](crate::KeyedBuilder::max_memory) (default 1 GiB), so no request allocates a
 ///   state that was not accounted for.
 /// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
-///   full triggers a sweep that evicts every idle key (no background thread); if too few are
-///   idle, [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold
-///   their places: threads racing to create one key count it once (its state enters the map
-///   pending, and only the creator whose insert won takes a place; requests on it meanwhile
-///   wait for that one counter CAS). Beyond `capacity`, the map may hold for a moment one
-///   such pending entry per thread creating a key; `len()` never exceeds `capacity`.
-/// - An existing key's admission is a map lookup (no shared write) plus the limiter's own
-///   atomic: for GCRA one CAS per grant and a single load per denial.
+///   full triggers a sweep that evicts idle keys (no background thread); if too few are idle,
+///   [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold their
+///   places (or, where states sit inline, when the idle keys are clients that keep coming back
+///   and a flood's keys are busy: see [`WhenFull`]): threads racing to create one key count it
+///   once (its state enters the table or the map pending, and only the creator whose claim won
+///   takes a place; requests on it meanwhile wait for that one counter CAS). `len()` never
+///   exceeds `capacity`.
+/// - An existing key's admission is one probe of its slot (`Gcra`, `GcraPair`) or a map lookup
+///   (logs, windows), no shared write, plus the limiter's own atomic: for GCRA one CAS per
+///   grant and a single load per denial.
 ///
 /// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
 /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default;
@@ -113,12 +123,16 @@ pub(super) struct Slot<L: KeyedState> {
 /// `capacity` keys have an override at a time (kept apart from the key states, which they
 /// outlive), so the memory of both tables is bounded by `capacity`.
 ///
-/// Memory per key: the key, the state (8 bytes for GCRA; for [`SlidingLog`](crate::SlidingLog) a ring of `limit`
-/// timestamps and a gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots (the power of two
-/// ≥ `buckets + 1` slots), an unpadded header and a gate word), an 8-byte override pointer,
-/// plus the map's entry overhead
-/// (measured in `BENCHMARKS.md`: 70, 265 and 330 bytes per `u64` key for GCRA, a log of limit
-/// 10 and a window of 10 buckets).
+/// Memory per key. `Gcra` and `GcraPair`: 1.4 slots per key of capacity, each the state word
+/// (8 or 16 bytes) beside the key in a write-once cell (16 bytes for a `u64`, 32 for a
+/// `String` plus its heap bytes), allocated a segment (about 1,024 slots) at a time with the
+/// segment's first key; a key with a rate override also has a map entry. Logs and windows: the
+/// key, the state (for [`SlidingLog`](crate::SlidingLog) a ring of `limit` timestamps and a
+/// gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots, the power of
+/// two ≥ `buckets + 1` slots, an unpadded header and a gate word), an 8-byte override pointer
+/// and the map's entry. Measured (`BENCHMARKS.md`, RSS growth over 1,000,000 keys): 34 bytes
+/// per `u64` key for GCRA (governor: 36), 89 per `String` key, 45 for a pair, 278 and 342 for a
+/// log of limit 10 and a window of 10 buckets.
 ///
 /// # Examples
 ///
