@@ -6,6 +6,7 @@
 //! COARSE=1 cargo bench --bench keyed_compare -- paired   # each crate's coarse clock
 //! cargo bench --bench keyed_compare -- algos    # Keyed over Gcra / GcraPair / log / window
 //! cargo bench --bench keyed_compare -- mem-all  # bytes per key, one fresh process per row
+//! cargo bench --bench keyed_compare -- flood    # steady clients under a flood (ManualClock)
 //! cargo bench --bench keyed_compare -- maps     # papaya / scc / dashmap lookups
 //! # one peer or component on one thread, e.g. under callgrind (WHAT: see `prof`):
 //! PROF_REPS=5 cargo bench --bench keyed_compare -- prof hotlimit 100000 shuffled
@@ -24,6 +25,8 @@
 
 #[path = "cli.rs"]
 mod cli;
+#[path = "keyed_compare/flood.rs"]
+mod flood;
 #[path = "keyed_compare/keys.rs"]
 mod keys;
 #[path = "keyed_compare/mem.rs"]
@@ -56,6 +59,7 @@ fn main() {
             clock_lib::SystemClock::new(),
         ),
         "algos" => paired::algos_mode(),
+        "flood" => flood::flood_mode(),
         "maps" => prof::maps_mode(),
         "mem-all" => mem::mem_all(),
         m if m.starts_with("mem-") => mem::mem_mode(m),
@@ -69,7 +73,7 @@ fn main() {
             prof::prof(what, n, order);
         }
         other => {
-            eprintln!("unknown mode {other}: paired, algos, mem-all, mem-ROW, maps, prof");
+            eprintln!("unknown mode {other}: paired, algos, flood, mem-all, mem-ROW, maps, prof");
             std::process::exit(2);
         }
     }
