@@ -1335,9 +1335,9 @@
 //! **Why.** papaya boxes every entry: a lookup beyond the caches follows the table's metadata,
 //! its pointer, then the box, a chain of dependent misses. Measured under callgrind with a
 //! simulated 1 MiB last-level cache, 100,000 keys looked up in shuffled order
-//! (`prof hotlimit 100000 shuffled`, `benches/keyed_compare.rs`): 163 instructions and 2.15
-//! misses per call, against governor's 285 and 0.71 (dashmap keeps entries inline), and 70
-//! bytes per `u64` key against governor's 36. With keys looked up in the order they were
+//! (`prof hotlimit 100000 shuffled`, `benches/keyed_compare.rs`): 163 instructions and 1.70
+//! misses per call (3.36 at a million keys), against governor's 287 and 0.71 (1.84; dashmap
+//! keeps entries inline), and 70 bytes per `u64` key against governor's 36. With keys looked up in the order they were
 //! created, papaya's boxes (allocated in that order) are read sequentially and prefetched: the
 //! harness that only did that flattered it (0.52× governor shuffled at 100,000 keys, by an
 //! independent measurement).
@@ -1418,8 +1418,12 @@
 //! cell can only be reset with exclusive access); segments behind a papaya map of segment
 //! numbers, 173 (its guard alone 59, the lookup 47); behind `arc-swap`, 152; behind `sdd`, 119,
 //! the winner (its guard is a thread-local epoch: a `lock xchg` and a store). The whole path as
-//! built, with the grant count, the relative times and the host's cases, is 177 instructions
-//! and 1.20 misses (papaya's 163 and 2.15), 34 bytes per `u64` key (70). Not tried, with
+//! built, with the grant count, the relative times and the host's cases, is 179 instructions
+//! and 1.22 misses (papaya's 163 and 1.70; at a million keys 176 and 1.37, papaya's 157 and
+//! 3.36), 34 bytes per `u64` key (70). In time (BENCHMARKS.md, a busy 2-core machine) that is
+//! about 2× governor from a million keys on, level with it or behind at 100,000 keys unless
+//! the capacity is close to the keys (the table follows the capacity, dashmap the keys), and
+//! `String` keys lost ground (papaya's entry sat beside the key's heap bytes). Not tried, with
 //! reasons: a 64-bit fingerprint instead of the key (a new key colliding with a live key's
 //! fingerprint would be granted on its state: inexact); the key boxed beside an inline state
 //! (its check is a second dependent miss, papaya's chain again); a per-slot configuration
@@ -1443,26 +1447,33 @@
 //! one-shot key is busy (it will be idle soon: until then new keys are refused instead). So a
 //! flood churns through places of its own kind: its keys went idle most recently and go first,
 //! a client between its first two requests (idle since before them) is among the sixteenth
-//! kept, and from its second request on it is returning. Replayed on a `ManualClock` with five
-//! such clients for 20 s (13,000 new keys a second, capacity 1,000): 139 of their 200 requests
-//! served before, 200 of 200 after, the flood still admitted (175,140 of its 260,000 keys: the
-//! table churns rather than clogs); clients that first appear in the middle of the flood get
-//! 136 of 150 (106 before). Also measured and dropped: the grant count alone (120 of 200: the
-//! sweep still evicted every idle key); counting a key created while the table had room as
-//! returning (200 of 200, but the flood's first keys then held seven eighths of the table: 24,430
-//! of 260,000 admitted, late clients 14 of 150). Tests: `tests/keyed_flood.rs` (20× the capacity
-//! of one-shot keys on a `ManualClock` and from a real thread), and through a real server on
-//! loopback in `hotlimit-tower/tests/server.rs`; each fails with the old sweep. Not built: a
-//! frequency sketch of keys seen (W-TinyLFU's doorkeeper): against an unbounded flood a sketch
-//! of bounded size saturates or must age within fractions of a second, and a resident client
-//! is already protected by its own grant count.
+//! kept, and from its second request on it is returning. `cargo bench --bench keyed_compare --
+//! flood` replays the probe on a `ManualClock` with five such clients for 20 s (13,000 new keys
+//! a second, capacity 1,000): 120 of their 200 requests served before (`23ac90c`), 200 of 200
+//! after, the flood still admitted (175,140 of its 260,000 keys, 188,051 before: the table
+//! churns rather than clogs); clients that first appear at 5 s, in the middle of the flood, get
+//! 127 of 150 (122 before: until its second request such a client is one of the flood). Also
+//! measured and dropped, on an earlier scratch replay (139 of 200 before, 136 of 150 late
+//! after): the grant count alone (120 of 200: the sweep still evicted every idle key); counting
+//! a key created while the table had room as returning (200 of 200, but the flood's first keys
+//! then held seven eighths of the table: 24,430 of 260,000 admitted, late clients 14 of 150).
+//! Tests: `tests/keyed_flood.rs` (20× the capacity of one-shot keys on a `ManualClock` and from
+//! a real thread), and through a real server on loopback in `hotlimit-tower/tests/server.rs`;
+//! each fails with the old sweep. Not built: a frequency sketch of keys seen (W-TinyLFU's
+//! doorkeeper): against an unbounded flood a sketch of bounded size saturates or must age
+//! within fractions of a second, and a resident client is already protected by its own grant
+//! count.
 //!
 //! ## Memory and speed
 //!
 //! Per `u64` GCRA key: 1.4 slots of 24 bytes of capacity, 34 bytes measured as RSS growth
-//! over a million keys (BENCHMARKS.md); a `String` key adds its heap bytes and 16 more in the
-//! cell. Logs and windows in the map: the key, the state, an 8-byte override pointer and
-//! papaya's boxed entry and table slot.
+//! over a million keys at a capacity of a million (BENCHMARKS.md); a `String` key adds its
+//! heap bytes and 16 more in the cell. The table grows a segment at a time, but keys spread
+//! evenly over the segments, so it is at its full size after a few keys per segment: unlike
+//! the map it replaced, its memory follows the capacity, not the keys (a capacity of twice
+//! the keys takes twice the bytes per key; size the capacity to the keys expected). Logs and
+//! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
+//! and table slot.
 //!
 //! The map was chosen by measurement (`benches/keyed_compare.rs -- maps`, lookup + one CAS,
 //! all with foldhash): papaya and scc's `HashIndex` were level (12–25 ns/call at 1,000 keys),

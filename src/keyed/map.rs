@@ -126,11 +126,14 @@ pub(super) struct Slot<L: KeyedState> {
 /// Memory per key. `Gcra` and `GcraPair`: 1.4 slots per key of capacity, each the state word
 /// (8 or 16 bytes) beside the key in a write-once cell (16 bytes for a `u64`, 32 for a
 /// `String` plus its heap bytes), allocated a segment (about 1,024 slots) at a time with the
-/// segment's first key; a key with a rate override also has a map entry. Logs and windows: the
-/// key, the state (for [`SlidingLog`](crate::SlidingLog) a ring of `limit` timestamps and a
-/// gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots, the power of
-/// two ≥ `buckets + 1` slots, an unpadded header and a gate word), an 8-byte override pointer
-/// and the map's entry. Measured (`BENCHMARKS.md`, RSS growth over 1,000,000 keys): 34 bytes
+/// segment's first key (keys hash evenly over the segments, so a table is at its full size,
+/// capacity × 1.4 slots, once it holds a few keys per segment: about 700 keys for the default
+/// capacity of 100,000, 3.4 MB with `u64` keys; size `capacity` to the keys you expect); a key
+/// with a rate override also has a map entry. Logs and windows: the key, the state (for
+/// [`SlidingLog`](crate::SlidingLog) a ring of `limit` timestamps and a gate word; for
+/// [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots, the power of two ≥ `buckets +
+/// 1` slots, an unpadded header and a gate word), an 8-byte override pointer and the map's
+/// entry. Measured (`BENCHMARKS.md`, RSS growth over 1,000,000 keys): 34 bytes
 /// per `u64` key for GCRA (governor: 36), 89 per `String` key, 45 for a pair, 278 and 342 for a
 /// log of limit 10 and a window of 10 buckets.
 ///
