@@ -43,7 +43,7 @@ impl Limiter for Empty {
 /// first call), looked up by `&K`.
 struct KeyedRow<K>(Keyed<K, Gcra>, K);
 
-impl<K: Hash + Eq + Clone + Send + Sync> Limiter for KeyedRow<K> {
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> Limiter for KeyedRow<K> {
     #[inline]
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
         self.0.try_acquire_n(&self.1, permits)

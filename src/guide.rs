@@ -4,7 +4,7 @@
 //!
 //! | you want to | use | its guarantee | its cost |
 //! |---|---|---|---|
-//! | protect a server per user or per IP | [`IntKeyed`] (integer ids, [`IpAddr`](std::net::IpAddr) per /56 or any prefix); [`Keyed`] for other keys (`Keyed<String, _>`, looked up by `&str`) | per key [`Gcra`]'s: at most b + d/I in any interval d; at most `capacity` keys, idle ones evicted, never an admission lost | `IntKeyed`: one cache line and one 16-byte CAS per grant, 32–64 bytes per key of capacity; `Keyed`: a map lookup and one CAS, 70 bytes per `u64` key |
+//! | protect a server per user or per IP | [`IntKeyed`] (integer ids, [`IpAddr`](std::net::IpAddr) per /56 or any prefix); [`Keyed`] for other keys (`Keyed<String, _>`, looked up by `&str`) | per key [`Gcra`]'s: at most b + d/I in any interval d; at most `capacity` keys, idle ones evicted, never an admission lost | `IntKeyed`: one cache line and one 16-byte CAS per grant, 32–64 bytes per key of capacity; `Keyed`: one slot probed and one CAS, 34 bytes per `u64` key |
 //! | a global cap per window ("500 per 10 minutes", an upstream quota) | [`SlidingWindow`] (exact: [`SlidingLog`]) | at most `limit` in every window of `period`, counted at each grant's effective time (see [what time a grant is counted at](#what-time-a-grant-is-counted-at)); never over-admits | one CAS per grant, 8 bytes × 16 + 512 bytes for 10 buckets; `SlidingLog`: 8 bytes × `limit` |
 //! | pace a load generator | [`Pacer`] | N threads share one target rate: slots one interval apart, each caller returns at its own | one CAS to reserve a slot, then a sleep; 8 bytes |
 //! | rotate API keys | [`KeyPool`] | no key used more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key is spent | one CAS per key handed out; 8 bytes × keys × `max_uses` |
@@ -1285,11 +1285,16 @@
 //!
 //! # Keyed: per-key limits with bounded memory
 //!
-//! [`Keyed`](crate::Keyed) keeps one limiter state per key in a lock-free map (`papaya`,
-//! `std` only): for GCRA the state is the TAT word (8 bytes); the interval, tolerance and
-//! burst are kept once in the `Keyed` (or once per override). A request for an existing key is
-//! a map lookup that writes no shared memory, then the inner algorithm on the key's word: one
-//! CAS per grant, one load per denial.
+//! [`Keyed`](crate::Keyed) keeps one limiter state per key (`std` only). A GCRA state (the TAT
+//! word, 8 bytes) and a `GcraPair`'s (16 bytes) sit inline in an open-addressed table beside
+//! their keys ([the inline table](#keyed-the-inline-table)); sliding logs and windows, a ring
+//! per key, sit in a lock-free map (`papaya`), one boxed entry each. The interval, tolerance
+//! and burst are kept once per segment of the table (or once per override). A request for an
+//! existing key is a lookup that writes no shared memory, then the inner algorithm on the
+//! key's word: one CAS per grant, one load per denial. The proofs below are written for the
+//! map's entries (a tombstone, then a removal); the table runs the same steps on its slots
+//! (the tombstone is DEAD, and a slot is never reused until its segment is rebuilt), and its
+//! own section adds what is new.
 //!
 //! ## Eviction never loses an admission
 //!
@@ -1446,11 +1451,150 @@
 //!   Keeping the newest `now` costs a `fetch_max` on the key's gate line when a call's time
 //!   has moved on.
 //!
+//! ## Keyed: the inline table
+//!
+//! **Why.** papaya boxes every entry: a lookup beyond the caches follows the table's metadata,
+//! its pointer, then the box, a chain of dependent misses. Measured under callgrind with a
+//! simulated 1 MiB last-level cache, 100,000 keys looked up in shuffled order
+//! (`prof hotlimit 100000 shuffled`, `benches/keyed_compare.rs`): 163 instructions and 1.70
+//! misses per call (3.36 at a million keys), against governor's 287 and 0.71 (1.84; dashmap
+//! keeps entries inline), and 70 bytes per `u64` key against governor's 36. With keys looked up in the order they were
+//! created, papaya's boxes (allocated in that order) are read sequentially and prefetched: the
+//! harness that only did that flattered it (0.52× governor shuffled at 100,000 keys, by an
+//! independent measurement).
+//!
+//! **The layout.** A slot is `{ word, key }`: the state word with its kind in the first half
+//! (`keyed/word.rs`: FREE, CLAIMED, live with a 2-bit grant count, MOVING, INDIRECT, DEAD,
+//! SEALED; times in ns after the table's base, 2^62 ns of range) and the key in a write-once
+//! cell (`OnceLock`): 24 bytes for a `u64` key. Slots are grouped in segments of about 1,024,
+//! each behind an epoch-protected pointer (`sdd`), allocated with the segment's first key; a
+//! key's hash picks its segment and its home slot, and it probes linearly from there. There
+//! are 1.4 slots per key of capacity: 34 bytes per `u64` key at full capacity, and at most
+//! 71 % of the slots live (about 2.2 slots read per hit).
+//!
+//! **Slots are written once per segment.** A slot goes FREE → CLAIMED → live (⇄ MOVING ⇄
+//! INDIRECT) → DEAD and never back to FREE while its segment is in the directory, so its key
+//! never changes while readers compare it: no reader can race a writer of a key, in safe
+//! Rust, without a box per key. *Claim: a key has at most one slot that is not DEAD, and it
+//! lies before the first FREE slot of its path.* A creator probes the key's path (Acquire): if
+//! it finds the key's slot, it uses it (or waits for its claim, freeze or commit); if it finds
+//! a claimed slot whose key is not written yet, it waits (that slot may be this key's: the
+//! creator writes the key right after its claim, having cloned it before); at the first FREE
+//! slot it claims by CAS FREE → CLAIMED, and only the CAS's winner writes the key. Slots
+//! before the first FREE one are never FREE again and never change key, so two creators of
+//! one key see the same path up to the same FREE slot, where one CAS picks one of them; the
+//! loser, looking again, finds the winner's slot. Every later claim of the key (after its
+//! slot died) is at the first FREE slot then, which lies past the dead one, so the claim
+//! holds over the segment's life. The loom model `racing_creators_of_one_key_share_one_slot`
+//! runs two creators on a 3-slot segment whose keys all share one home; its planted twin (a
+//! creator that passes a claimed slot as if it held another key) claims twice and is caught.
+//!
+//! **Grants and evictions** are the map's protocol on the slot's word: a grant is one CAS of
+//! the word from the value it decided on; an eviction raises the floor, then CASes the idle
+//! value to DEAD (Release), and gives the place back. A grant racing the eviction either lands
+//! first (the eviction's CAS then fails: the key is busy again) or fails on DEAD and looks
+//! again (the key is absent: it is created afresh at the floor). A creator reads the floor
+//! after its claim: its probe read every DEAD slot of the key's earlier states with Acquire, each
+//! written by an eviction's Release CAS after that eviction raised the floor, so every such
+//! raise happens before the read (states in an older generation of the segment: below).
+//! Models: `eviction_never_loses_a_grant` (planted: DEAD stored over the word without the CAS
+//! from the idle value) and `creation_after_an_eviction_starts_at_the_floor` (planted: the
+//! floor read before the probe and claim, issue 14's order), each on the real table.
+//!
+//! **Rebuilds reclaim dead slots.** When most of a segment's slots are used and an eighth are
+//! dead (or a new key finds no FREE slot in it), one thread (the segment's state, CURRENT →
+//! REBUILDING by CAS) builds a fresh segment: it walks the old slots and closes each with one
+//! CAS (FREE → SEALED; live or INDIRECT → MOVING, copied with a clone of the key, the value
+//! carried onto a new default configuration if the rebuild is `set_default_rate`'s; DEAD
+//! dropped; CLAIMED or MOVING waited for, they are a creator or a rate change between two
+//! steps), then publishes the new segment (Release) and marks the old RETIRED. A grant racing
+//! the freeze lands first (the freeze's CAS then reads its value, the one copied) or fails on
+//! MOVING and looks again from the directory, which soon holds the new segment; nothing can
+//! be granted in a retired segment. A creator in the old segment either claimed before the
+//! seal (the rebuild waits for it, then copies its key) or fails on SEALED and looks again.
+//! The rebuild read the DEAD words it dropped with Acquire and published the new segment with
+//! Release, which a creator's load of the directory acquires: the floor raises of the dropped
+//! states are visible to it, as the claim above needs. The price: a key of the segment waits
+//! from its freeze to the publication (one pass over about 1,024 slots), and K must be `'static`
+//! (a replaced segment is freed by whichever thread leaves it last). Models:
+//! `rebuild_never_loses_a_grant` (planted: a rebuild that copies a word without freezing it
+//! loses the grant made on the old slot after the copy) and
+//! `creation_racing_a_rebuild_keeps_one_state`.
+//!
+//! **Rate overrides** keep their state in the map, with their slot INDIRECT (the map's own
+//! move protocol carries them, and per key a configuration pointer costs 8 bytes in every
+//! slot otherwise). `set_rate` freezes the live slot (CAS to MOVING), puts the carried state
+//! in the map, then marks the slot INDIRECT (Release: the entry is there before an admitter
+//! reads INDIRECT); `clear_rate` freezes the map's state, lands the carried state in the slot
+//! (CAS from INDIRECT, waiting out a rebuild), then removes the frozen entry. The eviction of
+//! such a key retires its map state; whoever removes the evicted entry (one remover) then turns
+//! the slot DEAD and gives the place back, and admitters that find INDIRECT and no entry wait
+//! for it. `set_default_rate` stores the new default, then rebuilds every segment onto it; a
+//! key created on a stale default rebuilds its segment after the `rates` RMW (as a map entry
+//! syncs itself), so every state ends on its key's current rate.
+//!
+//! **What was tried** (callgrind, `prof … 100000 shuffled`; prototypes in a scratch crate, the
+//! same probe and grant, differing only in how a segment is reached): one flat table with no
+//! directory, 66 instructions and 1.19 misses per call (no way to reclaim dead slots: a key's
+//! cell can only be reset with exclusive access); segments behind a papaya map of segment
+//! numbers, 173 (its guard alone 59, the lookup 47); behind `arc-swap`, 152; behind `sdd`, 119,
+//! the winner (its guard is a thread-local epoch: a `lock xchg` and a store). The whole path as
+//! built, with the grant count, the relative times and the host's cases, is 179 instructions
+//! and 1.22 misses (papaya's 163 and 1.70; at a million keys 176 and 1.37, papaya's 157 and
+//! 3.36), 34 bytes per `u64` key (70). In time (BENCHMARKS.md, a busy 2-core machine) that is
+//! about 2× governor from a million keys on, level with it or behind at 100,000 keys unless
+//! the capacity is close to the keys (the table follows the capacity, dashmap the keys), and
+//! `String` keys lost ground (papaya's entry sat beside the key's heap bytes). Not tried, with
+//! reasons: a 64-bit fingerprint instead of the key (a new key colliding with a live key's
+//! fingerprint would be granted on its state: inexact); the key boxed beside an inline state
+//! (its check is a second dependent miss, papaya's chain again); a per-slot configuration
+//! pointer or a 16-byte word for it (32-byte slots, 45 bytes per key); dispatching integer
+//! keys to `IntKeyed`'s layout by `TypeId` (an API bound for one key type).
+//!
+//! ## Keyed under a flood of new keys
+//!
+//! Evicting any idle key keeps every guarantee; which ones go decides who competes for a place
+//! next. The issue-26 probe (capacity 1,000, 13,000 new keys a second, a client asking twice
+//! a second under its limit) refused 25 of the client's 39 requests: idle between requests,
+//! its key was evicted by the next sweep, and it then competed with the flood as a new key.
+//! Under such a flood the table holds almost only keys granted in the last interval, so a
+//! sweep finds fewer idle keys than it wants and used to evict them all, the client's too.
+//!
+//! A state counts its grants (2 bits of the inline word, saturating at 3). A sweep (the table
+//! full) frees up to an eighth of the capacity in this order: keys idle past their horizon
+//! (GCRA: τ, the time the whole burst takes to come back: they did not come back); keys granted
+//! at most once (*one-shot*), newest idle first, leaving the sixteenth of the capacity idle
+//! longest; keys granted twice or more (*returning*), oldest idle first, and only if no
+//! one-shot key is busy (it will be idle soon: until then new keys are refused instead). So a
+//! flood churns through places of its own kind: its keys went idle most recently and go first,
+//! a client between its first two requests (idle since before them) is among the sixteenth
+//! kept, and from its second request on it is returning. `cargo bench --bench keyed_compare --
+//! flood` replays the probe on a `ManualClock` with five such clients for 20 s (13,000 new keys
+//! a second, capacity 1,000): 120 of their 200 requests served before (`23ac90c`), 200 of 200
+//! after, the flood still admitted (175,140 of its 260,000 keys, 188,051 before: the table
+//! churns rather than clogs); clients that first appear at 5 s, in the middle of the flood, get
+//! 127 of 150 (122 before: until its second request such a client is one of the flood). Also
+//! measured and dropped, on an earlier scratch replay (139 of 200 before, 136 of 150 late
+//! after): the grant count alone (120 of 200: the sweep still evicted every idle key); counting
+//! a key created while the table had room as returning (200 of 200, but the flood's first keys
+//! then held seven eighths of the table: 24,430 of 260,000 admitted, late clients 14 of 150).
+//! Tests: `tests/keyed_flood.rs` (20× the capacity of one-shot keys on a `ManualClock` and from
+//! a real thread), and through a real server on loopback in `hotlimit-tower/tests/server.rs`;
+//! each fails with the old sweep. Not built: a frequency sketch of keys seen (W-TinyLFU's
+//! doorkeeper): against an unbounded flood a sketch of bounded size saturates or must age
+//! within fractions of a second, and a resident client is already protected by its own grant
+//! count.
+//!
 //! ## Memory and speed
 //!
-//! Per key: the key, the 8-byte state, an 8-byte override pointer, and papaya's boxed entry
-//! and table slot: about 40 bytes per key for `u64` keys, measured as RSS growth over a
-//! million keys (BENCHMARKS.md).
+//! Per `u64` GCRA key: 1.4 slots of 24 bytes of capacity, 34 bytes measured as RSS growth
+//! over a million keys at a capacity of a million (BENCHMARKS.md); a `String` key adds its
+//! heap bytes and 16 more in the cell. The table grows a segment at a time, but keys spread
+//! evenly over the segments, so it is at its full size after a few keys per segment: unlike
+//! the map it replaced, its memory follows the capacity, not the keys (a capacity of twice
+//! the keys takes twice the bytes per key; size the capacity to the keys expected). Logs and
+//! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
+//! and table slot.
 //!
 //! The map was chosen by measurement (`benches/keyed_compare.rs -- maps`, lookup + one CAS,
 //! all with foldhash): papaya and scc's `HashIndex` were level (12–25 ns/call at 1,000 keys),
@@ -1459,13 +1603,7 @@
 //! the tombstone and rate-change protocol needs; scc clones entries into the new array on a
 //! resize (a state stored inline could be CASed in the old copy after the copy was taken: a
 //! lost grant), and behind an `Arc` it took 2.7 L2 misses per call. foldhash instead of
-//! SipHash and papaya's blocking resizes took the call from 42 to 18 ns at 1,000 keys. papaya
-//! boxes every entry behind its pointer array: 1.5 L2 misses per call at 100,000 keys against
-//! governor's 0.58 (dashmap keeps entries inline), so beyond the caches `Keyed` is level with
-//! governor at best. A lock-free map with inline entries cannot be written safely for a
-//! generic key (a reused slot must keep its old key readable until every reader has left, so
-//! the key sits behind an epoch-reclaimed pointer: the second miss again); keys that fit in an
-//! atomic word can, which is [`IntKeyed`](crate::IntKeyed).
+//! SipHash and papaya's blocking resizes took the call from 42 to 18 ns at 1,000 keys.
 //!
 //! ## SlidingLog per key
 //!
@@ -1549,9 +1687,10 @@
 //! named, so the pair's Release retire and Acquire read of the evicted marker are argued as
 //! for `Gcra` rather than model-checked.
 //!
-//! Per key: 16 bytes of state instead of GCRA's 8, 16-byte aligned (the map entry may pad to
-//! it; not measured yet). Rate overrides and default-rate changes take one rate, so on a pair they
-//! return an error; changing a pair's rates at run time is not built.
+//! A pair's word also sits inline in the [table](#keyed-the-inline-table) (its markers there are
+//! the table's, in the first half; the second half is S₂): 32-byte slots, 45 bytes per `u64`
+//! key measured (102 in the map). Rate overrides and default-rate changes take one rate, so on
+//! a pair they return an error; changing a pair's rates at run time is not built.
 //!
 //! *IntKeyed cannot hold a pair.* Its slot is one 16-byte atomic `{ key: 64 bits, meta: 64
 //! bits }` updated by one 128-bit CAS, so that key and state change together; a pair needs
@@ -1566,7 +1705,8 @@
 //! [`IntKeyed`] is per-key GCRA for integer keys with every key's state inside the table: a
 //! slot is one 16-byte atomic `{ key, meta: { flags, value } }`, FREE (all zero), PENDING
 //! (value: a tag unique to the claim, from a counter) or COMMITTED (value: the key's TAT
-//! relative to the limiter's base). A key has eight candidate slots (its two buckets of four,
+//! relative to the limiter's base; the second flag bit, its parity, names the parameter set it
+//! runs on: see [rate changes](#intkeyed-rate-changes)). A key has eight candidate slots (its two buckets of four,
 //! from a seeded hash), totally ordered by table index. Every slot access is `SeqCst`, so the
 //! argument below reasons about one total order S of all slot operations.
 //!
@@ -1601,8 +1741,11 @@
 //! its current slot, exactly as [`Gcra`]'s on its word, and the GCRA bound and exact
 //! `retry_after` carry over. An eviction is a CAS from the exact idle value: a grant that
 //! landed first changes the TAT, so the eviction fails; one that comes after finds the slot
-//! changed and inserts the key again. (A slot that returns to the very same value, evicted
-//! and re-created with the same TAT, is harmless: the decision is a function of the value.)
+//! changed and inserts the key again. A slot's value never returns: an eviction needs TAT <
+//! now, strictly, so the floor the key's next state starts from is above every TAT it had, and
+//! a rate change moves a TAT up by at least 1 ns; with a second parameter set that a slot's
+//! parity selects (rate changes, below), a value that came back could be judged by a set
+//! rewritten in between.
 //!
 //! ## A re-created key starts no younger than the evicted one
 //!
@@ -1623,10 +1766,37 @@
 //! whatever ordering is named (what the real code uses everywhere on slots). The models
 //! (`loom-tests/tests/int_keyed.rs`, a one-bucket table): two and three threads inserting one
 //! new key at a frozen time grant exactly once and leave one slot; a grant on an idle key
-//! racing a new key that replaces it leaves every key's state holding exactly its grants. The
-//! planted twins fail: `resolve` without killing the higher claims commits two slots for one
-//! key; a grant CAS that compares the meta half only lands a grant on the key that replaced
-//! it.
+//! racing a new key that replaces it leaves every key's state holding exactly its grants; a
+//! grant racing a rate change is granted exactly as one state allows. The planted twins fail:
+//! `resolve` without killing the higher claims commits two slots for one key; a rate change
+//! that stores the carried value instead of CASing it loses a grant. (A grant CAS that compared
+//! the meta half only used to land a grant on the key that replaced an idle one; since
+//! evictions need TAT < now a slot's meta word strictly increases whoever holds it, so that
+//! twin can no longer fail and is gone.)
+//!
+//! ## IntKeyed: rate changes
+//!
+//! `set_rate` changes the one rate every key runs on, while requests run, each key's state
+//! carried by `Gcra`'s rule (the permits free before stay free, at most the new burst; time owed
+//! is never forgiven: `carry_tat`, raised to at least TAT + 1 as `Gcra`'s `rerate`). There are
+//! two parameter sets; a committed slot's parity names its set, and a grant decides with that
+//! set and installs by the whole-slot CAS from the value it read. A change writes the new rate
+//! into the other set, makes it current (SeqCst), waits until no commit on the old set is under
+//! way, then carries every slot of the old parity by one CAS to the new parity and the carried
+//! TAT. A grant racing a key's carry either lands first (the carry's CAS fails and carries the
+//! grant's value) or fails its own CAS and decides again with the new set; the bound across
+//! the change is `Gcra`'s, key by key.
+//!
+//! *A set is never read while it is being rewritten by a decision that then counts.* A set is
+//! written only by a change that makes it current; the change before it carried every slot off
+//! it and waited for every commit on it (a committer counts itself in on the set `current`
+//! names, then reads `current` again; in the SeqCst order either that read precedes the
+//! change's store, and the change's read of the counter sees the committer, or it sees the new
+//! set), so no slot holds its parity while it is written. A grant whose CAS succeeds read a
+//! slot that held that very value from its load to the CAS (values never return, above), so
+//! the slot held its parity throughout and the set was not rewritten: the decision used the
+//! set its state runs on. The property test `rate_changes_carry_every_key_as_gcra_does` drives
+//! every key beside its own `Gcra` changed with `set_rate_at` at the same steps.
 //!
 //! ## Capacity and refusals
 //!
@@ -1634,8 +1804,8 @@
 //! reserves a place with a CAS that keeps `len ≤ capacity`, a replacement keeps `len`, a kill
 //! or an eviction returns one. A new key is refused when it finds no FREE candidate it may take
 //! and no idle one (after sweeping eight other buckets for idle keys when the table is at
-//! capacity); its `retry_after` is the wait until the earliest busy slot it looked at goes
-//! idle. With the table at most half full (2·`capacity` slots rounded up to a power of two),
+//! capacity); its `retry_after` is the wait until the earliest busy slot it looked at can go
+//! (TAT − now + 1: evictable once its TAT is in the past). With the table at most half full (2·`capacity` slots rounded up to a power of two),
 //! a refusal below capacity needs both of a key's buckets full of busy keys: measured with
 //! random and with consecutive keys (`bucket_full_refusals_are_rare_*`, capacity 200,000),
 //! 0 to 2 of the 100,000 keys inserted below half the capacity were refused (about 10⁻⁵), and

@@ -25,8 +25,9 @@
 //! { key: 64 bits, meta: { flags: 2 bits, value: 62 bits } }
 //! flags 00 FREE       value 0, key 0 (a zeroed table is empty)
 //! flags 01 PENDING    value = a tag unique to this claim (from a counter)
-//! flags 10 COMMITTED  value = the key's GCRA TAT, in ns after the limiter's base (its clock
-//!                     at build), at most 2^62 − 1 (146 years after the base)
+//! flags 1p COMMITTED  value = the key's GCRA TAT, in ns after the limiter's base (its clock
+//!                     at build), at most 2^62 − 1 (146 years after the base); p: which of
+//!                     the two parameter sets it runs on (see `int_keyed/change.rs`)
 //! ```
 //!
 //! A key hashes (two folded multiplies, seeded at random per limiter) to two buckets, b1 and
@@ -44,10 +45,14 @@
 //!   PENDING k seen has been killed (CAS to FREE). Anyone may commit someone else's pending,
 //!   but only after a second scan that still sees that very claim (same tag). A thread that
 //!   sees a PENDING k helps instead of claiming a second slot.
-//! - **Evict**: a key whose TAT ≤ now is idle (its state equals a fresh one) and may be CASed
+//! - **Evict**: a key whose TAT < now is idle (its state equals a fresh one) and may be CASed
 //!   away by an inserter that needs room; the *floor* (the greatest `now` any eviction used) is
 //!   raised first and every new state starts at the floor, so a clock that goes backwards
 //!   never finds a key younger than the one evicted.
+//!
+//! - **Rate change** ([`set_rate`](IntKeyed::set_rate)): the new rate goes into the other
+//!   parameter set, which becomes current; every slot of the old parity is then carried by
+//!   one CAS (`int_keyed/change.rs`).
 //!
 //! # Lock-freedom and targets
 //!
@@ -77,11 +82,15 @@ use crate::rate::Rate;
 use crate::sync::{AtomicU128, AtomicU64, Backoff, Ordering};
 
 mod builder;
+mod change;
+mod insert;
 mod ip;
 mod key;
 mod read;
 
 pub use builder::IntKeyedBuilder;
+use change::KeyParams;
+use insert::later;
 pub use ip::IpKey;
 pub use key::IntKey;
 use key::{fold_mul, sealed, Candidates};
@@ -91,7 +100,10 @@ const VALUE: u64 = (1 << 62) - 1;
 /// The flag bits of a slot's meta word.
 const FLAGS: u64 = 3 << 62;
 const PENDING: u64 = 1 << 62;
+/// The committed flag; the other flag bit is then the parity ([`PARITY`]).
 const COMMITTED: u64 = 2 << 62;
+/// Which parameter set a committed slot runs on.
+const PARITY: u64 = 1 << 62;
 /// Slots per bucket (one 64-byte line of 16-byte slots).
 const WAYS: usize = 4;
 /// Buckets an inserter sweeps for idle keys when the table holds `capacity` keys.
@@ -115,7 +127,7 @@ fn meta_of(slot: u128) -> u64 {
 /// Is `slot` the committed state of `key`?
 #[inline(always)]
 fn holds(slot: u128, key: u64) -> bool {
-    key_of(slot) == key && meta_of(slot) & FLAGS == COMMITTED
+    key_of(slot) == key && meta_of(slot) & COMMITTED != 0
 }
 
 fn is_pending_of(slot: u128, key: u64) -> bool {
@@ -145,9 +157,9 @@ pub enum Plant {
     None,
     /// `resolve` commits the lowest pending without killing the higher ones.
     NoKill,
-    /// A grant's CAS compares the meta half only (not the key), as a 64-bit CAS on the state
-    /// word beside a separately stored key would.
-    MetaOnlyGrant,
+    /// A rate change that carries a key's state by a store of the value it carried from,
+    /// without the CAS: a grant in between is overwritten.
+    CarryByStore,
 }
 
 /// Per-key GCRA for integer keys (`u64`, `u32`, `u16`, `i64`, `usize`) and IP addresses
@@ -166,8 +178,11 @@ pub enum Plant {
 /// - **Bounded memory**: never more than `capacity` keys. The table has the power of two ≥
 ///   2·`capacity` slots (at least 4), 16 bytes each, allocated at build: 32 to 64 bytes per
 ///   key of capacity, however many keys arrive.
-/// - **Idle keys are evicted automatically**: a key whose TAT ≤ now (its state equals a fresh
+/// - **Idle keys are evicted automatically**: a key whose TAT < now (its state equals a fresh
 ///   one) may be replaced by a new key that needs room. No background thread, no sweep call.
+/// - **One rate, changed live**: [`set_rate`](IntKeyed::set_rate) retunes every key while
+///   requests run, each key's state carried by `Gcra`'s rule (the permits free stay free, at
+///   most the new burst; time owed is never forgiven).
 ///
 /// # When there is no room
 ///
@@ -175,7 +190,8 @@ pub enum Plant {
 /// it replaces an idle key, `len() < capacity`. It takes a FREE candidate, else replaces an
 /// idle candidate, else (when the table holds `capacity` keys) evicts the idle keys of a few
 /// other buckets and tries once more. If that fails it is **denied**, with `retry_after` the
-/// time until the earliest of the slots it looked at goes idle (at least 1 ns). Keys already
+/// time until the earliest of the slots it looked at can go (once its TAT is in the past:
+/// its TAT less `now`, plus 1 ns). Keys already
 /// in the table are never affected. Denying a new key, rather than evicting a busy one, keeps
 /// the per-key guarantee: evicting a busy key would hand it a fresh burst.
 ///
@@ -218,13 +234,15 @@ pub struct IntKeyed<K = u64, C = DefaultClock> {
     mask: usize,
     /// Hash seeds.
     seed: [u64; 2],
-    /// The emission interval I in ns.
-    interval: u64,
-    /// τ = b·I in ns, at most 2^62 − 1.
-    tolerance: u64,
-    /// τ − I.
-    slack_one: u64,
-    burst: u64,
+    /// The two parameter sets (interval I, τ = b·I ≤ 2^62 − 1, τ − I, burst b, rate): a
+    /// committed slot's parity says which its TAT runs on (see `int_keyed/change.rs`).
+    params: [KeyParams; 2],
+    /// Which set new states commit on (0 or 1).
+    current: AtomicU64,
+    /// Commits under way on each set (a rate change waits for the old set's to end).
+    committers: [CachePadded<AtomicU64>; 2],
+    /// Rate changes take turns on it (odd while one runs).
+    changes: AtomicU64,
     capacity: u64,
     /// The clock reading at build: slot times are stored relative to it.
     base: u64,
@@ -234,7 +252,6 @@ pub struct IntKeyed<K = u64, C = DefaultClock> {
     tags: CachePadded<AtomicU64>,
     /// The greatest (relative) `now` any eviction used; new states start here.
     floor: CachePadded<AtomicU64>,
-    rate: Rate,
     clock: C,
     #[cfg(hotlimit_loom)]
     plant: Plant,
@@ -294,16 +311,7 @@ impl<K, C> IntKeyed<K, C> {
         if permits == 0 {
             return Ok(());
         }
-        // n ≤ b, so n·I ≤ τ < 2^62.
-        let Some((cost, slack)) = price(
-            u64::from(permits),
-            self.burst,
-            self.interval,
-            self.tolerance,
-        ) else {
-            return Err(Denied::never());
-        };
-        self.acquire(self.key_bits(key), cost, slack, now)
+        self.acquire(self.key_bits(key), permits, now)
     }
 
     /// Take one permit for `key` at time `now`.
@@ -329,12 +337,12 @@ impl<K, C> IntKeyed<K, C> {
     where
         K: IntKey,
     {
-        self.acquire(self.key_bits(key), self.interval, self.slack_one, now)
+        self.acquire(self.key_bits(key), 1, now)
     }
 
     /// The hit path: the key's committed slot in b1, then b2; the slow path otherwise.
     #[inline(always)]
-    fn acquire(&self, key: u64, cost: u64, slack: u64, now: u64) -> Result<(), Denied> {
+    fn acquire(&self, key: u64, permits: u32, now: u64) -> Result<(), Denied> {
         let h = self.hash(key);
         let home = Self::home(h);
         let rel = self.relative(now);
@@ -347,48 +355,52 @@ impl<K, C> IntKeyed<K, C> {
                 // reason about one total order (on x86-64 this load is the same instruction).
                 let v = bucket.0[way].load(Ordering::SeqCst);
                 if holds(v, key) {
-                    if let Some(r) = self.grant(&bucket.0[way], v, key, cost, slack, rel) {
+                    if let Some(r) = self.grant(&bucket.0[way], v, key, permits, rel) {
                         return r.map_err(|d| later(d, self.base.saturating_sub(now)));
                     }
                     // The key left this slot between the load and the CAS: insert it again.
-                    return self.acquire_slow(key, h, cost, slack, now);
+                    return self.acquire_slow(key, h, permits, now);
                 }
             }
             b = self.b2(h);
         }
-        self.acquire_slow(key, h, cost, slack, now)
+        self.acquire_slow(key, h, permits, now)
     }
 
-    /// GCRA on the committed `slot` last seen as `v`: `None` when the slot stops holding
-    /// `key` (evicted, or reused), before anything was granted.
+    /// GCRA on the committed `slot` last seen as `v`, with the parameter set its parity names:
+    /// `None` when the slot stops holding `key` (evicted, or reused), before anything was
+    /// granted.
     #[inline(always)]
     fn grant(
         &self,
         slot: &AtomicU128,
         mut v: u128,
         key: u64,
-        cost: u64,
-        slack: u64,
+        permits: u32,
         now: u64,
     ) -> Option<Result<(), Denied>> {
         let backoff = Backoff::new();
         loop {
-            let tat = meta_of(v) & VALUE;
+            let meta = meta_of(v);
+            let (interval, tolerance, slack_one, burst) = self.numbers_of(meta);
+            let (cost, slack) = if permits == 1 {
+                // A burst is at least 1: one permit is always priced.
+                (interval, slack_one)
+            } else {
+                // n ≤ b, so n·I ≤ τ < 2^62.
+                match price(u64::from(permits), burst, interval, tolerance) {
+                    Some(price) => price,
+                    None => return Some(Err(Denied::never())),
+                }
+            };
             // A denial returns here, before any write.
-            let next = match decide(tat, now, cost, slack) {
+            let next = match decide(meta & VALUE, now, cost, slack) {
                 Ok(next) if next <= VALUE => next,
                 Ok(_) => return Some(Err(Denied::never())),
                 Err(d) => return Some(Err(d)),
             };
-            #[allow(unused_mut)]
-            let (mut expect, mut new) = (v, pack(key, COMMITTED | next));
-            #[cfg(hotlimit_loom)]
-            if self.plant() == Plant::MetaOnlyGrant {
-                // Planted: compare the meta half only, keep whatever key is there now.
-                let cur = slot.load(Ordering::SeqCst);
-                expect = pack(key_of(cur), meta_of(v));
-                new = pack(key_of(cur), COMMITTED | next);
-            }
+            // The flags (committed, and the parity the decision used) stay as they are.
+            let (expect, new) = (v, pack(key, (meta & FLAGS) | next));
             // SeqCst (both): the whole slot, key included, so a slot evicted or reused since
             // the load fails the CAS; see `acquire` for why SeqCst.
             match slot.compare_exchange_weak(expect, new, Ordering::SeqCst, Ordering::SeqCst) {
@@ -402,298 +414,6 @@ impl<K, C> IntKeyed<K, C> {
                 }
             }
         }
-    }
-
-    /// The insert path, with the key not found committed in its buckets: claim, resolve,
-    /// then grant on the one committed slot. Loops until a decision.
-    #[cold]
-    #[inline(never)]
-    fn acquire_slow(
-        &self,
-        key: u64,
-        h: u64,
-        cost: u64,
-        slack: u64,
-        now: u64,
-    ) -> Result<(), Denied> {
-        let (b1, b2, home) = (self.b1(h), self.b2(h), Self::home(h));
-        // A wait is measured from the base; a `now` before it adds the difference.
-        let behind = self.base.saturating_sub(now);
-        let now = self.relative(now);
-        let c = self.candidates(b1, b2);
-        let backoff = Backoff::new();
-        let mut swept = false;
-        loop {
-            let snap = self.scan(&c);
-            if let Some(k) = (0..c.n).find(|&k| holds(snap[k], key)) {
-                match self.grant(self.slot(c.idx[k]), snap[k], key, cost, slack, now) {
-                    Some(r) => return r.map_err(|d| later(d, behind)),
-                    None => continue,
-                }
-            }
-            if (0..c.n).any(|k| is_pending_of(snap[k], key)) {
-                // Another thread is inserting this key: help it rather than claim a second
-                // slot.
-                self.resolve(key, &c, None);
-                continue;
-            }
-            match self.claim(key, &c, &snap, now, b1, home) {
-                Claim::Mine(i, v) => self.resolve(key, &c, Some((i, v))),
-                Claim::Lost => crate::sync::lost_cas(&backoff, now),
-                Claim::Full { wait, free_seen } => {
-                    if free_seen && !swept {
-                        // The table holds `capacity` keys: evict idle keys elsewhere, then
-                        // try once more.
-                        swept = true;
-                        let wait2 = self.sweep(key, now);
-                        if wait2 == 0 {
-                            continue;
-                        }
-                        return Err(Denied::after_nanos(wait.min(wait2).saturating_add(behind))
-                            .table_full());
-                    }
-                    return Err(Denied::after_nanos(wait.saturating_add(behind)).table_full());
-                }
-            }
-        }
-    }
-
-    /// Claim a candidate slot as `{key, PENDING, tag}`: a FREE one if a place under the
-    /// capacity can be reserved, else an idle key's.
-    fn claim(
-        &self,
-        key: u64,
-        c: &Candidates,
-        snap: &[u128; 2 * WAYS],
-        now: u64,
-        b1: usize,
-        home: usize,
-    ) -> Claim {
-        // b1's ways first (a hit then costs one line), each bucket from the home way on.
-        let first = if c.idx[0] / WAYS == b1 { 0 } else { WAYS };
-        let order = (0..c.n).map(|k| (first + k / WAYS * WAYS) % c.n + (k + home) % WAYS);
-        let (mut free, mut n_free, mut idle, mut wait) = ([0; 2 * WAYS], 0, None, u64::MAX);
-        for k in order {
-            let v = snap[k];
-            let meta = meta_of(v);
-            if meta & FLAGS == 0 {
-                free[n_free] = k;
-                n_free += 1;
-            } else if meta & FLAGS == COMMITTED {
-                let tat = meta & VALUE;
-                if tat <= now {
-                    idle = idle.or(Some(k));
-                } else {
-                    wait = wait.min(tat - now);
-                }
-            } else {
-                // Someone else's insert in progress: it resolves in nanoseconds.
-                wait = wait.min(1);
-            }
-        }
-        // The tag is taken only for a claim that will be tried, so that refusing a new key when
-        // there is no room writes nothing shared (under a flood, most calls are refusals).
-        // Relaxed: the counter only needs each claim to get a distinct value (an RMW reads the
-        // latest value in the counter's modification order).
-        let pending = || {
-            pack(
-                key,
-                PENDING | (self.tags.fetch_add(1, Ordering::Relaxed) & VALUE),
-            )
-        };
-        if n_free > 0 && self.reserve() {
-            let pending = pending();
-            for &k in &free[..n_free] {
-                // SeqCst: the claim half of the Dekker pattern (see `scan`). On a lost race,
-                // the next FREE slot seen.
-                if self
-                    .slot(c.idx[k])
-                    .compare_exchange(0, pending, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-                {
-                    return Claim::Mine(c.idx[k], pending);
-                }
-            }
-            self.release();
-            return Claim::Lost;
-        }
-        if let Some(k) = idle {
-            // Replace the idle key: the floor first, so that whoever re-creates that key sees
-            // it. No change to `len`: one key out, one in.
-            self.raise_floor(now);
-            let pending = pending();
-            // SeqCst: as the claim above; also after the floor's raise in the total order.
-            return match self.slot(c.idx[k]).compare_exchange(
-                snap[k],
-                pending,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => Claim::Mine(c.idx[k], pending),
-                Err(_) => Claim::Lost,
-            };
-        }
-        Claim::Full {
-            wait: wait.clamp(1, u64::MAX - 1),
-            free_seen: n_free > 0,
-        }
-    }
-
-    /// Settle `key`'s inserts among its candidates until a COMMITTED slot exists or no PENDING
-    /// one does. `mine`: our own claim (slot, exact value), which ends committed or killed.
-    fn resolve(&self, key: u64, c: &Candidates, mine: Option<(usize, u128)>) {
-        let backoff = Backoff::new();
-        let mut prev: Option<[u128; 2 * WAYS]> = None;
-        loop {
-            let snap = self.scan(c);
-            if let Some(k) = (0..c.n).find(|&k| holds(snap[k], key)) {
-                if let Some((i, v)) = mine {
-                    if i != c.idx[k] {
-                        self.kill(i, v);
-                    }
-                }
-                return;
-            }
-            let mut pend = (0..c.n).filter(|&k| is_pending_of(snap[k], key));
-            let Some(low) = pend.next() else {
-                // No pending left (ours was killed): the caller looks again.
-                return;
-            };
-            // The committer's scan must come after the claim it commits: true of our own
-            // claim; for another's, the previous scan saw this very claim (tags are unique).
-            let confirmed =
-                mine == Some((c.idx[low], snap[low])) || prev.is_some_and(|p| p[low] == snap[low]);
-            if !confirmed {
-                prev = Some(snap);
-                continue;
-            }
-            let mut killed_all = true;
-            #[cfg(hotlimit_loom)]
-            let kill_others = self.plant() != Plant::NoKill;
-            #[cfg(not(hotlimit_loom))]
-            let kill_others = true;
-            if kill_others {
-                for k in pend {
-                    killed_all &= self.kill(c.idx[k], snap[k]);
-                }
-            }
-            if killed_all {
-                // SeqCst: read after the scan, so it includes every eviction of an earlier
-                // state of this key (guide); the new state starts here.
-                let tat0 = self.floor.load(Ordering::SeqCst).min(VALUE);
-                // SeqCst: the commit; fails if the claim was killed meanwhile.
-                if self
-                    .slot(c.idx[low])
-                    .compare_exchange(
-                        snap[low],
-                        pack(key, COMMITTED | tat0),
-                        Ordering::SeqCst,
-                        Ordering::SeqCst,
-                    )
-                    .is_ok()
-                {
-                    return;
-                }
-            }
-            prev = Some(snap);
-            crate::sync::lost_cas(&backoff, 0);
-        }
-    }
-
-    /// CAS a pending claim (exact value) to FREE; the killer returns its place.
-    fn kill(&self, i: usize, v: u128) -> bool {
-        // SeqCst: see `acquire`.
-        let ok = self
-            .slot(i)
-            .compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok();
-        if ok {
-            self.release();
-        }
-        ok
-    }
-
-    /// Evict the idle keys of `SWEEP` buckets (from a place that depends on the key and the
-    /// time); 0 if one was evicted, else the wait until the earliest slot seen goes idle.
-    #[cold]
-    fn sweep(&self, key: u64, now: u64) -> u64 {
-        let start = fold_mul(key ^ now, self.seed[1]) as usize;
-        let mut wait = u64::MAX - 1;
-        let mut evicted = false;
-        for b in 0..SWEEP.min(self.mask + 1) {
-            let b = (start + b) & self.mask;
-            for j in 0..WAYS {
-                let i = b * WAYS + j;
-                // SeqCst: see `acquire`.
-                let v = self.slot(i).load(Ordering::SeqCst);
-                let meta = meta_of(v);
-                if meta & FLAGS != COMMITTED {
-                    continue;
-                }
-                let tat = meta & VALUE;
-                if tat > now {
-                    wait = wait.min(tat - now);
-                    continue;
-                }
-                self.raise_floor(now);
-                // SeqCst: after the floor's raise; fails if the key was granted meanwhile.
-                if self
-                    .slot(i)
-                    .compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-                {
-                    self.release();
-                    evicted = true;
-                }
-            }
-        }
-        if evicted {
-            0
-        } else {
-            wait
-        }
-    }
-
-    fn raise_floor(&self, now: u64) {
-        // SeqCst (both): the raise must precede the eviction's CAS in the total order, so that
-        // whoever commits the evicted key's next state (reading the floor after a scan that
-        // saw the eviction) starts at or above it. Read first: usually already high enough.
-        if self.floor.load(Ordering::SeqCst) < now {
-            self.floor.fetch_max(now, Ordering::SeqCst);
-        }
-    }
-
-    /// Reserve a place under the capacity.
-    fn reserve(&self) -> bool {
-        // Relaxed: `len` is a self-contained count; the CAS keeps it ≤ capacity.
-        let mut len = self.len.load(Ordering::Relaxed);
-        loop {
-            if len >= self.capacity {
-                return false;
-            }
-            // Relaxed: as above.
-            match self
-                .len
-                .compare_exchange_weak(len, len + 1, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(l) => len = l,
-            }
-        }
-    }
-
-    fn release(&self) {
-        // Relaxed: as `reserve`.
-        self.len.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A wait measured from the base, for a `now` that was `behind` ns before it.
-#[inline]
-fn later(d: Denied, behind: u64) -> Denied {
-    match d.retry_after_nanos() {
-        Some(w) if behind > 0 => Denied::after_nanos(w.saturating_add(behind)),
-        _ => d,
     }
 }
 

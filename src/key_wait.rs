@@ -42,7 +42,7 @@ mod keyed {
     /// each denial's `retry_after` (also a full table's wait for room), hold nothing while
     /// waiting, and are not first-come-first-served among waiters on one key. Like every
     /// `Keyed` method, they take the key in any borrowed form (`&str` for a `String` key).
-    impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
+    impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C: Clock> Keyed<K, L, C> {
         /// Block the calling thread until `permits` permits for `key` are granted, sleeping
         /// with a [`Precise`](crate::Precise) sleeper. Retries after each denial's
         /// `retry_after`: not first-come-first-served among waiters on the same key.

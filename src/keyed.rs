@@ -1,10 +1,14 @@
-//! [`Keyed`]: one limiter state per key (user, IP, token) in a lock-free map, with a hard
-//! capacity and automatic eviction of idle keys.
+//! [`Keyed`]: one limiter state per key (user, IP, token), with a hard capacity and automatic
+//! eviction of idle keys.
 //!
-//! The map is `papaya`'s lock-free hash map: a lookup of an existing key reads the table and
-//! the entry and writes nothing shared (its epoch guard marks a per-thread slot), so the only
-//! shared write on the admission path of an existing key is the limiter's own CAS on the key's
-//! state word, and a GCRA denial writes nothing at all.
+//! Two stores, both lock-free, chosen by the state. A state that fits one atomic word (`Gcra`:
+//! 8 bytes, `GcraPair`: 16) sits **inline** in an open-addressed table beside its key
+//! (`table.rs`): a lookup of an existing key reads one slot, one cache miss beyond the caches.
+//! Sliding logs and windows (a ring per key) live in `papaya`'s lock-free hash map, one boxed
+//! entry per key; so do the states of keys with a rate override where states sit inline (their
+//! slot says INDIRECT). Either way a lookup writes nothing shared (an epoch guard marks a
+//! per-thread slot), so the only shared write on the admission path of an existing key is the
+//! limiter's own CAS on the key's state word, and a GCRA denial writes nothing at all.
 //!
 //! # The eviction protocol (the subtle race)
 //!
@@ -39,7 +43,9 @@
 //!
 //! The protocol is model-checked in `loom-tests/tests/keyed.rs` (the map abstracted, the
 //! state-word protocol the real code), with a planted evictor that removes without the
-//! tombstone CAS, which the model catches.
+//! tombstone CAS, which the model catches. The inline table runs the same protocol on its
+//! slots (the tombstone is the slot's DEAD; a slot is never reused until its segment is
+//! rebuilt), model-checked on the real table in `loom-tests/tests/keyed_table.rs`.
 //!
 //! # Layout
 //!
@@ -48,12 +54,18 @@
 //! ([`create`], [`raise_floor`], [`remove_retired`]), which the loom models run as they are.
 //! Beside it:
 //!
-//! - `gcra.rs`, `log.rs`, `window.rs`: the three per-key states (a GCRA word; a sliding log and
-//!   a sliding window, each behind a gate), each implementing [`KeyedState`];
+//! - `gcra.rs`, `gcra_pair.rs`, `log.rs`, `window.rs`: the per-key states (a GCRA word, a pair's
+//!   16-byte word; a sliding log and a sliding window, each behind a gate), each implementing
+//!   [`KeyedState`]; `word.rs`: the word trait the two GCRA states share, and the layout of a
+//!   word inline in the table;
 //! - `gate.rs`: the gate word in front of a log or a window (enter, leave, close, retire,
 //!   commit, and the refusal below the floor);
-//! - `map.rs`: [`Keyed`] itself: the map, the admission paths, creation, capacity and sweeps,
-//!   and [`WhenFull`];
+//! - `table.rs` (+ `table/`): the inline table: segments, slots, the probe, the grant, the slow
+//!   path over a host (`slow.rs`), rebuilds (`rebuild.rs`), the epoch-protected directory
+//!   (`cell.rs`);
+//! - `map.rs`: [`Keyed`] itself: the map, the dispatch of an admission to the table or the
+//!   map, the map's admission paths, and [`WhenFull`]; `admit.rs`: `Keyed` as the table's host
+//!   and the paths of keys whose state is inline; `room.rs`: places, refusals and sweeps;
 //! - `builder.rs`: [`KeyedBuilder`] and the constructors, with the checks at build;
 //! - `overrides.rs`: per-key rate overrides and default-rate changes, and the sync that moves
 //!   a live state onto its key's current rate;
@@ -67,6 +79,7 @@ use crate::rate::Rate;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
+use word::{TatWord, WordOf};
 
 /// A limiter algorithm that [`Keyed`] can keep per key: its per-key state, and the
 /// configuration shared by all keys (or per key, for rate overrides).
@@ -97,7 +110,7 @@ pub trait KeyedState: sealed::Sealed + 'static {
     type State: Send + Sync;
     /// What a state hands to its successor when its rate changes.
     #[doc(hidden)]
-    type Carry;
+    type Carry: Clone;
 
     /// The configuration for `rate` (and the algorithm's one knob where it has one: GCRA's
     /// `burst`, SlidingWindow's `buckets`).
@@ -162,6 +175,53 @@ pub trait KeyedState: sealed::Sealed + 'static {
     /// budget checked at build and at rate changes).
     #[doc(hidden)]
     fn bytes_per_state(cfg: &Self::Config) -> u128;
+
+    /// How long after going idle a state still counts as a returning key's when a sweep picks
+    /// what to evict (GCRA: its tolerance τ, the time its whole burst takes to come back; a
+    /// client that returns within it keeps its place under a flood of new keys).
+    #[doc(hidden)]
+    fn horizon(cfg: &Self::Config) -> u64 {
+        let _ = cfg;
+        u64::MAX
+    }
+    /// The atomic word a key's state is kept in, inline in [`Keyed`]'s table (`Gcra`: 8 bytes,
+    /// `GcraPair`: 16), or `NoWord` for the states kept in the map (sliding logs and windows,
+    /// for which `Keyed` builds no table). Its layout: `word::inline`.
+    #[doc(hidden)]
+    type Word: TatWord;
+    /// Takes `permits` at `now` (ns after the table's base) on the live inline value `w`: its
+    /// successor (its grant count one more, saturating), or the denial, before any write.
+    #[doc(hidden)]
+    fn word_decide(
+        cfg: &Self::Config,
+        w: WordOf<Self>,
+        permits: u32,
+        now: u64,
+    ) -> Result<WordOf<Self>, Denied>;
+    /// The live inline value `w`, run on `from`, carried onto `to` at `now` (after the base) by
+    /// the rule of a live rate change (`set_default_rate`).
+    #[doc(hidden)]
+    fn word_rerate(
+        from: &Self::Config,
+        to: &Self::Config,
+        w: WordOf<Self>,
+        now: u64,
+    ) -> WordOf<Self>;
+    /// What the live inline value `w`, run on `cfg`, hands to a state in the map at `now`
+    /// (after the base; the carry's times are absolute: plus `base`).
+    #[doc(hidden)]
+    fn word_carry(cfg: &Self::Config, w: WordOf<Self>, now: u64, base: u64) -> Self::Carry;
+    /// A live inline value under `cfg` continuing from `carry` (taken from a retired state in
+    /// the map), never below `floor` (absolute; the value's times are after `base`); `like` is
+    /// any value of the word (its type's witness).
+    #[doc(hidden)]
+    fn word_carried(
+        cfg: &Self::Config,
+        carry: Self::Carry,
+        floor: u64,
+        base: u64,
+        like: WordOf<Self>,
+    ) -> WordOf<Self>;
 }
 
 mod sealed {
@@ -201,6 +261,8 @@ pub enum Retire {
 }
 
 #[cfg(feature = "std")]
+mod admit;
+#[cfg(feature = "std")]
 mod builder;
 mod gate;
 mod gcra;
@@ -216,7 +278,12 @@ mod pair_read;
 #[doc(hidden)]
 pub mod planted;
 mod read;
+#[cfg(feature = "std")]
+mod room;
+#[cfg(any(feature = "std", hotlimit_loom))]
+mod table;
 mod window;
+mod word;
 
 #[cfg(feature = "std")]
 pub use builder::KeyedBuilder;

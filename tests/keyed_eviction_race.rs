@@ -19,24 +19,24 @@ use hotlimit::{
 const S: u64 = 1_000_000_000;
 
 /// `builder` on a `ManualClock`, built.
-fn on_manual_clock<K: Hash + Eq + Clone, L: KeyedState>(
+fn on_manual_clock<K: Hash + Eq + Clone + 'static, L: KeyedState>(
     builder: KeyedBuilder<K, L, DefaultClock>,
 ) -> Keyed<K, L, ManualClock> {
     builder.clock(ManualClock::new()).build().unwrap()
 }
 
 /// Keyed GCRA at `rate`, burst 1, on a `ManualClock`.
-fn gcra<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, Gcra, ManualClock> {
+fn gcra<K: Hash + Eq + Clone + 'static>(rate: Rate) -> Keyed<K, Gcra, ManualClock> {
     on_manual_clock(Keyed::gcra(rate).burst(1))
 }
 
 /// Keyed sliding log at `rate` on a `ManualClock`.
-fn log<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, SlidingLog, ManualClock> {
+fn log<K: Hash + Eq + Clone + 'static>(rate: Rate) -> Keyed<K, SlidingLog, ManualClock> {
     on_manual_clock(Keyed::sliding_log(rate))
 }
 
 /// Keyed sliding window at `rate` on a `ManualClock` (default buckets).
-fn window<K: Hash + Eq + Clone>(rate: Rate) -> Keyed<K, SlidingWindow, ManualClock> {
+fn window<K: Hash + Eq + Clone + 'static>(rate: Rate) -> Keyed<K, SlidingWindow, ManualClock> {
     on_manual_clock(Keyed::sliding_window(rate))
 }
 
@@ -187,11 +187,14 @@ fn gcra_key_evicted_then_asked_below_the_floor_is_no_more_permissive() {
 }
 
 /// Four workers on four keys (each request picks a key), a clock the workers advance, and an
-/// evictor sweeping at the clock's time in a loop, for `run`. Returns every grant per key as
-/// (the caller's clock read before the call, the clock after it).
+/// evictor sweeping at the clock's time in a loop, for `run`; with `churn`, a fifth thread
+/// asking for new keys all the while (in a small table their dead slots make the segments be
+/// rebuilt under the workers). Returns every grant per key as (the caller's clock read before
+/// the call, the clock after it).
 fn race_with_a_sweeper<L: KeyedState>(
     k: Keyed<u64, L, ManualClock>,
     run: Duration,
+    churn: bool,
 ) -> HashMap<u64, Vec<(u64, u64)>>
 where
     Keyed<u64, L, ManualClock>: Send + Sync,
@@ -208,6 +211,16 @@ where
             swept
         })
     };
+    let churner = churn.then(|| {
+        let (k, stop) = (Arc::clone(&k), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut key = 1_000u64;
+            while !stop.load(Ordering::Relaxed) {
+                let _ = k.try_acquire_at(&key, k.clock().now());
+                key += 1;
+            }
+        })
+    });
     let seed = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
     let workers: Vec<_> = (0..4u64)
         .map(|w| {
@@ -242,6 +255,9 @@ where
         for (key, before, after) in w.join().unwrap() {
             per_key.entry(key).or_default().push((before, after));
         }
+    }
+    if let Some(churner) = churner {
+        churner.join().unwrap();
     }
     let swept = evictor.join().unwrap();
     assert!(
@@ -282,7 +298,15 @@ fn no_two_grants_closer_than_the_interval<L: KeyedState>(k: Keyed<u64, L, Manual
 where
     Keyed<u64, L, ManualClock>: Send + Sync,
 {
-    for (key, grants) in race_with_a_sweeper(k, run_length()) {
+    no_two_grants_closer(race_with_a_sweeper(k, run_length(), false));
+}
+
+/// No two grants of a key, at the callers' clock reads, closer than `INTERVAL`.
+fn no_two_grants_closer(grants: HashMap<u64, Vec<(u64, u64)>>) {
+    for (key, grants) in grants {
+        if key >= 1_000 {
+            continue; // the churn's keys: each asked once
+        }
         let times = grants.iter().map(|g| g.0).collect();
         if let Some((a, b)) = closest_pair(times) {
             assert!(b - a >= INTERVAL, "key {key}: grants at {a} and {b} ns");
@@ -306,7 +330,7 @@ fn window_keys_keep_their_bound_with_a_sweeping_evictor() {
     // least the caller's read): two grants of a key whose calls both lie wholly inside one
     // window of length `period` never happen (limit 1).
     let k = on_manual_clock(Keyed::sliding_window(rate_one_per_interval()).buckets(1));
-    for (key, mut grants) in race_with_a_sweeper(k, run_length()) {
+    for (key, mut grants) in race_with_a_sweeper(k, run_length(), false) {
         grants.sort_unstable();
         for j in 0..grants.len() {
             // Every earlier call that started less than a period before this one.
@@ -324,4 +348,14 @@ fn window_keys_keep_their_bound_with_a_sweeping_evictor() {
             }
         }
     }
+}
+
+/// The inline table under churn: the GCRA keys raced by a sweeper as above while a fifth thread
+/// asks for new keys all the while, in a table of 64 places (one segment of 94 slots), so that
+/// dead slots pile up and the segment is rebuilt again and again under the workers (each
+/// rebuild freezes the hot keys, copies them, and publishes a new segment). The bound holds.
+#[test]
+fn gcra_keys_keep_their_bound_through_churn_and_rebuilds() {
+    let k = on_manual_clock(Keyed::gcra(rate_one_per_interval()).burst(1).capacity(64));
+    no_two_grants_closer(race_with_a_sweeper(k, run_length(), true));
 }

@@ -2,7 +2,8 @@
 //! real HTTP client (hyper-util's). 50 concurrent requests from one IP against a burst of 5:
 //! exactly 5 admitted; two client IPs (127.0.0.1 and 127.0.0.2) are limited independently; a
 //! forged leftmost `X-Forwarded-For` does not buy a fresh limit; a flood of distinct client
-//! IPs leaves the key table at its capacity. Each test stops its server and is bounded in time.
+//! IPs leaves the key table at its capacity, and does not push out the clients that keep
+//! coming back. Each test stops its server and is bounded in time.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -281,4 +282,94 @@ async fn without_connect_info_no_header_chooses_the_key() {
     }
     // No key was ever created.
     assert_eq!(per_client.len(), 0);
+}
+
+/// Issue 26, through a real server: a flood of one-shot client IPs (each asks once, from its
+/// own forwarded address) runs while three clients known before it ask once a second, at half
+/// their rate. The flood fills the table (some of it is turned away with 503) and churns
+/// through it, but every request of the steady clients is served: their keys are idle between
+/// requests, and a sweep evicts the flood's idle keys, not theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_new_ips_does_not_push_out_clients_that_keep_coming_back() {
+    let key = ForwardedIp::trusted_proxies(["127.0.0.0/8"]).unwrap();
+    // 2 per second, burst 4: a flood key is busy for 500 ms; a steady client asking once a
+    // second is idle half the time, and counts as coming back for 2 s after a request.
+    let per_client = Arc::new(
+        Keyed::<IpAddr, Gcra>::gcra(Rate::per_second(2).unwrap())
+            .burst(4)
+            .capacity(100)
+            .build()
+            .unwrap(),
+    );
+    let layer = RateLimitLayer::new(Policy::new("per-client", per_client.clone(), key)).unwrap();
+    let server = serve(layer).await;
+    let addr = server.addr;
+    let steady: Vec<String> = (1..=3).map(|i| format!("192.0.2.{i}")).collect();
+    let (served, flood) = bounded(async {
+        let c = client([127, 0, 0, 1]);
+        for ip in &steady {
+            assert_eq!(
+                get_root(&c, addr, &[("x-forwarded-for", ip.clone())])
+                    .await
+                    .0,
+                200
+            );
+        }
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flooders: Vec<_> = (0..8u32)
+            .map(|t| {
+                let (c, done) = (c.clone(), done.clone());
+                tokio::spawn(async move {
+                    let (mut sent, mut full) = (0u32, 0u32);
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        let ip = IpAddr::from([10, t as u8, (sent >> 8) as u8, sent as u8]);
+                        match get_root(&c, addr, &[("x-forwarded-for", ip.to_string())])
+                            .await
+                            .0
+                        {
+                            200 => {}
+                            503 => full += 1,
+                            other => panic!("flood status {other}"),
+                        }
+                        sent += 1;
+                    }
+                    (sent, full)
+                })
+            })
+            .collect();
+        let mut served = Vec::new();
+        for round in 1..=4u32 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            for ip in &steady {
+                let status = get_root(&c, addr, &[("x-forwarded-for", ip.clone())])
+                    .await
+                    .0;
+                served.push((round, ip.clone(), status));
+            }
+            assert!(per_client.len() <= 100);
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (mut sent, mut full) = (0, 0);
+        for f in flooders {
+            let (s, x) = f.await.unwrap();
+            sent += s;
+            full += x;
+        }
+        (served, (sent, full))
+    })
+    .await;
+    server.stop().await;
+    for (round, ip, status) in &served {
+        assert_eq!(*status, 200, "steady client {ip} refused in round {round}");
+    }
+    let (sent, full) = flood;
+    assert!(
+        sent >= 2_000,
+        "only {sent} flood requests (20 x the capacity wanted)"
+    );
+    assert!(
+        full > 0,
+        "the flood never filled the table ({sent} requests)"
+    );
+    assert!(per_client.len() <= 100);
 }

@@ -8,8 +8,10 @@
 //!   The planted `resolve` that does not kill the higher pending claims commits two slots for
 //!   one key (two states, so a later grant can land on a stale fresh one) and must fail.
 //! - A grant on an idle key races a new key that replaces it: afterwards every key's state
-//!   holds exactly its grants. The planted grant that compares only the meta half lands the
-//!   grant on the new key's slot and must fail.
+//!   holds exactly its grants.
+//! - A grant races a rate change (`set_rate`): exactly what one state allows is granted. The
+//!   planted change that stores the carried value instead of a CAS loses the grant and must
+//!   fail.
 #![cfg(hotlimit_loom)]
 
 use std::time::Duration;
@@ -93,23 +95,26 @@ fn planted_resolve_without_kills_fails_with_three() {
     same_new_key(Plant::NoKill, 3, 2);
 }
 
+/// (Its planted twin, a grant CAS that compared the meta half only, no longer fails: since
+/// evictions need TAT < now, a slot's meta word strictly increases over its life, whichever
+/// keys hold it, so the meta half alone already tells a replaced slot from the one read.)
 fn grant_races_replacement(p: Plant) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
     b.check(move || {
         let l = Arc::new(table(p));
         let (idle, busy, new) = (1u64, 2u64, 3u64);
-        // `idle`: TAT 10, idle at 10. `busy`: TAT 20. The table is at capacity (2).
+        // `idle`: TAT 10, evictable from 11. `busy`: TAT 20. The table is at capacity (2).
         assert!(l.try_acquire_at(idle, 0).is_ok());
         assert!(l.try_acquire_at(busy, 10).is_ok());
         let l2 = l.clone();
-        let t = thread::spawn(move || l2.try_acquire_at(idle, 10).is_ok());
+        let t = thread::spawn(move || l2.try_acquire_at(idle, 11).is_ok());
         // A new key at capacity: replaces `idle` if it is still idle.
-        let new_granted = l.try_acquire_at(new, 10).is_ok();
+        let new_granted = l.try_acquire_at(new, 11).is_ok();
         let idle_granted = t.join().unwrap();
         for (key, granted) in [(idle, idle_granted), (new, new_granted)] {
             assert_eq!(
-                1 - l.remaining_at(key, 10),
+                1 - l.remaining_at(key, 11),
                 u64::from(granted),
                 "key {key}: its state does not hold exactly its grant"
             );
@@ -123,8 +128,41 @@ fn a_grant_racing_a_replacement_is_never_lost() {
     grant_races_replacement(Plant::None);
 }
 
+/// A grant racing a rate change on one key (`set_rate`, issue 26): key 1 (burst 1, one per
+/// 10 ns) was granted at 0, so at 10 it has one free permit; at 10 another thread asks while
+/// this one changes every key to 2 per 10 ns, burst 2 (the carried state keeps at most the one
+/// free permit), then asks too. Exactly one is granted, whatever the order: a grant before the
+/// carry is carried (its TAT is what the change reads), one after it is judged by the new
+/// rate, and one that decided before the carry and installs after it fails its CAS and decides
+/// again. The planted change that stores the carried value over a racing grant loses that
+/// grant from the state, and the second request is granted too.
+fn grant_races_rate_change(p: Plant) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(move || {
+        let l = Arc::new(table(p));
+        assert!(l.try_acquire_at(1, 0).is_ok());
+        let l2 = l.clone();
+        let t = thread::spawn(move || l2.try_acquire_at(1, 10).is_ok());
+        l.set_rate_at(Rate::new(2, Duration::from_nanos(10)).unwrap(), Some(2), 10)
+            .unwrap();
+        let theirs = t.join().unwrap();
+        let mine = l.try_acquire_at(1, 10).is_ok();
+        assert_eq!(
+            u32::from(theirs) + u32::from(mine),
+            1,
+            "over-admission across a rate change"
+        );
+    });
+}
+
 #[test]
-#[should_panic(expected = "does not hold exactly its grant")]
-fn planted_meta_only_grant_loses_a_grant() {
-    grant_races_replacement(Plant::MetaOnlyGrant);
+fn a_grant_racing_a_rate_change_is_carried() {
+    grant_races_rate_change(Plant::None);
+}
+
+#[test]
+#[should_panic(expected = "over-admission across a rate change")]
+fn planted_carry_by_store_loses_a_grant() {
+    grant_races_rate_change(Plant::CarryByStore);
 }

@@ -212,18 +212,7 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<IntKeyed<K, C>, ConfigError> {
-        let Params {
-            interval,
-            burst,
-            tolerance,
-        } = Params::new(self.rate, self.burst)?;
-        if tolerance > VALUE {
-            return Err(ConfigError::new(
-                "burst",
-                Value::Count(u128::from(burst)),
-                "burst × emission interval must be under 2^62 ns (146 years)",
-            ));
-        }
+        let params = super::change::checked_params(self.rate, self.burst)?;
         if self.capacity == 0 || self.capacity > IntKeyed::<K>::MAX_CAPACITY {
             return Err(ConfigError::new(
                 "capacity",
@@ -261,16 +250,21 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
             table,
             mask: buckets - 1,
             seed: random_seed(),
-            interval,
-            tolerance,
-            slack_one: tolerance - interval,
-            burst,
+            params: [
+                KeyParams::new(params, self.rate),
+                KeyParams::new(params, self.rate),
+            ],
+            current: AtomicU64::new(0),
+            committers: [
+                CachePadded::new(AtomicU64::new(0)),
+                CachePadded::new(AtomicU64::new(0)),
+            ],
+            changes: AtomicU64::new(0),
             capacity: self.capacity as u64,
             base: self.clock.now(),
             len: CachePadded::new(AtomicU64::new(0)),
             tags: CachePadded::new(AtomicU64::new(0)),
             floor: CachePadded::new(AtomicU64::new(0)),
-            rate: self.rate,
             clock: self.clock,
             #[cfg(hotlimit_loom)]
             plant: Plant::None,

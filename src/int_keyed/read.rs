@@ -109,45 +109,33 @@ impl<K: IntKey, C: Clock> crate::decide::Decide for IntKeyed<K, C> {
 }
 
 impl<K: IntKey, C> IntKeyed<K, C> {
-    /// The quota every key shares: the burst per the time it takes to refill.
+    /// The quota every key shares: the burst per the time it takes to refill, under the
+    /// parameter set new states commit on.
     fn rate_quota(&self) -> crate::decide::Quota {
-        crate::decide::gcra_quota(self.rate, self.burst)
+        let params = self.current_params();
+        crate::decide::gcra_quota(params.rate(), params.numbers().3)
     }
 
-    /// The (relative) TAT of `key`'s committed slot, 0 when it has none: its candidates in
-    /// the hit path's order, stopping at the first that holds it (a key has at most one
-    /// committed slot, so the order does not change the answer).
-    #[inline]
-    fn tat_of(&self, key: u64) -> u64 {
-        let h = self.hash(key);
-        let home = Self::home(h);
-        let mut b = self.b1(h);
-        for _ in 0..2 {
-            let bucket = &self.table[b];
-            for w in 0..WAYS {
-                // SeqCst: as every slot access (the insert protocol's one total order); a
-                // read-back needs only a snapshot of the slot.
-                let v = bucket.0[(home + w) % WAYS].load(Ordering::SeqCst);
-                if holds(v, key) {
-                    return meta_of(v) & VALUE;
-                }
-            }
-            b = self.b2(h);
-        }
-        0
-    }
-
-    /// `(remaining, reset, next)` of `key` at `now`, from one look at its slot: what
+    /// `(remaining, reset, next)` of `key` at `now`, from one scan of its candidates: what
     /// [`remaining_at`](IntKeyed::remaining_at) and [`reset_at`](IntKeyed::reset_at) report,
     /// and the time until it holds one more permit.
     fn read_key(&self, key: K, now: u64) -> (u64, Duration, Duration) {
-        let tat = self.tat_of(self.key_bits(key));
+        let key = self.key_bits(key);
+        let (b1, b2, _) = self.buckets_of(key);
+        let c = self.candidates(b1, b2);
+        let snap = self.scan(&c);
+        // A committed key on its slot's parameter set; an absent one as a fresh state on the
+        // current set.
+        let (tat, (interval, tolerance, _, burst)) = match (0..c.n).find(|&k| holds(snap[k], key)) {
+            Some(k) => (meta_of(snap[k]) & VALUE, self.numbers_of(meta_of(snap[k]))),
+            None => (0, self.current_params().numbers()),
+        };
         let ahead = tat.saturating_sub(self.relative(now));
-        let remaining = self.tolerance.saturating_sub(ahead) / self.interval;
+        let remaining = tolerance.saturating_sub(ahead) / interval;
         // Slot times are relative to the base; a `now` before it waits the difference too.
         let behind = self.base.saturating_sub(now);
         let wait = |d: u64| Duration::from_nanos(if d == 0 { 0 } else { d.saturating_add(behind) });
-        let next = crate::decide::gcra_next(remaining, self.burst, ahead, self.interval);
+        let next = crate::decide::gcra_next(remaining, burst, ahead, interval);
         let next = u64::try_from(next.as_nanos()).unwrap_or(u64::MAX);
         (remaining, wait(ahead), wait(next))
     }
@@ -178,10 +166,13 @@ impl<K, C> IntKeyed<K, C> {
         let now = self.relative(now);
         let c = self.candidates(b1, b2);
         let snap = self.scan(&c);
-        let tat = (0..c.n)
-            .find(|&k| holds(snap[k], key))
-            .map_or(0, |k| meta_of(snap[k]) & VALUE);
-        self.tolerance.saturating_sub(tat.saturating_sub(now)) / self.interval
+        // A committed key on its slot's parameter set; an absent one as a fresh state on the
+        // current set.
+        let (tat, (interval, tolerance, _, _)) = match (0..c.n).find(|&k| holds(snap[k], key)) {
+            Some(k) => (meta_of(snap[k]) & VALUE, self.numbers_of(meta_of(snap[k]))),
+            None => (0, self.current_params().numbers()),
+        };
+        tolerance.saturating_sub(tat.saturating_sub(now)) / interval
     }
 
     /// The number of keys held (and inserts in progress): at most
@@ -248,7 +239,7 @@ impl<K, C> IntKeyed<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn burst(&self) -> u64 {
-        self.burst
+        self.current_params().numbers().3
     }
 
     /// The emission interval I: one permit per key drains every I.
@@ -264,7 +255,7 @@ impl<K, C> IntKeyed<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn interval(&self) -> Duration {
-        Duration::from_nanos(self.interval)
+        Duration::from_nanos(self.current_params().numbers().0)
     }
 
     /// The rate every key gets.
@@ -279,7 +270,7 @@ impl<K, C> IntKeyed<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn rate(&self) -> Rate {
-        self.rate
+        self.current_params().rate()
     }
 
     /// The limiter's clock.
@@ -361,8 +352,8 @@ impl<K: IntKey, C: Clock> IntKeyed<K, C> {
 impl<K, C> fmt::Debug for IntKeyed<K, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IntKeyed")
-            .field("rate", &self.rate)
-            .field("burst", &self.burst)
+            .field("rate", &self.rate())
+            .field("burst", &self.burst())
             .field("capacity", &self.capacity)
             .field("slots", &(self.table.len() * WAYS))
             // Relaxed: a snapshot for display.

@@ -6,7 +6,8 @@ use core::hash::Hash;
 
 use crossbeam_utils::CachePadded;
 
-use super::map::{Keyed, Map, WhenFull};
+use super::map::{KeyTable, Keyed, Map, WhenFull};
+use super::word::TatWord;
 use super::KeyedState;
 use crate::clock::{Clock, DefaultClock};
 use crate::error::{ConfigError, Value};
@@ -15,7 +16,7 @@ use crate::gcra_pair::GcraPair;
 use crate::rate::Rate;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
-use crate::sync::AtomicU64;
+use crate::sync::{Arc, AtomicU64};
 
 /// Builds a [`Keyed`]: see [`Keyed::gcra`].
 ///
@@ -58,11 +59,25 @@ impl<K, L, C: fmt::Debug> fmt::Debug for KeyedBuilder<K, L, C> {
     }
 }
 
-/// The bytes one key can take under `cfg`: its state, the key, the override pointer and the
-/// map's entry (papaya boxes each entry: measured 70 bytes per `u64` GCRA key in all).
+/// The bytes one key can take in the map under `cfg`: its state, the key, the override pointer
+/// and the map's entry (papaya boxes each entry: measured 70 bytes per `u64` GCRA key in all,
+/// when GCRA states lived in the map).
+/// Where states sit inline, only keys with a rate override have an entry (and a slot).
 pub(super) fn key_bytes<K, L: KeyedState>(cfg: &L::Config) -> u128 {
     const MAP_ENTRY: u128 = 56;
     L::bytes_per_state(cfg) + core::mem::size_of::<K>() as u128 + MAP_ENTRY
+}
+
+/// The bytes `capacity` keys can take: the inline table (allocated at build; none for logs and
+/// windows) and the map, every key in it (as it is for logs and windows, and, where states sit
+/// inline, if every key had a rate override).
+pub(super) fn table_bytes<K, L: KeyedState>(capacity: u64, cfg: &L::Config) -> u128 {
+    let inline = if <L::Word as TatWord>::free().is_some() {
+        KeyTable::<K, L>::bytes(capacity)
+    } else {
+        0
+    };
+    inline + u128::from(capacity) * key_bytes::<K, L>(cfg)
 }
 
 impl<K, L> KeyedBuilder<K, L, DefaultClock> {
@@ -259,7 +274,7 @@ impl<K, L, C> KeyedBuilder<K, L, C> {
     }
 }
 
-impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> KeyedBuilder<K, L, C> {
+impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C: Clock> KeyedBuilder<K, L, C> {
     /// Builds the keyed limiter.
     ///
     /// # Errors
@@ -289,11 +304,15 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> KeyedBuilder<K, L, C> {
                 "must be at least 1 key",
             ));
         }
-        let cfg = L::config_with(self.rate, self.burst, self.second)?;
-        let capacity = self.capacity as u128;
-        let need = capacity * key_bytes::<K, L>(&cfg);
-        crate::memory::within("capacity", capacity, need, self.max_memory)?;
+        let cfg = Arc::new(L::config_with(self.rate, self.burst, self.second)?);
+        let capacity = self.capacity as u64;
+        let need = table_bytes::<K, L>(capacity, &cfg);
+        crate::memory::within("capacity", u128::from(capacity), need, self.max_memory)?;
         Ok(Keyed {
+            // `Gcra` and `GcraPair` keep their states inline, their times after the clock's
+            // reading now (each segment allocated with its first key); logs and windows have
+            // no table.
+            table: KeyTable::new(capacity, Default::default(), self.clock.now()),
             // Blocking resizes: a lookup never has to consult a half-migrated old table
             // (measured: 1.4x faster lookups than the incremental default).
             map: papaya::HashMap::builder()

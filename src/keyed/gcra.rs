@@ -1,6 +1,7 @@
 //! The per-key GCRA state of [`Keyed`](crate::Keyed): one TAT word, retired by a CAS to a
 //! tombstone (see the parent module's eviction protocol).
 
+use super::word::{inline, TatWord};
 use super::{Admit, KeyedState, Retire};
 use crate::clock::ManualClock;
 use crate::error::{ConfigError, Denied};
@@ -31,6 +32,8 @@ mod state {
         pub(crate) interval: u64,
         pub(crate) tolerance: u64,
         pub(crate) burst: u64,
+        /// τ − I: the slack of a request for one permit, priced once.
+        pub(crate) slack_one: u64,
         /// Kept for `Debug`.
         #[allow(dead_code)]
         pub(crate) rate: Rate,
@@ -58,23 +61,16 @@ impl KeyedState for Gcra {
         Ok(GcraConfig {
             interval,
             tolerance,
+            slack_one: tolerance - interval,
             burst: g.burst(),
             rate,
         })
     }
 
     fn carried(cfg: &GcraConfig, carry: Self::Carry, floor: u64) -> GcraState {
-        // Gcra's rule for a live change: free permits carried, at most the new burst; time
-        // owed never forgiven (the TAT never moves earlier).
-        let (tat, interval, tolerance, now) = carry;
-        let tat = crate::gcra::carry_tat(
-            tat,
-            now,
-            (interval, tolerance),
-            (cfg.interval, cfg.tolerance),
-        )
-        .max(tat);
-        GcraState(AtomicU64::new(tat.max(floor).min(GCRA_MAX_TAT)))
+        GcraState(AtomicU64::new(
+            carried_tat(cfg, carry, floor).min(GCRA_MAX_TAT),
+        ))
     }
 
     #[inline]
@@ -117,59 +113,73 @@ impl KeyedState for Gcra {
     fn bytes_per_state(_: &GcraConfig) -> u128 {
         core::mem::size_of::<GcraState>() as u128
     }
+
+    fn horizon(cfg: &GcraConfig) -> u64 {
+        cfg.tolerance
+    }
+
+    type Word = AtomicU64;
+
+    #[inline(always)]
+    fn word_decide(cfg: &GcraConfig, w: u64, permits: u32, now: u64) -> Result<u64, Denied> {
+        let (cost, slack) = if permits == 1 {
+            // A burst is at least 1, so one permit is always priced (the common request).
+            (cfg.interval, cfg.slack_one)
+        } else {
+            match crate::gcra::price(u64::from(permits), cfg.burst, cfg.interval, cfg.tolerance) {
+                Some(price) => price,
+                None => return Err(Denied::never()),
+            }
+        };
+        match crate::gcra::decide(inline::tat(w), now, cost, slack)? {
+            next if next <= inline::MAX_TAT => Ok(inline::live(next, inline::grants(w) + 1)),
+            // Past the 146 years of the table's range: never.
+            _ => Err(Denied::never()),
+        }
+    }
+
+    fn word_rerate(from: &GcraConfig, to: &GcraConfig, w: u64, now: u64) -> u64 {
+        // Gcra's rule for a live change, as `carried` applies it.
+        let tat = inline::tat(w);
+        let carried = crate::gcra::carry_tat(
+            tat,
+            now,
+            (from.interval, from.tolerance),
+            (to.interval, to.tolerance),
+        )
+        .max(tat);
+        inline::live(carried.min(inline::MAX_TAT), inline::grants(w))
+    }
+
+    fn word_carry(cfg: &GcraConfig, w: u64, now: u64, base: u64) -> Self::Carry {
+        (
+            inline::tat(w).saturating_add(base),
+            cfg.interval,
+            cfg.tolerance,
+            now.saturating_add(base),
+        )
+    }
+
+    fn word_carried(cfg: &GcraConfig, carry: Self::Carry, floor: u64, base: u64, _: u64) -> u64 {
+        // The map state's rule (`carried`), then into the table's times.
+        let tat = carried_tat(cfg, carry, floor).saturating_sub(base);
+        inline::live(tat.min(inline::MAX_TAT), 0)
+    }
 }
 
-/// A per-key GCRA state word: `Gcra`'s 8-byte TAT, or `GcraPair`'s 16-byte word of two. Its
-/// first TAT holds the markers; every protocol step (grant, retire, the markers' checks) is
-/// the same on both, written once below over this trait.
-pub(super) trait TatWord {
-    /// The word's value.
-    type W: Copy;
-    /// The first TAT of a value: the one the markers replace.
-    fn first(w: Self::W) -> u64;
-    /// The value a retire installs: the marker in the first TAT (the rest zero).
-    fn marker(marker: u64) -> Self::W;
-    /// The latest of a live value's TATs: the key is idle from then.
-    fn idle_at(w: Self::W) -> u64;
-    /// The atomic load, with the caller's ordering.
-    fn load(&self, order: Ordering) -> Self::W;
-    /// The atomic weak CAS, with the caller's orderings.
-    fn cas_weak(
-        &self,
-        current: Self::W,
-        new: Self::W,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<Self::W, Self::W>;
-}
-
-// `inline(always)` on each method of both impls: the orderings are the callers' constants only
-// once inlined; an outlined `load`/`cas_weak` turns each atomic into a match over orderings
-// (Keyed-u64's grant measured 210 instructions instead of 159 under callgrind).
-impl TatWord for AtomicU64 {
-    type W = u64;
-    #[inline(always)]
-    fn first(w: u64) -> u64 {
-        w
-    }
-    #[inline(always)]
-    fn marker(marker: u64) -> u64 {
-        marker
-    }
-    #[inline(always)]
-    fn idle_at(w: u64) -> u64 {
-        w
-    }
-    #[inline(always)]
-    fn load(&self, order: Ordering) -> u64 {
-        // The caller's ordering: each call site says why.
-        AtomicU64::load(self, order)
-    }
-    #[inline(always)]
-    fn cas_weak(&self, current: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64> {
-        // The caller's orderings: each call site says why.
-        self.compare_exchange_weak(current, new, s, f)
-    }
+/// Gcra's rule for a live change, for a state that ran on `(interval, tolerance)` until `now`
+/// (all in `carry`) and runs on `cfg` from then: free permits carried, at most the new burst;
+/// time owed never forgiven (the TAT never moves earlier); never below `floor`.
+fn carried_tat(cfg: &GcraConfig, carry: <Gcra as KeyedState>::Carry, floor: u64) -> u64 {
+    let (tat, interval, tolerance, now) = carry;
+    crate::gcra::carry_tat(
+        tat,
+        now,
+        (interval, tolerance),
+        (cfg.interval, cfg.tolerance),
+    )
+    .max(tat)
+    .max(floor)
 }
 
 /// Admits on a live word: `decide` (a denial returns before any write) gives the word's next
@@ -207,11 +217,11 @@ pub(super) fn grant<A: TatWord>(word: &A, decide: impl Fn(A::W) -> Result<A::W, 
 /// `how`: the retired value, or `None` if the word is a marker already or busy.
 #[inline]
 pub(super) fn retire_word<A: TatWord>(word: &A, now: u64, how: Retire) -> Option<A::W> {
-    let marker = A::marker(if how == Retire::Move {
+    let marker = if how == Retire::Move {
         GCRA_MOVING
     } else {
         GCRA_EVICTED
-    });
+    };
     // Relaxed: the CAS below checks the value.
     let mut w = word.load(Ordering::Relaxed);
     loop {
@@ -221,7 +231,12 @@ pub(super) fn retire_word<A: TatWord>(word: &A, now: u64, how: Retire) -> Option
         // Release on success: publishes the raised floor (the sweep raised it before
         // retiring) to an admitter that Acquire-loads the marker and then creates the
         // key's fresh state from the floor. Relaxed on failure: we only re-check.
-        match word.cas_weak(w, marker, Ordering::Release, Ordering::Relaxed) {
+        match word.cas_weak(
+            w,
+            A::marker(w, marker),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
             Ok(_) => return Some(w),
             Err(current) => w = current,
         }

@@ -13,8 +13,9 @@
 #![allow(unreachable_pub)]
 
 use super::gcra::{
-    grant, retire_word, word_idle_at, word_is, TatWord, GCRA_EVICTED, GCRA_MAX_TAT, GCRA_PENDING,
+    grant, retire_word, word_idle_at, word_is, GCRA_EVICTED, GCRA_MAX_TAT, GCRA_PENDING,
 };
+use super::word::{inline, PairWord};
 use super::{Admit, KeyedState, Retire};
 use crate::error::ConfigError;
 use crate::error::Denied;
@@ -37,34 +38,7 @@ pub struct PairConfig {
 
 /// One key's pair state: the 16-byte word.
 #[derive(Debug)]
-pub struct PairState(pub(super) AtomicU128);
-
-impl TatWord for AtomicU128 {
-    type W = u128;
-    #[inline(always)]
-    fn first(w: u128) -> u64 {
-        split(w).0
-    }
-    #[inline(always)]
-    fn marker(marker: u64) -> u128 {
-        join(marker, 0)
-    }
-    #[inline(always)]
-    fn idle_at(w: u128) -> u64 {
-        let (s1, s2) = split(w);
-        s1.max(s2)
-    }
-    #[inline(always)]
-    fn load(&self, order: Ordering) -> u128 {
-        // The caller's ordering: each call site says why.
-        AtomicU128::load(self, order)
-    }
-    #[inline(always)]
-    fn cas_weak(&self, current: u128, new: u128, s: Ordering, f: Ordering) -> Result<u128, u128> {
-        // The caller's orderings: each call site says why.
-        self.compare_exchange_weak(current, new, s, f)
-    }
-}
+pub struct PairState(pub(super) PairWord);
 
 impl KeyedState for GcraPair {
     type Config = PairConfig;
@@ -108,10 +82,10 @@ impl KeyedState for GcraPair {
     }
 
     fn carried(_: &PairConfig, (s1, s2): (u64, u64), floor: u64) -> PairState {
-        PairState(AtomicU128::new(join(
+        PairState(PairWord(AtomicU128::new(join(
             s1.max(floor).min(GCRA_MAX_TAT),
             s2.max(floor),
-        )))
+        ))))
     }
 
     #[inline]
@@ -140,14 +114,14 @@ impl KeyedState for GcraPair {
     }
 
     fn pending(_: &PairConfig) -> PairState {
-        PairState(AtomicU128::new(join(GCRA_PENDING, 0)))
+        PairState(PairWord(AtomicU128::new(join(GCRA_PENDING, 0))))
     }
 
     fn commit(state: &PairState, floor: u64) {
         // Relaxed: only the creator writes a pending word, once; the state has no other data
         // to publish (the entry itself was published by the map's insert). A CAS, as the
         // 16-byte atomic has no plain store in every build (loom's stand-in).
-        let committed = state.0.compare_exchange(
+        let committed = state.0 .0.compare_exchange(
             join(GCRA_PENDING, 0),
             join(floor.min(GCRA_MAX_TAT), floor),
             Ordering::Relaxed,
@@ -165,6 +139,55 @@ impl KeyedState for GcraPair {
 
     fn bytes_per_state(_: &PairConfig) -> u128 {
         core::mem::size_of::<PairState>() as u128
+    }
+
+    fn horizon(cfg: &PairConfig) -> u64 {
+        cfg.first.tolerance.max(cfg.second.tolerance)
+    }
+
+    type Word = PairWord;
+
+    #[inline(always)]
+    fn word_decide(cfg: &PairConfig, w: u128, permits: u32, now: u64) -> Result<u128, Denied> {
+        let n = u64::from(permits);
+        let (f, s) = (&cfg.first, &cfg.second);
+        let (Some(first), Some(second)) = (
+            price(n, f.burst, f.interval, f.tolerance),
+            price(n, s.burst, s.interval, s.tolerance),
+        ) else {
+            return Err(Denied::never());
+        };
+        let (head, s2) = split(w);
+        let (n1, n2) = split(decide_pair(
+            join(inline::tat(head), s2),
+            now,
+            first,
+            second,
+        )?);
+        if n1 > inline::MAX_TAT {
+            // Past the 146 years of the table's range: never.
+            return Err(Denied::never());
+        }
+        Ok(join(inline::live(n1, inline::grants(head) + 1), n2))
+    }
+
+    /// A pair's rates are not changed at run time (`rerate` refuses), so a rebuild never
+    /// carries one: the value stays as it is.
+    fn word_rerate(_: &PairConfig, _: &PairConfig, w: u128, _: u64) -> u128 {
+        w
+    }
+
+    fn word_carry(_: &PairConfig, w: u128, _: u64, base: u64) -> (u64, u64) {
+        let (head, s2) = split(w);
+        (
+            inline::tat(head).saturating_add(base),
+            s2.saturating_add(base),
+        )
+    }
+
+    fn word_carried(_: &PairConfig, (s1, s2): (u64, u64), floor: u64, base: u64, _: u128) -> u128 {
+        let s1 = s1.max(floor).saturating_sub(base).min(inline::MAX_TAT);
+        join(inline::live(s1, 0), s2.max(floor).saturating_sub(base))
     }
 }
 
@@ -190,7 +213,7 @@ pub mod planted {
         /// CAS, so an admitter holding the old state can still grant on it.
         pub fn evict_racy_at(&self, now: u64) -> bool {
             // Relaxed: deliberately broken; the missing marker CAS is the bug.
-            let (s1, s2) = split(self.state.0.load(Ordering::Relaxed));
+            let (s1, s2) = split(self.state.0 .0.load(Ordering::Relaxed));
             s1.max(s2) <= now
         }
     }

@@ -133,6 +133,8 @@ impl KeyedState for SlidingLog {
     fn bytes_per_state(cfg: &LogConfig) -> u128 {
         core::mem::size_of::<LogState>() as u128 + 8 * u128::from(cfg.limit)
     }
+
+    super::word::no_word!();
 }
 
 /// A per-key log's head (cursor and newest stamp) without cache padding: a per-key limiter is

@@ -1,21 +1,24 @@
-//! The map behind [`Keyed`]: the struct, the admission paths (an existing key, a new key's
-//! creation, a retired state), the capacity and the sweeps.
+//! [`Keyed`]: the struct, its map (papaya: every key of a sliding log or window per key, and
+//! the keys with a rate override where states sit inline), the dispatch of an admission to
+//! the inline table (`admit.rs`) or the map, and the map's admission paths (an existing key, a
+//! new key's creation, a retired state). Capacity and sweeps: `room.rs`.
 
 use alloc::borrow::ToOwned;
-use alloc::vec::Vec;
 use core::borrow::Borrow;
 use core::fmt;
 use core::hash::Hash;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Admit, KeyedState, Retire, SnoozeOrSpin};
+use super::table::Table;
+use super::{Admit, KeyedState, SnoozeOrSpin};
 use crate::clock::{Clock, DefaultClock};
 use crate::error::Denied;
 use crate::gcra::Gcra;
 use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
 
-/// The hash map under [`Keyed`]: `papaya` with `foldhash`, seeded at random per map (about
+/// The hash map under [`Keyed`] for sliding logs and windows (and for the keys with a rate
+/// override where states sit inline): `papaya` with `foldhash`, seeded at random per map (about
 /// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
 ///
 /// The state words are CASed in place inside the map's values, which is sound only because
@@ -27,19 +30,19 @@ use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
 /// behind an `Arc`.
 pub(super) type Map<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
 
-/// How long a caller that finds the table full while another thread is sweeping it is told
-/// to wait: the sweep is already freeing room.
-const SWEEP_BUSY_RETRY_NS: u64 = 10_000;
-
-/// The `sweep` word's value while a sweep runs (no other `next sweep time` can be `u64::MAX`
-/// that matters: a clock at `u64::MAX` is exhausted).
-const SWEEPING: u64 = u64::MAX;
+/// The inline table of a `Keyed<K, L>` (for `Gcra` and `GcraPair`).
+pub(super) type KeyTable<K, L> = Table<K, L, foldhash::fast::RandomState>;
 
 /// What [`Keyed`] does when a new key arrives, the table holds `capacity` keys, and a sweep
 /// finds too few idle keys to evict.
 ///
-/// Idle keys (whose state carries no information) are always evicted first; this policy only
-/// decides what happens when there are not enough of them. A sweep runs on one thread at a
+/// Idle keys (whose state carries no information) are evicted first; this policy only decides
+/// what happens when there are not enough of them. Where states sit inline (`Gcra`,
+/// `GcraPair`) a sweep ranks the idle keys, so that a flood of new keys does not push out the
+/// clients that keep coming back: keys granted twice or more that went idle within their
+/// horizon (GCRA: τ) are evicted only when no key granted at most once is busy, so until the
+/// flood's keys go idle, new keys are refused rather than those clients evicted (see the
+/// [`guide`](crate::guide#keyed-under-a-flood-of-new-keys)). A sweep runs on one thread at a
 /// time; a new key arriving at a full table while another thread sweeps is denied with a
 /// 10 µs `retry_after` under either policy.
 ///
@@ -80,7 +83,9 @@ pub(super) struct Slot<L: KeyedState> {
 }
 
 /// Per-key limits (per user, per IP, per token): one limiter state per key, created on the
-/// key's first request, in a lock-free map with a hard capacity.
+/// key's first request, in a lock-free table with a hard capacity. Keys are owned (`K:
+/// 'static`: `String`, `u64`, `IpAddr`, `&'static str`...), because a segment of the table
+/// replaced by a rebuild is dropped later by whichever thread leaves it last.
 ///
 /// # Guarantee
 ///
@@ -101,14 +106,16 @@ pub(super) struct Slot<L: KeyedState> {
 ///   [`max_memory`](crate::KeyedBuilder::max_memory) (default 1 GiB), so no request allocates a
 ///   state that was not accounted for.
 /// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
-///   full triggers a sweep that evicts every idle key (no background thread); if too few are
-///   idle, [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold
-///   their places: threads racing to create one key count it once (its state enters the map
-///   pending, and only the creator whose insert won takes a place; requests on it meanwhile
-///   wait for that one counter CAS). Beyond `capacity`, the map may hold for a moment one
-///   such pending entry per thread creating a key; `len()` never exceeds `capacity`.
-/// - An existing key's admission is a map lookup (no shared write) plus the limiter's own
-///   atomic: for GCRA one CAS per grant and a single load per denial.
+///   full triggers a sweep that evicts idle keys (no background thread); if too few are idle,
+///   [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold their
+///   places (or, where states sit inline, when the idle keys are clients that keep coming back
+///   and a flood's keys are busy: see [`WhenFull`]): threads racing to create one key count it
+///   once (its state enters the table or the map pending, and only the creator whose claim won
+///   takes a place; requests on it meanwhile wait for that one counter CAS). `len()` never
+///   exceeds `capacity`.
+/// - An existing key's admission is one probe of its slot (`Gcra`, `GcraPair`) or a map lookup
+///   (logs, windows), no shared write, plus the limiter's own atomic: for GCRA one CAS per
+///   grant and a single load per denial.
 ///
 /// **Rate overrides**: [`set_rate`](Keyed::set_rate) gives one key its own rate (a premium
 /// user), at runtime; [`clear_rate`](Keyed::clear_rate) returns it to the default;
@@ -116,12 +123,19 @@ pub(super) struct Slot<L: KeyedState> {
 /// `capacity` keys have an override at a time (kept apart from the key states, which they
 /// outlive), so the memory of both tables is bounded by `capacity`.
 ///
-/// Memory per key: the key, the state (8 bytes for GCRA; for [`SlidingLog`](crate::SlidingLog) a ring of `limit`
-/// timestamps and a gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots (the power of two
-/// ≥ `buckets + 1` slots), an unpadded header and a gate word), an 8-byte override pointer,
-/// plus the map's entry overhead
-/// (measured in `BENCHMARKS.md`: 70, 265 and 330 bytes per `u64` key for GCRA, a log of limit
-/// 10 and a window of 10 buckets).
+/// Memory per key. `Gcra` and `GcraPair`: 1.4 slots per key of capacity, each the state word
+/// (8 or 16 bytes) beside the key in a write-once cell (16 bytes for a `u64`, 32 for a
+/// `String` plus its heap bytes), allocated a segment (about 1,024 slots) at a time with the
+/// segment's first key (keys hash evenly over the segments, so a table is at its full size,
+/// capacity × 1.4 slots, once it holds a few keys per segment: about 700 keys for the default
+/// capacity of 100,000, 3.4 MB with `u64` keys; size `capacity` to the keys you expect); a key
+/// with a rate override also has a map entry. Logs and windows: the key, the state (for
+/// [`SlidingLog`](crate::SlidingLog) a ring of `limit` timestamps and a gate word; for
+/// [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots, the power of two ≥ `buckets +
+/// 1` slots, an unpadded header and a gate word), an 8-byte override pointer and the map's
+/// entry. Measured (`BENCHMARKS.md`, RSS growth over 1,000,000 keys): 34 bytes
+/// per `u64` key for GCRA (governor: 36), 89 per `String` key, 45 for a pair, 278 and 342 for a
+/// log of limit 10 and a window of 10 buckets.
 ///
 /// # Examples
 ///
@@ -143,6 +157,10 @@ pub(super) struct Slot<L: KeyedState> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Keyed<K, L: KeyedState = Gcra, C = DefaultClock> {
+    /// The states of `Gcra` and `GcraPair` keys, inline (`None` for logs and windows).
+    pub(super) table: Option<KeyTable<K, L>>,
+    /// Logs and windows: every key's state. Inline states: the keys with a rate override
+    /// (their slot in the table is INDIRECT).
     pub(super) map: Map<K, Slot<L>>,
     /// Per-key rate overrides, consulted only when a key's state is created.
     pub(super) overrides: Map<K, Arc<L::Config>>,
@@ -154,7 +172,8 @@ pub struct Keyed<K, L: KeyedState = Gcra, C = DefaultClock> {
     /// Bumped by every rate change once it is stored, touched by every new key once it is
     /// inserted (RMWs both): see [`sync_override`](Keyed::sync_override).
     pub(super) rates: CachePadded<AtomicU64>,
-    pub(super) cfg: L::Config,
+    /// The built default configuration.
+    pub(super) cfg: Arc<L::Config>,
     pub(super) capacity: u64,
     /// The memory budget: `capacity` × [`key_bytes`] of every configuration fits in it.
     pub(super) max_memory: usize,
@@ -168,7 +187,7 @@ pub struct Keyed<K, L: KeyedState = Gcra, C = DefaultClock> {
     pub(super) clock: C,
 }
 
-impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// Take `permits` permits for `key` at time `now` (nanoseconds on this limiter's clock),
     /// all or nothing; the key's state is created on its first request. This is the
     /// algorithm; [`try_acquire_n`](Keyed::try_acquire_n) is this with the clock read.
@@ -201,10 +220,18 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
         if permits == 0 {
             return Ok(());
         }
-        // The hot path, kept small so that it inlines without spilling registers: an
-        // existing, live key is one lookup (under the map's epoch guard, no shared write)
-        // and the limiter's own atomic. Everything else (a new key, a retired state) goes
-        // to `acquire_slow`, which starts over with a lookup of its own.
+        // States inline (`Gcra`, `GcraPair`): an existing key is one probe of its slot and one
+        // CAS; everything else is the table's slow path.
+        if let Some(table) = &self.table {
+            if let Some(decided) = table.hit(key, permits, now) {
+                return decided;
+            }
+            return table.acquire_slow(self, key, permits, now);
+        }
+        // The map (logs, windows), kept small so that it inlines without spilling registers:
+        // an existing, live key is one lookup (under the map's epoch guard, no shared write)
+        // and the limiter's own atomic. Everything else (a new key, a retired state) goes to
+        // `acquire_slow`, which starts over with a lookup of its own.
         {
             let map = self.map.pin();
             if let Some(slot) = map.get(key) {
@@ -344,7 +371,7 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
                 let ours = self.map.try_insert(key.to_owned(), slot, guard).ok()?;
                 Some(&ours.state)
             },
-            || self.reserve_place(now, guard),
+            || self.reserve_place(now),
             || {
                 let _ = self
                     .map
@@ -360,129 +387,9 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
         self.sync_override(key, now);
         Ok(())
     }
+}
 
-    /// Reserves a place for one new key: ≤ `capacity` keys and reservations at all times.
-    fn reserve_place(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
-        // Relaxed: a counter; the CAS below keeps it ≤ capacity.
-        let mut len = self.len.load(Ordering::Relaxed);
-        loop {
-            if len >= self.capacity {
-                self.make_room(now, guard)?;
-                // Relaxed: as above.
-                len = self.len.load(Ordering::Relaxed);
-                continue;
-            }
-            // Release on success: a creator that sees the count full (Acquire, in
-            // `insert_new`) then finds our pending entry, inserted before this. Relaxed on
-            // failure: we only retry.
-            match self
-                .len
-                .compare_exchange_weak(len, len + 1, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return Ok(()),
-                Err(current) => len = current,
-            }
-        }
-    }
-
-    /// The refusal for a new key while the table is full (`len` places counted) and the last
-    /// sweep, having found too few idle keys, deferred the next one to a time after `now`.
-    fn deferred(&self, len: u64, now: u64) -> Option<Denied> {
-        if len < self.capacity {
-            return None;
-        }
-        // Relaxed: a time hint, as in `make_room`.
-        let next = self.sweep.load(Ordering::Relaxed);
-        (next != SWEEPING && now < next).then(|| Denied::after_nanos(next - now))
-    }
-
-    /// The table is full: sweep it (one thread at a time), or deny.
-    #[cold]
-    fn make_room(&self, now: u64, guard: &impl papaya::Guard) -> Result<(), Denied> {
-        // Relaxed: the sweep word is a try-lock on the (rare) sweep and a time hint; it guards
-        // no data (the sweep's effects are in the state words and the map).
-        let next = self.sweep.load(Ordering::Relaxed);
-        if next == SWEEPING {
-            return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
-        }
-        if now < next {
-            // Unless places were given back since (a refused creator's), still full.
-            // Relaxed: as in `reserve_place`.
-            return self
-                .deferred(self.len.load(Ordering::Relaxed), now)
-                .map_or(Ok(()), Err);
-        }
-        // Relaxed (both): see above.
-        if self
-            .sweep
-            .compare_exchange(next, SWEEPING, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            return Err(Denied::after_nanos(SWEEP_BUSY_RETRY_NS));
-        }
-        let (freed, next) = self.sweep_at(now, guard);
-        // Relaxed: see above.
-        self.sweep.store(next, Ordering::Relaxed);
-        // Relaxed: as in `reserve_place`: places given back during the sweep are room too.
-        if freed > 0 || self.len.load(Ordering::Relaxed) < self.capacity {
-            Ok(())
-        } else {
-            Err(Denied::after_nanos(next.saturating_sub(now).max(1)))
-        }
-    }
-
-    /// One sweep: evicts every idle key, then applies the [`WhenFull`] policy if fewer than an
-    /// eighth of the capacity went. Returns the keys freed and the earliest next sweep time.
-    #[cold]
-    fn sweep_at(&self, now: u64, guard: &impl papaya::Guard) -> (u64, u64) {
-        let target = (self.capacity / 8).max(1);
-        // The floor must be raised before any state is retired at `now` (see `create`).
-        super::raise_floor(&self.floor, now);
-        let mut freed = 0;
-        let mut busy: Vec<u64> = Vec::new();
-        for (key, slot) in self.map.iter(guard) {
-            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-            if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
-                self.remove_evicted(key, guard);
-                freed += 1;
-            } else {
-                // Pending, moving and evicted states (u64::MAX) do not go idle by waiting.
-                match L::idle_at(cfg, &slot.state) {
-                    u64::MAX => {}
-                    at => busy.push(at),
-                }
-            }
-        }
-        if freed >= target {
-            return (freed, 0);
-        }
-        // Too few idle keys: the time by which `target − freed` more will be idle.
-        let need = (target - freed) as usize;
-        let when = if busy.len() >= need {
-            *busy.select_nth_unstable(need - 1).1
-        } else {
-            busy.iter().copied().max().unwrap_or(now)
-        };
-        match self.when_full {
-            WhenFull::DenyNewKeys => (freed, when.max(now)),
-            WhenFull::EvictSoonestIdle => {
-                for (key, slot) in self.map.iter(guard) {
-                    if freed >= target {
-                        break;
-                    }
-                    let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-                    if L::idle_at(cfg, &slot.state) <= when
-                        && L::retire(cfg, &slot.state, now, Retire::Force).is_some()
-                    {
-                        self.remove_evicted(key, guard);
-                        freed += 1;
-                    }
-                }
-                (freed, 0)
-            }
-        }
-    }
-
+impl<K, L: KeyedState, C> Keyed<K, L, C> {
     /// The number of keys held (including new keys whose creator has reserved a place and is
     /// about to commit it).
     ///
@@ -517,37 +424,6 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Evicts every idle key now (a sweep at `now`), returning how many went. Never needed for
-    /// bounded memory (new keys sweep a full table themselves); useful to shrink `len()`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use hotlimit::{Gcra, Keyed, ManualClock, Rate};
-    ///
-    /// let k: Keyed<u32, Gcra, ManualClock> =
-    ///     Keyed::gcra(Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// k.try_acquire_at(&1, 0).unwrap();
-    /// assert_eq!(k.evict_idle_at(500_000_000), 0); // key 1 is busy until 1 s
-    /// assert_eq!(k.evict_idle_at(1_000_000_000), 1);
-    /// assert!(k.is_empty());
-    /// # Ok::<(), hotlimit::ConfigError>(())
-    /// ```
-    pub fn evict_idle_at(&self, now: u64) -> usize {
-        let guard = self.map.guard();
-        // As in `sweep_at`.
-        super::raise_floor(&self.floor, now);
-        let mut freed = 0;
-        for (key, slot) in self.map.iter(&guard) {
-            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-            if L::retire(cfg, &slot.state, now, Retire::IfIdle).is_some() {
-                self.remove_evicted(key, &guard);
-                freed += 1;
-            }
-        }
-        freed
     }
 
     /// The most keys held at once.
@@ -594,7 +470,7 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     }
 }
 
-impl<K: Hash + Eq + Clone, L: KeyedState, C: Clock> Keyed<K, L, C> {
+impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C: Clock> Keyed<K, L, C> {
     /// Take one permit for `key` now.
     ///
     /// Every method that takes a key takes it borrowed, in any form the key can be borrowed

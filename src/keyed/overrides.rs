@@ -5,18 +5,20 @@ use alloc::borrow::ToOwned;
 use core::borrow::Borrow;
 use core::hash::Hash;
 
-use super::builder::key_bytes;
-use super::map::{Keyed, Slot};
+use super::builder::table_bytes;
+use super::map::{KeyTable, Keyed, Slot};
+use super::table::{probe, Guard, Probe};
+use super::word::{inline, TatWord};
 use super::{KeyedState, Retire, SnoozeOrSpin};
 use crate::clock::Clock;
 use crate::error::{ConfigError, Value};
 use crate::rate::Rate;
 use crate::sync::{Arc, Backoff, Ordering};
 
-impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// Refuses a rate whose states would not fit `capacity` times in the memory budget.
     fn within_budget(&self, cfg: &L::Config, rate: Rate) -> Result<(), ConfigError> {
-        let need = u128::from(self.capacity) * key_bytes::<K, L>(cfg);
+        let need = table_bytes::<K, L>(self.capacity, cfg);
         crate::memory::within("limit", u128::from(rate.limit()), need, self.max_memory)
     }
 
@@ -128,6 +130,9 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        if let Some(table) = &self.table {
+            return self.sync_inline(table, key, now);
+        }
         let guard = self.map.guard();
         let backoff = Backoff::new();
         loop {
@@ -162,7 +167,184 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     }
 }
 
-impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
+impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
+    /// [`sync_override`](Keyed::sync_override) where states sit inline: a key with an override
+    /// keeps its state in the map (its slot INDIRECT); without one, in its slot, on the
+    /// segment's configuration (the default in force: `set_default_rate` rebuilds every
+    /// segment onto it). A move out of the slot freezes it (CAS to MOVING), puts the carried
+    /// state in the map, then marks the slot INDIRECT; a move back freezes the map's state,
+    /// lands the carried state in the slot (CAS from INDIRECT), then removes the frozen entry.
+    /// Requests on the key wait for the move's last step, as for the map's moves.
+    fn sync_inline<Q>(&self, table: &KeyTable<K, L>, key: &Q, now: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let (s, home) = table.locate(key);
+        let (rel, _) = table.relative(now);
+        let backoff = Backoff::new();
+        loop {
+            let want = self.override_of(key);
+            let guard = Guard::new();
+            let Some(seg) = table.segment(s, &guard) else {
+                // No key there yet: the next state created for the key reads the override.
+                return;
+            };
+            // Relaxed: the CASes below decide.
+            let (slot, w) = match probe(&seg, home, key, Ordering::Relaxed) {
+                Probe::Found(slot, w) => (slot, w),
+                // The next state created for the key reads the override.
+                Probe::Absent(_) | Probe::Full => return,
+                Probe::Busy => {
+                    backoff.snooze_or_spin();
+                    continue;
+                }
+            };
+            let first = <L::Word as TatWord>::first(w);
+            if inline::is_live(first) {
+                let Some(cfg) = want else {
+                    // On the segment's configuration, the default in force.
+                    return;
+                };
+                let frozen = <L::Word as TatWord>::marker(w, inline::MOVING);
+                // Relaxed (both): the freeze is a CAS from the value the carry is made from: a
+                // grant that lands first makes it fail (and we look again); one that comes
+                // after fails on MOVING.
+                if slot
+                    .word
+                    .cas(w, frozen, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                // Relaxed: the moved state carries its own history; the floor only adds the
+                // evictions seen so far (never needed for the bound).
+                let floor = self.floor.load(Ordering::Relaxed);
+                let state = L::carried(&cfg, L::word_carry(&seg.cfg, w, rel, table.base), floor);
+                // A key's map entry is removed before its slot stops being INDIRECT, except a
+                // frozen one a move back left behind: replacing it is right.
+                self.map.pin().insert(
+                    key.to_owned(),
+                    Slot {
+                        state,
+                        cfg: Some(cfg),
+                    },
+                );
+                // Release: the entry is in the map before an admitter reads INDIRECT. Relaxed
+                // on failure: nobody else writes a MOVING word, so it cannot fail.
+                let _ = slot.word.cas(
+                    frozen,
+                    <L::Word as TatWord>::marker(w, inline::INDIRECT),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
+                continue;
+            }
+            if first & inline::V_MASK != inline::INDIRECT {
+                // CLAIMED or MOVING: a creator, another move or a rebuild between its steps.
+                backoff.snooze_or_spin();
+                continue;
+            }
+            let mguard = self.map.guard();
+            let Some(entry) = self.map.get(key, &mguard) else {
+                // Its eviction is finishing (the slot goes DEAD next).
+                backoff.snooze_or_spin();
+                continue;
+            };
+            if let (Some(a), Some(b)) = (&want, &entry.cfg) {
+                if Arc::ptr_eq(a, b) {
+                    return;
+                }
+            }
+            let cfg = entry.cfg.as_deref().unwrap_or(&self.cfg);
+            match L::retire(cfg, &entry.state, now, Retire::Move) {
+                Some(carry) => {
+                    // Relaxed: as above.
+                    let floor = self.floor.load(Ordering::Relaxed);
+                    match want {
+                        Some(cfg) => {
+                            let state = L::carried(&cfg, carry, floor);
+                            // Nobody else replaces or removes a MOVING entry: ours.
+                            self.map.insert(
+                                key.to_owned(),
+                                Slot {
+                                    state,
+                                    cfg: Some(cfg),
+                                },
+                                &mguard,
+                            );
+                        }
+                        None => {
+                            self.land_inline(table, key, carry, floor);
+                            let _ =
+                                self.map
+                                    .remove_if(key, |_, e| core::ptr::eq(e, entry), &mguard);
+                        }
+                    }
+                }
+                None if L::is_evicted(&entry.state) => self.remove_indirect(table, key, &mguard),
+                // Another rate change is moving it: look again after it.
+                None => backoff.snooze_or_spin(),
+            }
+        }
+    }
+
+    /// Lands `carry` (from `key`'s frozen map state) in its INDIRECT slot, on the segment's
+    /// configuration: waits out a rebuild that froze the slot, then lands it in the new segment.
+    fn land_inline<Q>(&self, table: &KeyTable<K, L>, key: &Q, carry: L::Carry, floor: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let (s, home) = table.locate(key);
+        let backoff = Backoff::new();
+        loop {
+            let guard = Guard::new();
+            let Some(seg) = table.segment(s, &guard) else {
+                // An INDIRECT slot is never dropped: its segment stays.
+                return;
+            };
+            // Relaxed: the CAS below decides.
+            if let Probe::Found(slot, w) = probe(&seg, home, key, Ordering::Relaxed) {
+                if <L::Word as TatWord>::first(w) & inline::V_MASK == inline::INDIRECT {
+                    let live = L::word_carried(&seg.cfg, carry.clone(), floor, table.base, w);
+                    // Relaxed (both): the word is the key's whole state; a rebuild's freeze
+                    // makes this fail, and we land it in the new segment.
+                    if slot
+                        .word
+                        .cas(w, live, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            // Frozen by a rebuild (MOVING, or sealed on the way): look again after it.
+            backoff.snooze_or_spin();
+        }
+    }
+
+    /// `key`'s rate override, if it has one.
+    pub(super) fn override_of<Q>(&self, key: &Q) -> Option<Arc<L::Config>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.overrides.get(key, &self.overrides.guard()).cloned()
+    }
+
+    /// The default configuration in force.
+    pub(super) fn current_default(&self) -> Arc<L::Config> {
+        let default = self.default.pin();
+        default
+            .get(&())
+            .cloned()
+            .unwrap_or_else(|| self.cfg.clone())
+    }
+}
+
+impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// The configuration a state for `key` should run on: its override, else the default.
     pub(super) fn rate_of<Q>(&self, key: &Q) -> Option<Arc<L::Config>>
     where
@@ -282,6 +464,13 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
         self.default.pin().insert((), cfg);
         // AcqRel: see `sync_override`.
         self.rates.fetch_add(1, Ordering::AcqRel);
+        if let Some(table) = &self.table {
+            // Every segment rebuilt onto the default in force (a concurrent change may have
+            // stored a newer one: each segment ends on whichever is current).
+            for s in 0..table.segments() {
+                self.sync_segment(table, s, now);
+            }
+        }
         let guard = self.map.guard();
         for (key, _) in self.map.iter(&guard) {
             self.sync_override(key, now);
@@ -290,7 +479,7 @@ impl<K: Hash + Eq + Clone, L: KeyedState, C> Keyed<K, L, C> {
     }
 }
 
-impl<K: Hash + Eq + Clone, C> Keyed<K, crate::gcra::Gcra, C> {
+impl<K: Hash + Eq + Clone + 'static, C> Keyed<K, crate::gcra::Gcra, C> {
     /// Gives `key` its own rate and burst from now on: [`set_rate`](Keyed::set_rate) with a
     /// burst other than the rate's `limit` (a premium user allowed bursts of 500 at 100/s).
     /// The key's state is carried over as `set_rate` says.

@@ -8,6 +8,7 @@ use core::time::Duration;
 
 use super::gcra::GCRA_PENDING;
 use super::map::Keyed;
+use super::word::{inline, TatWord};
 use crate::clock::Clock;
 use crate::decide::{gcra_next, gcra_quota, state, Decision, Quota};
 use crate::error::{DenialReason, Denied};
@@ -45,7 +46,7 @@ impl Rate1 {
     }
 }
 
-impl<K: Hash + Eq + Clone, C> Keyed<K, GcraPair, C> {
+impl<K: Hash + Eq + Clone + 'static, C> Keyed<K, GcraPair, C> {
     /// Each rate's quota: its burst per the time it takes to refill (see
     /// [`Quota`](crate::Quota)).
     ///
@@ -79,29 +80,42 @@ impl<K: Hash + Eq + Clone, C> Keyed<K, GcraPair, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        let (p1, p2) = (self.cfg.first, self.cfg.second);
+        let each = |a1: u64, a2: u64| {
+            [
+                Rate1 {
+                    params: p1,
+                    ahead: a1,
+                },
+                Rate1 {
+                    params: p2,
+                    ahead: a2,
+                },
+            ]
+        };
+        // The common case: the key's state inline in the table, its times after the table's
+        // base (a `now` before the base waits the difference too).
+        if let Some((w, rel, behind)) = self.inline_word(key, now) {
+            let (first, s2) = split(w);
+            let ahead = |tat: u64| match tat.saturating_sub(rel) {
+                0 => 0,
+                a => a.saturating_add(behind),
+            };
+            return each(ahead(inline::tat(first)), ahead(s2));
+        }
         // Relaxed: a snapshot, as every read-back.
         let floor = self.floor.load(Ordering::Relaxed);
         let map = self.map.pin();
         let (s1, s2) = match map.get(key) {
             // Relaxed: a snapshot of the key's one state word.
-            Some(slot) => match split(slot.state.0.load(Ordering::Relaxed)) {
+            Some(slot) => match split(TatWord::load(&slot.state.0, Ordering::Relaxed)) {
                 // A marker (pending, moving, evicted): the key reads as a fresh one.
                 (s1, _) if s1 >= GCRA_PENDING => (floor, floor),
                 live => live,
             },
             None => (floor, floor),
         };
-        let (p1, p2) = (self.cfg.first, self.cfg.second);
-        [
-            Rate1 {
-                params: p1,
-                ahead: s1.saturating_sub(now),
-            },
-            Rate1 {
-                params: p2,
-                ahead: s2.saturating_sub(now),
-            },
-        ]
+        each(s1.saturating_sub(now), s2.saturating_sub(now))
     }
 
     /// What `key` has on each rate at `now`, charging nothing: two zero-permit decisions (see
@@ -191,7 +205,7 @@ impl<K: Hash + Eq + Clone, C> Keyed<K, GcraPair, C> {
     }
 }
 
-impl<K: Hash + Eq + Clone, C: Clock> Keyed<K, GcraPair, C> {
+impl<K: Hash + Eq + Clone + 'static, C: Clock> Keyed<K, GcraPair, C> {
     /// [`decide_each_at`](Keyed::decide_each_at) with the clock read.
     ///
     /// # Examples

@@ -13,6 +13,9 @@ use crate::sliding_window::SlidingWindow;
 use crate::sync::{AtomicU64, Ordering};
 
 pub use super::gcra_pair::planted::PairKey;
+/// The inline table's model (the real table, slow path, eviction and rebuild) and its bugs.
+pub use super::table::planted::ModelTable;
+pub use super::table::Plant as TablePlant;
 /// What an admission saw.
 pub use super::Admit;
 

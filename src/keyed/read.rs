@@ -6,6 +6,7 @@ use super::gate::{LOG_EVICTED, LOG_MOVING, LOG_PENDING};
 use super::gcra::{GcraConfig, GcraState, GCRA_PENDING};
 use super::log::{LogConfig, LogState};
 use super::window::{WindowConfig, WindowState};
+use super::word::{inline, WordOf};
 use super::KeyedState;
 use crate::gcra::Gcra;
 use crate::rate::Rate;
@@ -66,6 +67,9 @@ pub trait KeyedRead: KeyedState {
         let _ = (cfg, remaining);
         reset
     }
+    /// `(remaining, reset ns)` at `now` (after the table's base) of a live inline value.
+    #[doc(hidden)]
+    fn read_word(cfg: &Self::Config, w: WordOf<Self>, now: u64) -> (u64, u64);
 }
 
 impl KeyedRead for Gcra {
@@ -91,6 +95,11 @@ impl KeyedRead for Gcra {
         u64::try_from(next.as_nanos()).unwrap_or(u64::MAX)
     }
 
+    fn read_word(cfg: &GcraConfig, w: u64, now: u64) -> (u64, u64) {
+        let ahead = inline::tat(w).saturating_sub(now);
+        (cfg.tolerance.saturating_sub(ahead) / cfg.interval, ahead)
+    }
+
     fn read(cfg: &GcraConfig, state: &GcraState, now: u64) -> Option<(u64, u64)> {
         // Relaxed: a snapshot of the key's one state word.
         let tat = state.0.load(Ordering::Relaxed);
@@ -103,6 +112,10 @@ impl KeyedRead for Gcra {
 }
 
 impl KeyedRead for SlidingLog {
+    fn read_word(_: &LogConfig, w: WordOf<Self>, _: u64) -> (u64, u64) {
+        match w {}
+    }
+
     fn rate(cfg: &LogConfig) -> Rate {
         cfg.rate
     }
@@ -137,6 +150,10 @@ impl KeyedRead for SlidingLog {
 }
 
 impl KeyedRead for SlidingWindow {
+    fn read_word(_: &WindowConfig, w: WordOf<Self>, _: u64) -> (u64, u64) {
+        match w {}
+    }
+
     fn rate(cfg: &WindowConfig) -> Rate {
         cfg.rate
     }
@@ -168,7 +185,7 @@ impl KeyedRead for SlidingWindow {
 
 /// The read-back methods of [`Keyed`] itself (the map needs `std`).
 #[cfg(feature = "std")]
-mod on_keyed {
+pub(super) mod on_keyed {
     use core::borrow::Borrow;
     use core::hash::Hash;
 
@@ -179,7 +196,7 @@ mod on_keyed {
     use crate::rate::Rate;
 
     /// A key's read-back: what its decision reports.
-    pub(super) struct KeyReading {
+    pub(in crate::keyed) struct KeyReading {
         pub(super) remaining: u64,
         pub(super) reset: u64,
         pub(super) next: u64,
@@ -189,7 +206,11 @@ mod on_keyed {
     impl KeyReading {
         /// The reading of a state under `cfg` with `(remaining, reset)`.
         #[inline]
-        pub(super) fn of<L: KeyedRead>(cfg: &L::Config, remaining: u64, reset: u64) -> Self {
+        pub(in crate::keyed) fn of<L: KeyedRead>(
+            cfg: &L::Config,
+            remaining: u64,
+            reset: u64,
+        ) -> Self {
             KeyReading {
                 remaining,
                 reset,
@@ -200,7 +221,7 @@ mod on_keyed {
 
         /// As a decision with `outcome`.
         #[inline]
-        pub(super) fn ready(
+        pub(in crate::keyed) fn ready(
             self,
             outcome: Result<(), crate::error::Denied>,
         ) -> crate::decide::Ready {
@@ -214,14 +235,17 @@ mod on_keyed {
         }
     }
 
-    impl<K: Hash + Eq + Clone, L: KeyedRead, C> Keyed<K, L, C> {
+    impl<K: Hash + Eq + Clone + 'static, L: KeyedRead, C> Keyed<K, L, C> {
         /// What `key` has at `now`: its live state's read-back, or a fresh state's under the
         /// configuration a new state would get.
-        fn read_key<Q>(&self, key: &Q, now: u64) -> KeyReading
+        pub(in crate::keyed) fn read_key<Q>(&self, key: &Q, now: u64) -> KeyReading
         where
             K: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
+            if let Some(read) = self.read_inline(key, now) {
+                return read;
+            }
             let map = self.map.pin();
             if let Some(slot) = map.get(key) {
                 let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
@@ -370,7 +394,7 @@ mod on_keyed {
         }
     }
 
-    impl<K: Hash + Eq + Clone, L: super::KeyedRead, C: Clock> Keyed<K, L, C> {
+    impl<K: Hash + Eq + Clone + 'static, L: super::KeyedRead, C: Clock> Keyed<K, L, C> {
         /// How many permits `key` could take now: [`remaining_at`](Keyed::remaining_at) with
         /// the clock read.
         ///
@@ -439,7 +463,7 @@ mod on_keyed {
     /// ```
     impl<K, L, C> crate::decide::Decide for Keyed<K, L, C>
     where
-        K: Hash + Eq + Clone + Send + Sync,
+        K: Hash + Eq + Clone + Send + Sync + 'static,
         L: KeyedRead,
         C: Clock,
     {
@@ -451,6 +475,9 @@ mod on_keyed {
             let now = self.clock.now();
             // An existing, live key: decide and read back under one lookup (the common case
             // of an HTTP layer). Anything else takes the full path, then reads.
+            if let Some((outcome, reading)) = self.table_decide(key, permits, now) {
+                return reading.ready(outcome);
+            }
             if permits > 0 {
                 let map = self.map.pin();
                 if let Some(slot) = map.get(key) {

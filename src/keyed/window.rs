@@ -184,4 +184,6 @@ impl KeyedState for SlidingWindow {
             - core::mem::size_of::<crate::sliding_window::KeyWindow>()) as u128
             + window
     }
+
+    super::word::no_word!();
 }

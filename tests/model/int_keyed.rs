@@ -65,13 +65,14 @@ impl IntKeyedModel {
         u64::try_from(self.tolerance.saturating_sub(ahead) / self.interval).unwrap()
     }
 
-    /// For each busy key (TAT > now): the wait until it is idle.
+    /// For each key not yet evictable (TAT ≥ now: `IntKeyed` evicts a key once its TAT is
+    /// in the past, strictly): the wait until it is.
     pub(crate) fn busy_waits(&self, now: u64) -> Vec<u64> {
         let now = u128::from(now);
         self.tats
             .values()
-            .filter(|&&t| t > now)
-            .map(|&t| u64::try_from(t - now).unwrap())
+            .filter(|&&t| t >= now)
+            .map(|&t| u64::try_from(t - now + 1).unwrap())
             .collect()
     }
 

@@ -1,0 +1,103 @@
+//! The keys every mode walks: the order keys are created in and the sequence of lookups, in
+//! sequential or shuffled (random) order, shared by all threads from different offsets.
+
+/// The order of creation and lookups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// Keys created 0, 1, 2, …; looked up 0, 1, 2, … round and round.
+    Seq,
+    /// Keys created in a shuffled order; looked up in shuffled passes (each pass a new
+    /// permutation, so every key comes once per pass, in no order a prefetcher can follow).
+    Shuffled,
+}
+
+impl Order {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Order::Seq => "seq",
+            Order::Shuffled => "shuffled",
+        }
+    }
+
+    /// `ORDER` (`seq`, `shuffled` or `seq,shuffled`; default both).
+    pub(crate) fn from_env() -> Vec<Order> {
+        let s = std::env::var("ORDER").unwrap_or_else(|_| "seq,shuffled".into());
+        s.split(',')
+            .map(|o| match o.trim() {
+                "seq" => Order::Seq,
+                "shuffled" | "random" => Order::Shuffled,
+                other => panic!("ORDER: unknown order {other} (seq, shuffled)"),
+            })
+            .collect()
+    }
+}
+
+/// A small fixed-seed generator (xorshift64*): the same shuffles in every run.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Fisher–Yates.
+    pub(crate) fn shuffle(&mut self, v: &mut [u32]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// The order in which keys 0 .. n are created.
+pub(crate) fn creation(order: Order, n: u64) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n as u32).collect();
+    if order == Order::Shuffled {
+        Rng::new(0x5EED_0001).shuffle(&mut v);
+    }
+    v
+}
+
+/// The lookups, `len` key indices (at least one pass over every key); thread t of T walks it
+/// from `t × len / T`, wrapping around.
+pub(crate) fn lookups(order: Order, n: u64, len: usize) -> Vec<u32> {
+    let len = len.max(n as usize);
+    match order {
+        Order::Seq => (0..len).map(|i| (i as u64 % n) as u32).collect(),
+        Order::Shuffled => {
+            let mut rng = Rng::new(0x5EED_0002);
+            let mut v = Vec::with_capacity(len);
+            while v.len() < len {
+                let mut pass: Vec<u32> = (0..n as u32).collect();
+                rng.shuffle(&mut pass);
+                v.extend_from_slice(&pass);
+            }
+            v.truncate(len);
+            v
+        }
+    }
+}
+
+/// The `String` key of index `i`: a user id as a service would see it (15 bytes).
+pub(crate) fn string_key(i: u32) -> String {
+    format!("user:{i:010}")
+}
+
+/// A comma-separated list of numbers from the environment variable `var`, else `default`.
+pub(crate) fn list_from_env<T: std::str::FromStr>(var: &str, default: &str) -> Vec<T>
+where
+    T::Err: std::fmt::Debug,
+{
+    std::env::var(var)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .map(|s| s.trim().replace('_', "").parse().expect(var))
+        .collect()
+}

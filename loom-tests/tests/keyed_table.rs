@@ -1,0 +1,157 @@
+//! `Keyed`'s inline table under loom: the REAL table (`Table`, its slow path, its eviction and
+//! its rebuild, the code `Keyed<_, Gcra>` runs) on one tiny segment whose keys all hash to the
+//! same home slot, with a host that has no capacity limit and no overrides. Every model keys
+//! at 1 per 10 ns, burst 1, on a frozen clock, so a key grants at most once at a given time;
+//! each asserts that no interleaving grants more, and each has a planted twin (a step of the
+//! protocol done the naive way) that loom must catch.
+//!
+//! - two creators of one key: one slot, one grant (planted: a creator that passes a claimed
+//!   slot whose key is not written yet claims a second slot);
+//! - a grant racing an eviction and a re-creation: one grant (planted: an eviction that stores
+//!   DEAD without the CAS from the idle value it read);
+//! - a creation racing another creation and the eviction of that state, for a caller whose
+//!   clock read lags the sweep: no grant below the evicted state's TAT (planted: the floor read
+//!   before the probe and claim, issue 14's order);
+//! - a grant racing a rebuild of the segment: one grant (planted: a rebuild that copies the
+//!   word without freezing it);
+//! - a creation racing a rebuild: the key ends with one slot and one grant.
+#![cfg(hotlimit_loom)]
+
+mod common;
+
+use std::time::Duration;
+
+use hotlimit::__planted_keyed::{ModelTable, TablePlant};
+use hotlimit::Rate;
+use loom::sync::Arc;
+use loom::thread;
+
+/// 1 per 10 ns, burst 1.
+fn one_per_10ns() -> Rate {
+    Rate::new(1, Duration::from_nanos(10)).unwrap()
+}
+
+/// A table of `slots` slots with `plant` (or the real protocol), shared.
+fn table(slots: usize, plant: Option<TablePlant>) -> Arc<ModelTable> {
+    Arc::new(ModelTable::new(
+        one_per_10ns(),
+        slots,
+        plant.unwrap_or(TablePlant::None),
+    ))
+}
+
+/// Two threads create key 1 at once (another key already holds the home slot, so both walk
+/// past it): exactly one is granted, and the key has one slot.
+fn racing_creators(planted: bool) {
+    loom::model(move || {
+        let t = table(3, planted.then_some(TablePlant::PassClaimed));
+        assert!(t.acquire_at(9, 0));
+        let t2 = t.clone();
+        let other = thread::spawn(move || t2.acquire_at(1, 0));
+        let mine = t.acquire_at(1, 0);
+        let theirs = other.join().unwrap();
+        assert_eq!(
+            u32::from(mine) + u32::from(theirs),
+            1,
+            "two slots for one key"
+        );
+        assert_eq!(t.live_slots(1), 1, "two slots for one key");
+    });
+}
+
+common::real_and_planted! {
+    "two slots for one key";
+    racing_creators_of_one_key_share_one_slot, planted_creator_passing_a_claimed_slot_claims_twice
+        => racing_creators;
+}
+
+/// Key 1 granted at 0 (idle from 10). At 10, one thread asks for it while another sweeps
+/// (evicts it if idle) and then asks too: one grant at 10, whatever the order.
+fn grant_racing_an_eviction(planted: bool) {
+    loom::model(move || {
+        let t = table(3, planted.then_some(TablePlant::EvictByStore));
+        assert!(t.acquire_at(1, 0));
+        let t2 = t.clone();
+        let asker = thread::spawn(move || t2.acquire_at(1, 10));
+        t.evict_at(10);
+        let mine = t.acquire_at(1, 10);
+        let theirs = asker.join().unwrap();
+        assert_eq!(
+            u32::from(mine) + u32::from(theirs),
+            1,
+            "over-admission across an eviction"
+        );
+    });
+}
+
+common::real_and_planted! {
+    "over-admission across an eviction";
+    eviction_never_loses_a_grant, planted_eviction_by_store_over_admits
+        => grant_racing_an_eviction;
+}
+
+/// A caller whose clock read 9 (it lags) asks for new key 1 while this thread creates it at 0
+/// (granted: its TAT is 10) and then sweeps at 10 (evicting it, the floor raised to 10). The
+/// lagging caller may be granted only if it created the key first (then this thread's request
+/// at 0 is denied); a fresh state made after the eviction starts at the floor and denies at 9.
+fn creation_racing_an_eviction(planted: bool) {
+    loom::model(move || {
+        let t = table(3, planted.then_some(TablePlant::FloorFirst));
+        let t2 = t.clone();
+        let lagging = thread::spawn(move || t2.acquire_at(1, 9));
+        let first = t.acquire_at(1, 0);
+        t.evict_at(10);
+        let late = lagging.join().unwrap();
+        assert!(
+            !(first && late),
+            "a fresh state below the evicted one's TAT"
+        );
+    });
+}
+
+common::real_and_planted! {
+    "a fresh state below the evicted one's TAT";
+    creation_after_an_eviction_starts_at_the_floor, planted_floor_read_before_the_claim_over_admits
+        => creation_racing_an_eviction;
+}
+
+/// Key 1 granted at 0 (idle from 10). At 10, one thread asks for it while another rebuilds
+/// the segment and then asks too: one grant at 10.
+fn grant_racing_a_rebuild(planted: bool) {
+    loom::model(move || {
+        let t = table(2, planted.then_some(TablePlant::CopyWithoutFreeze));
+        assert!(t.acquire_at(1, 0));
+        let t2 = t.clone();
+        let asker = thread::spawn(move || t2.acquire_at(1, 10));
+        t.rebuild_at(10);
+        let mine = t.acquire_at(1, 10);
+        let theirs = asker.join().unwrap();
+        assert_eq!(
+            u32::from(mine) + u32::from(theirs),
+            1,
+            "a grant lost in a rebuild"
+        );
+    });
+}
+
+common::real_and_planted! {
+    "a grant lost in a rebuild";
+    rebuild_never_loses_a_grant, planted_rebuild_copying_without_freeze_over_admits
+        => grant_racing_a_rebuild;
+}
+
+/// A new key created while the segment is rebuilt: it ends with exactly one slot, and a
+/// second request at the same time is denied.
+#[test]
+fn creation_racing_a_rebuild_keeps_one_state() {
+    loom::model(|| {
+        let t = table(2, None);
+        assert!(t.acquire_at(9, 0));
+        let t2 = t.clone();
+        let creator = thread::spawn(move || t2.acquire_at(1, 0));
+        t.rebuild_at(0);
+        assert!(creator.join().unwrap());
+        assert!(!t.acquire_at(1, 0));
+        assert_eq!(t.live_slots(1), 1);
+    });
+}

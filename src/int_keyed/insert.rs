@@ -1,0 +1,310 @@
+//! The insert protocol of [`IntKeyed`]: a key not found committed in its buckets is claimed
+//! (a FREE slot, or an idle key's), resolved (one committed slot per key, whatever the race),
+//! and evicted keys give their places back. The proof is in the
+//! [`guide`](crate::guide#intkeyed-integer-keys-inline).
+
+use super::*;
+
+impl<K, C> IntKeyed<K, C> {
+    /// The insert path, with the key not found committed in its buckets: claim, resolve,
+    /// then grant on the one committed slot. Loops until a decision.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn acquire_slow(
+        &self,
+        key: u64,
+        h: u64,
+        permits: u32,
+        now: u64,
+    ) -> Result<(), Denied> {
+        if u64::from(permits) > self.current_params().numbers().3 {
+            // More than a new key's burst: refused before it takes a place.
+            return Err(Denied::never());
+        }
+        let (b1, b2, home) = (self.b1(h), self.b2(h), Self::home(h));
+        // A wait is measured from the base; a `now` before it adds the difference.
+        let behind = self.base.saturating_sub(now);
+        let now = self.relative(now);
+        let c = self.candidates(b1, b2);
+        let backoff = Backoff::new();
+        let mut swept = false;
+        loop {
+            let snap = self.scan(&c);
+            if let Some(k) = (0..c.n).find(|&k| holds(snap[k], key)) {
+                match self.grant(self.slot(c.idx[k]), snap[k], key, permits, now) {
+                    Some(r) => return r.map_err(|d| later(d, behind)),
+                    None => continue,
+                }
+            }
+            if (0..c.n).any(|k| is_pending_of(snap[k], key)) {
+                // Another thread is inserting this key: help it rather than claim a second
+                // slot.
+                self.resolve(key, &c, None);
+                continue;
+            }
+            match self.claim(key, &c, &snap, now, b1, home) {
+                Claim::Mine(i, v) => self.resolve(key, &c, Some((i, v))),
+                Claim::Lost => crate::sync::lost_cas(&backoff, now),
+                Claim::Full { wait, free_seen } => {
+                    if free_seen && !swept {
+                        // The table holds `capacity` keys: evict idle keys elsewhere, then
+                        // try once more.
+                        swept = true;
+                        let wait2 = self.sweep(key, now);
+                        if wait2 == 0 {
+                            continue;
+                        }
+                        return Err(Denied::after_nanos(wait.min(wait2).saturating_add(behind))
+                            .table_full());
+                    }
+                    return Err(Denied::after_nanos(wait.saturating_add(behind)).table_full());
+                }
+            }
+        }
+    }
+
+    /// Claim a candidate slot as `{key, PENDING, tag}`: a FREE one if a place under the
+    /// capacity can be reserved, else an idle key's.
+    fn claim(
+        &self,
+        key: u64,
+        c: &Candidates,
+        snap: &[u128; 2 * WAYS],
+        now: u64,
+        b1: usize,
+        home: usize,
+    ) -> Claim {
+        // b1's ways first (a hit then costs one line), each bucket from the home way on.
+        let first = if c.idx[0] / WAYS == b1 { 0 } else { WAYS };
+        let order = (0..c.n).map(|k| (first + k / WAYS * WAYS) % c.n + (k + home) % WAYS);
+        let (mut free, mut n_free, mut idle, mut wait) = ([0; 2 * WAYS], 0, None, u64::MAX);
+        for k in order {
+            let v = snap[k];
+            let meta = meta_of(v);
+            if meta & FLAGS == 0 {
+                free[n_free] = k;
+                n_free += 1;
+            } else if meta & COMMITTED != 0 {
+                // Idle strictly before `now` (so that a key re-created at the floor starts
+                // above every TAT it had: no slot value repeats; see `change.rs`).
+                let tat = meta & VALUE;
+                if tat < now {
+                    idle = idle.or(Some(k));
+                } else {
+                    wait = wait.min(tat - now + 1);
+                }
+            } else {
+                // Someone else's insert in progress: it resolves in nanoseconds.
+                wait = wait.min(1);
+            }
+        }
+        // The tag is taken only for a claim that will be tried, so that refusing a new key when
+        // there is no room writes nothing shared (under a flood, most calls are refusals).
+        // Relaxed: the counter only needs each claim to get a distinct value (an RMW reads the
+        // latest value in the counter's modification order).
+        let pending = || {
+            pack(
+                key,
+                PENDING | (self.tags.fetch_add(1, Ordering::Relaxed) & VALUE),
+            )
+        };
+        if n_free > 0 && self.reserve() {
+            let pending = pending();
+            for &k in &free[..n_free] {
+                // SeqCst: the claim half of the Dekker pattern (see `scan`). On a lost race,
+                // the next FREE slot seen.
+                if self
+                    .slot(c.idx[k])
+                    .compare_exchange(0, pending, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    return Claim::Mine(c.idx[k], pending);
+                }
+            }
+            self.release();
+            return Claim::Lost;
+        }
+        if let Some(k) = idle {
+            // Replace the idle key: the floor first, so that whoever re-creates that key sees
+            // it. No change to `len`: one key out, one in.
+            self.raise_floor(now);
+            let pending = pending();
+            // SeqCst: as the claim above; also after the floor's raise in the total order.
+            return match self.slot(c.idx[k]).compare_exchange(
+                snap[k],
+                pending,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => Claim::Mine(c.idx[k], pending),
+                Err(_) => Claim::Lost,
+            };
+        }
+        Claim::Full {
+            wait: wait.clamp(1, u64::MAX - 1),
+            free_seen: n_free > 0,
+        }
+    }
+
+    /// Settle `key`'s inserts among its candidates until a COMMITTED slot exists or no PENDING
+    /// one does. `mine`: our own claim (slot, exact value), which ends committed or killed.
+    fn resolve(&self, key: u64, c: &Candidates, mine: Option<(usize, u128)>) {
+        let backoff = Backoff::new();
+        let mut prev: Option<[u128; 2 * WAYS]> = None;
+        loop {
+            let snap = self.scan(c);
+            if let Some(k) = (0..c.n).find(|&k| holds(snap[k], key)) {
+                if let Some((i, v)) = mine {
+                    if i != c.idx[k] {
+                        self.kill(i, v);
+                    }
+                }
+                return;
+            }
+            let mut pend = (0..c.n).filter(|&k| is_pending_of(snap[k], key));
+            let Some(low) = pend.next() else {
+                // No pending left (ours was killed): the caller looks again.
+                return;
+            };
+            // The committer's scan must come after the claim it commits: true of our own
+            // claim; for another's, the previous scan saw this very claim (tags are unique).
+            let confirmed =
+                mine == Some((c.idx[low], snap[low])) || prev.is_some_and(|p| p[low] == snap[low]);
+            if !confirmed {
+                prev = Some(snap);
+                continue;
+            }
+            let mut killed_all = true;
+            #[cfg(hotlimit_loom)]
+            let kill_others = self.plant() != Plant::NoKill;
+            #[cfg(not(hotlimit_loom))]
+            let kill_others = true;
+            if kill_others {
+                for k in pend {
+                    killed_all &= self.kill(c.idx[k], snap[k]);
+                }
+            }
+            if killed_all {
+                // SeqCst: read after the scan, so it includes every eviction of an earlier
+                // state of this key (guide); the new state starts here.
+                let tat0 = self.floor.load(Ordering::SeqCst).min(VALUE);
+                // On the current parameter set, held until the commit is in (a rate change
+                // waits for it: see `change.rs`).
+                let (p, flags) = self.enter_commit();
+                // SeqCst: the commit; fails if the claim was killed meanwhile.
+                let committed = self
+                    .slot(c.idx[low])
+                    .compare_exchange(
+                        snap[low],
+                        pack(key, flags | tat0),
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    )
+                    .is_ok();
+                self.leave_commit(p);
+                if committed {
+                    return;
+                }
+            }
+            prev = Some(snap);
+            crate::sync::lost_cas(&backoff, 0);
+        }
+    }
+
+    /// CAS a pending claim (exact value) to FREE; the killer returns its place.
+    fn kill(&self, i: usize, v: u128) -> bool {
+        // SeqCst: see `acquire`.
+        let ok = self
+            .slot(i)
+            .compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if ok {
+            self.release();
+        }
+        ok
+    }
+
+    /// Evict the idle keys of `SWEEP` buckets (from a place that depends on the key and the
+    /// time); 0 if one was evicted, else the wait until the earliest slot seen goes idle.
+    #[cold]
+    fn sweep(&self, key: u64, now: u64) -> u64 {
+        let start = fold_mul(key ^ now, self.seed[1]) as usize;
+        let mut wait = u64::MAX - 1;
+        let mut evicted = false;
+        for b in 0..SWEEP.min(self.mask + 1) {
+            let b = (start + b) & self.mask;
+            for j in 0..WAYS {
+                let i = b * WAYS + j;
+                // SeqCst: see `acquire`.
+                let v = self.slot(i).load(Ordering::SeqCst);
+                let meta = meta_of(v);
+                if meta & COMMITTED == 0 {
+                    continue;
+                }
+                // Idle strictly before `now`, as in `claim`.
+                let tat = meta & VALUE;
+                if tat >= now {
+                    wait = wait.min(tat - now + 1);
+                    continue;
+                }
+                self.raise_floor(now);
+                // SeqCst: after the floor's raise; fails if the key was granted meanwhile.
+                if self
+                    .slot(i)
+                    .compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    self.release();
+                    evicted = true;
+                }
+            }
+        }
+        if evicted {
+            0
+        } else {
+            wait
+        }
+    }
+
+    fn raise_floor(&self, now: u64) {
+        // SeqCst (both): the raise must precede the eviction's CAS in the total order, so that
+        // whoever commits the evicted key's next state (reading the floor after a scan that
+        // saw the eviction) starts at or above it. Read first: usually already high enough.
+        if self.floor.load(Ordering::SeqCst) < now {
+            self.floor.fetch_max(now, Ordering::SeqCst);
+        }
+    }
+
+    /// Reserve a place under the capacity.
+    fn reserve(&self) -> bool {
+        // Relaxed: `len` is a self-contained count; the CAS keeps it ≤ capacity.
+        let mut len = self.len.load(Ordering::Relaxed);
+        loop {
+            if len >= self.capacity {
+                return false;
+            }
+            // Relaxed: as above.
+            match self
+                .len
+                .compare_exchange_weak(len, len + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(l) => len = l,
+            }
+        }
+    }
+
+    fn release(&self) {
+        // Relaxed: as `reserve`.
+        self.len.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A wait measured from the base, for a `now` that was `behind` ns before it.
+#[inline]
+pub(super) fn later(d: Denied, behind: u64) -> Denied {
+    match d.retry_after_nanos() {
+        Some(w) if behind > 0 => Denied::after_nanos(w.saturating_add(behind)),
+        _ => d,
+    }
+}

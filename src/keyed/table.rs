@@ -1,0 +1,399 @@
+//! The table behind [`Keyed`](crate::Keyed) for the states that fit one atomic word (GCRA: 8
+//! bytes, `GcraPair`: 16): open addressing with every key's state and the key itself inline in
+//! its slot, so that a lookup of an existing key reads one slot (one cache miss, where a map of
+//! boxed entries takes a chain of two or three), and a grant is one CAS on the slot's word.
+//!
+//! # Layout
+//!
+//! The table is a directory of segments (about [`SEGMENT`] slots each), every one behind an
+//! epoch-protected pointer ([`cell`]). A key's hash picks its segment (high 32 bits) and its
+//! home slot in it (low 32 bits); from there it probes linearly, wrapping in the segment. A
+//! slot is `{ word, key }`: the word is the state with its kind in the first half
+//! ([`inline`](super::word::inline): FREE, CLAIMED, live, MOVING, INDIRECT, DEAD, SEALED), the
+//! key a write-once cell, written by the one creator that claimed the slot.
+//!
+//! # Slots are written once per segment
+//!
+//! A slot goes FREE → CLAIMED → (live ⇄ MOVING ⇄ INDIRECT)* → DEAD, and never back to FREE: its
+//! key never changes while the segment is in the directory. That is what makes a safe inline
+//! key possible (a reader comparing a key never races a writer of it), and it gives the probe
+//! its invariant: *a key has at most one slot that is not DEAD, and it lies before the first
+//! FREE slot on the key's path*. A new key takes the first FREE slot on its path by CAS; a
+//! creator that loses that CAS looks again from the start, and a racing creator of the same key
+//! then finds the winner's slot (the one before every FREE slot) instead of claiming another.
+//! Dead slots are reclaimed by rebuilding the segment ([`rebuild`]): its live keys are frozen
+//! and copied into a fresh segment, which replaces the old one in the directory.
+//!
+//! The protocol (creation, grants, evictions, rate changes, rebuilds) and its proofs are in
+//! the [`guide`](crate::guide#keyed-the-inline-table); the admission paths that use the table
+//! are `keyed/admit.rs`.
+
+use alloc::boxed::Box;
+use core::borrow::Borrow;
+use core::hash::{BuildHasher, Hash};
+
+use super::word::{inline, TatWord};
+use super::KeyedState;
+use crate::error::Denied;
+use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
+
+mod cell;
+mod rebuild;
+mod slow;
+
+pub(crate) use cell::{Guard, KeyCell, SegRef};
+pub(crate) use slow::Host;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+#[allow(unreachable_pub)] // re-exported by `keyed::planted`
+pub mod planted;
+#[cfg(hotlimit_loom)]
+#[allow(unreachable_pub)] // re-exported by `keyed::planted`
+pub use slow::Plant;
+
+/// The slots a segment aims at: a rebuild copies at most this many keys while they wait.
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
+pub(crate) const SEGMENT: usize = 1024;
+
+/// Slots per key of capacity, in tenths: 14, so the table is at most 71 % full of live keys
+/// (linear probing: about 2.2 slots read per hit at full capacity) and 24 bytes per slot make
+/// 34 bytes per `u64` key of capacity.
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
+const SLOTS_PER_KEY_X10: usize = 14;
+
+/// One slot: the key's state word and the key, written once by the creator that claimed it.
+pub(crate) struct Slot<K, W> {
+    pub(crate) word: W,
+    pub(crate) key: KeyCell<K>,
+}
+
+/// A segment: its slots, the configuration its live words run on (the default in force when it
+/// was built), and its counters.
+pub(crate) struct Segment<K, L: KeyedState> {
+    pub(crate) cfg: Arc<L::Config>,
+    pub(crate) slots: Box<[Slot<K, L::Word>]>,
+    /// Slots claimed since the segment was built (no longer FREE).
+    pub(crate) used: AtomicU64,
+    /// Slots that went DEAD since the segment was built.
+    pub(crate) dead: AtomicU64,
+    /// [`CURRENT`], [`REBUILDING`] (one thread holds it) or [`RETIRED`] (replaced).
+    pub(crate) state: AtomicU64,
+}
+
+/// A segment in the directory, not being rebuilt.
+pub(crate) const CURRENT: u64 = 0;
+/// A segment one thread is rebuilding.
+pub(crate) const REBUILDING: u64 = 1;
+/// A segment replaced by its rebuild: its slots are all frozen, sealed or dead.
+pub(crate) const RETIRED: u64 = 2;
+
+impl<K, L: KeyedState> Segment<K, L> {
+    /// A segment of `len` FREE slots running on `cfg` (`None` for states kept in the map).
+    fn new(cfg: Arc<L::Config>, len: usize) -> Option<Self> {
+        let slots = (0..len)
+            .map(|_| {
+                Some(Slot {
+                    word: <L::Word as TatWord>::free()?,
+                    key: KeyCell::new(),
+                })
+            })
+            .collect::<Option<Box<[_]>>>()?;
+        Some(Segment {
+            cfg,
+            slots,
+            used: AtomicU64::new(0),
+            dead: AtomicU64::new(0),
+            state: AtomicU64::new(CURRENT),
+        })
+    }
+}
+
+/// What a probe for a key found on its path.
+pub(crate) enum Probe<'s, K, A: TatWord> {
+    /// The key's one slot that is not DEAD, and its word as read.
+    Found(&'s Slot<K, A>, A::W),
+    /// The key has no such slot; the first FREE slot on its path.
+    Absent(usize),
+    /// A slot on the path is claimed and its key not written yet, or sealed by a rebuild: look
+    /// again shortly (from the directory).
+    Busy,
+    /// No FREE slot in the whole segment, and no slot for the key.
+    Full,
+}
+
+/// The first (and only) slot of `key` that is not DEAD, on its path from `start` in `seg`.
+/// Loads the words with `order` (Acquire for a creator, which must see every eviction of the
+/// key's earlier states; Relaxed on the hit path).
+#[inline(always)]
+pub(crate) fn probe<'s, K, L, Q>(
+    seg: &'s Segment<K, L>,
+    start: usize,
+    key: &Q,
+    order: Ordering,
+) -> Probe<'s, K, L::Word>
+where
+    L: KeyedState,
+    K: Borrow<Q>,
+    Q: Eq + ?Sized,
+{
+    probe_with(seg, start, key, order, false)
+}
+
+/// [`probe`], or with `pass_claimed` the planted bug of the loom models: a slot claimed whose
+/// key is not written yet is passed as if it held another key.
+#[inline(always)]
+pub(crate) fn probe_with<'s, K, L, Q>(
+    seg: &'s Segment<K, L>,
+    start: usize,
+    key: &Q,
+    order: Ordering,
+    pass_claimed: bool,
+) -> Probe<'s, K, L::Word>
+where
+    L: KeyedState,
+    K: Borrow<Q>,
+    Q: Eq + ?Sized,
+{
+    let n = seg.slots.len();
+    let mut i = start;
+    for _ in 0..n {
+        let slot = &seg.slots[i];
+        // The caller's ordering (see above).
+        let w = slot.word.load(order);
+        let v = <L::Word as TatWord>::first(w) & inline::V_MASK;
+        if v == inline::FREE {
+            return Probe::Absent(i);
+        }
+        match slot.key.get() {
+            Some(k) if v != inline::DEAD && k.borrow() == key => return Probe::Found(slot, w),
+            Some(_) => {}
+            // Claimed, its key being written (its creator cloned the key before claiming, so
+            // it is one move away), or sealed: either way not ours to pass.
+            None if !pass_claimed || v != inline::CLAIMED => return Probe::Busy,
+            None => {}
+        }
+        i += 1;
+        if i == n {
+            i = 0;
+        }
+    }
+    Probe::Full
+}
+
+/// A grant on a slot: what became of it.
+pub(crate) enum Hit {
+    Granted,
+    Denied(Denied),
+    /// The word is not live (frozen, indirect, dead, claimed): nothing was granted.
+    NotLive,
+}
+
+/// Takes `permits` at `now` (after the base) on the slot word last read as `w`, running on
+/// `cfg`: GCRA by one CAS of the whole word (its grant count one more); a denial returns before
+/// any write.
+#[inline(always)]
+pub(crate) fn grant<L: KeyedState>(
+    cfg: &L::Config,
+    word: &L::Word,
+    mut w: <L::Word as TatWord>::W,
+    permits: u32,
+    now: u64,
+) -> Hit {
+    let mut backoff = None;
+    loop {
+        if !inline::is_live(<L::Word as TatWord>::first(w)) {
+            return Hit::NotLive;
+        }
+        let next = match L::word_decide(cfg, w, permits, now) {
+            Ok(next) => next,
+            Err(denied) => return Hit::Denied(denied),
+        };
+        // Relaxed (both): grants on a key are linearized by the CASes on its one word, as in
+        // `Gcra`; a freeze or an eviction written meanwhile makes it fail, and the loop sees
+        // it above.
+        match word.cas_weak(w, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Hit::Granted,
+            Err(current) => {
+                w = current;
+                crate::sync::lost_cas(backoff.get_or_insert_with(Backoff::new), now);
+            }
+        }
+    }
+}
+
+/// The inline table: a directory of segments, the hasher, and the base of its times.
+pub(crate) struct Table<K, L: KeyedState, S> {
+    segs: Box<[cell::Cell<Segment<K, L>>]>,
+    /// Slots per segment.
+    seg_len: usize,
+    hasher: S,
+    /// The clock reading at build: words hold times relative to it.
+    pub(crate) base: u64,
+    /// The loom models' planted bug (`Plant::None` in the real protocol).
+    #[cfg(hotlimit_loom)]
+    pub(crate) plant: Plant,
+}
+
+impl<K, L: KeyedState, S> Table<K, L, S> {
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    /// A table for `capacity` keys, its times after `base`, every segment empty until its
+    /// first key; `None` for states kept in the map (logs, windows).
+    pub(crate) fn new(capacity: u64, hasher: S, base: u64) -> Option<Self> {
+        let (nseg, seg_len) = shape(capacity);
+        Self::with_shape(nseg, seg_len, hasher, base)
+    }
+
+    /// A table of `nseg` segments of `seg_len` slots (the loom models' tiny tables).
+    pub(crate) fn with_shape(nseg: usize, seg_len: usize, hasher: S, base: u64) -> Option<Self> {
+        <L::Word as TatWord>::free()?;
+        Some(Table {
+            segs: (0..nseg).map(|_| cell::Cell::empty()).collect(),
+            seg_len,
+            hasher,
+            base,
+            #[cfg(hotlimit_loom)]
+            plant: Plant::None,
+        })
+    }
+
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    /// The number of segments.
+    pub(crate) fn segments(&self) -> usize {
+        self.segs.len()
+    }
+
+    /// Segment `s` as it is in the directory now (`None` before its first key).
+    #[inline(always)]
+    pub(crate) fn segment<'g>(
+        &self,
+        s: usize,
+        guard: &'g Guard,
+    ) -> Option<SegRef<'g, Segment<K, L>>> {
+        self.segs[s].load(guard)
+    }
+
+    /// Allocates segment `s` (FREE slots running on `cfg`) if it has none yet.
+    pub(crate) fn ensure(&self, s: usize, cfg: &Arc<L::Config>)
+    where
+        K: 'static,
+    {
+        let guard = Guard::new();
+        if self.segment(s, &guard).is_none() {
+            if let Some(seg) = Segment::new(cfg.clone(), self.seg_len) {
+                // Another thread may have been first: then ours is dropped.
+                let _ = self.segs[s].init(seg, &guard);
+            }
+        }
+    }
+
+    /// `now` after the base: `(relative now, how far before the base it was)`.
+    #[inline(always)]
+    pub(crate) fn relative(&self, now: u64) -> (u64, u64) {
+        match now.checked_sub(self.base) {
+            Some(rel) => (rel, 0),
+            None => (0, self.base - now),
+        }
+    }
+
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    /// The bytes of the slots and segment headers (once every segment has its first key), for
+    /// the memory budget.
+    pub(crate) fn bytes(capacity: u64) -> u128 {
+        let (nseg, seg_len) = shape(capacity);
+        let slot = core::mem::size_of::<Slot<K, L::Word>>() as u128;
+        nseg as u128 * (seg_len as u128 * slot + core::mem::size_of::<Segment<K, L>>() as u128)
+    }
+}
+
+impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
+    /// The segment and home slot of `key`.
+    #[inline(always)]
+    pub(crate) fn locate<Q: Hash + ?Sized>(&self, key: &Q) -> (usize, usize) {
+        let h = self.hasher.hash_one(key);
+        // Multiply-shift: the high half picks the segment, the low half the home slot.
+        let seg = ((h >> 32) * self.segs.len() as u64) >> 32;
+        let home = ((h & 0xFFFF_FFFF) * self.seg_len as u64) >> 32;
+        (seg as usize, home as usize)
+    }
+
+    /// The hit path: `key`'s live slot, one CAS. `None`: anything else (a new key, a word that
+    /// is not live, a `now` before the base): the slow path decides.
+    #[inline(always)]
+    pub(crate) fn hit<Q>(&self, key: &Q, permits: u32, now: u64) -> Option<Result<(), Denied>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let (s, home) = self.locate(key);
+        let guard = Guard::new();
+        let seg = self.segment(s, &guard)?;
+        // Relaxed: a hit needs the word only (the grant's CAS checks it); the key's cell
+        // publishes itself, and the segment came from the directory with Acquire.
+        let Probe::Found(slot, w) = probe(&seg, home, key, Ordering::Relaxed) else {
+            return None;
+        };
+        let (now, behind) = self.relative(now);
+        if behind > 0 {
+            return None;
+        }
+        match grant::<L>(&seg.cfg, &slot.word, w, permits, now) {
+            Hit::Granted => Some(Ok(())),
+            Hit::Denied(denied) => Some(Err(denied)),
+            Hit::NotLive => None,
+        }
+    }
+
+    /// Puts `key` with word value `w` into a segment being built (no other thread sees it yet):
+    /// the first FREE slot on its path.
+    fn place(&self, seg: &Segment<K, L>, key: K, w: <L::Word as TatWord>::W) {
+        let (_, home) = self.locate::<K>(&key);
+        let n = seg.slots.len();
+        let mut i = home;
+        loop {
+            let slot = &seg.slots[i];
+            // Relaxed: the segment is not published yet; its publication (Release) orders
+            // these writes before every reader's load of it.
+            let free = slot.word.load(Ordering::Relaxed);
+            if <L::Word as TatWord>::first(free) == inline::FREE {
+                // Relaxed: as above (nobody else can write the slot, so this cannot fail).
+                let _ = slot.word.cas(free, w, Ordering::Relaxed, Ordering::Relaxed);
+                let _ = slot.key.set(key);
+                // Relaxed: a counter of this (unpublished) segment.
+                seg.used.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+        }
+    }
+}
+
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
+/// `(segments, slots per segment)` for `capacity` keys: at least 1.4 slots per key (and 4
+/// more, so a tiny table has room for a dead slot or two before it is rebuilt), in segments
+/// of about [`SEGMENT`] slots.
+fn shape(capacity: u64) -> (usize, usize) {
+    let slots = (capacity as usize)
+        .saturating_mul(SLOTS_PER_KEY_X10)
+        .div_ceil(10)
+        .saturating_add(4);
+    let nseg = slots.div_ceil(SEGMENT).max(1);
+    (nseg, slots.div_ceil(nseg))
+}
+
+/// The counters of `seg` after a slot went DEAD there.
+pub(crate) fn count_dead<K, L: KeyedState>(seg: &Segment<K, L>) {
+    // Relaxed: a hint for when to rebuild.
+    seg.dead.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Whether `seg` is worth rebuilding: most of its slots used, and an eighth of them dead.
+pub(crate) fn worth_rebuilding<K, L: KeyedState>(seg: &Segment<K, L>) -> bool {
+    let n = seg.slots.len() as u64;
+    // Relaxed (both): hints.
+    let used = seg.used.load(Ordering::Relaxed);
+    let dead = seg.dead.load(Ordering::Relaxed);
+    used * 8 >= n * 7 && dead * 8 >= n
+}

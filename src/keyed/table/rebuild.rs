@@ -1,0 +1,123 @@
+//! Rebuilding a segment of the [`Table`]: its dead slots reclaimed (a compaction), or its live
+//! states carried onto a new default configuration (`set_default_rate`).
+//!
+//! One thread at a time per segment (the segment's `state`, CURRENT → REBUILDING by CAS). It
+//! walks the slots in order and closes each with one CAS, whose kind decides what happens:
+//!
+//! - FREE → SEALED: no creator can claim it any more (a creator that finds it looks again from
+//!   the directory, after the new segment is published);
+//! - live or INDIRECT → MOVING (frozen): a grant racing the freeze either lands first (the CAS
+//!   then reads its value, which is the one copied) or fails on MOVING and looks again from
+//!   the directory; the frozen value is copied into the new segment (carried onto the new
+//!   configuration if it differs), with a clone of the key;
+//! - DEAD: dropped (a DEAD slot never changes again);
+//! - CLAIMED or MOVING (a creator, or a rate change, in the middle of its steps on this slot):
+//!   waited for, then closed as whatever it became.
+//!
+//! Then the new segment replaces the old one in the directory (Release), and the old one is
+//! marked RETIRED (its slots are all sealed, frozen or dead: nothing can be granted in it). A
+//! request on a key of the segment waits from its key's freeze to the publication: the price
+//! of reclaiming slots that readers may be comparing keys in.
+
+use core::hash::{BuildHasher, Hash};
+
+use super::super::word::{inline, TatWord};
+use super::super::{KeyedState, SnoozeOrSpin};
+use super::{Guard, Segment, Table, CURRENT, REBUILDING, RETIRED};
+use crate::sync::{Arc, Backoff, Ordering};
+
+impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
+    /// Rebuilds segment `s` onto `cfg` (`None`: its own configuration, a compaction), carrying
+    /// live states at `now` (after the base) when the configuration changes. `false` if another
+    /// thread is rebuilding it (or has just replaced it): the caller looks again.
+    pub(crate) fn rebuild(&self, s: usize, cfg: Option<&Arc<L::Config>>, now: u64) -> bool {
+        let guard = Guard::new();
+        let Some(old) = self.segment(s, &guard) else {
+            // No key yet: nothing to rebuild (its first key allocates it on the default).
+            return true;
+        };
+        // Acquire on success: a previous rebuild's publication of this segment is behind us
+        // (we read it from the directory), and so is everything its builder wrote. Relaxed on
+        // failure: someone else holds it, or it was replaced.
+        if old
+            .state
+            .compare_exchange(CURRENT, REBUILDING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        let cfg: Arc<L::Config> = cfg.cloned().unwrap_or_else(|| old.cfg.clone());
+        let rerate = !Arc::ptr_eq(&cfg, &old.cfg);
+        let Some(new) = Segment::new(cfg.clone(), old.slots.len()) else {
+            // States kept in the map have no table (and so no segment to rebuild).
+            return false;
+        };
+        for slot in old.slots.iter() {
+            let backoff = Backoff::new();
+            loop {
+                // Acquire: a DEAD word read here comes from an eviction's Release CAS, made
+                // after it raised the floor; reading it before we publish carries that raise
+                // to every creator that reads the new segment (see `Keyed`'s creation). A live
+                // word: its key was written before it (the key cell publishes itself anyway).
+                let w = slot.word.load(Ordering::Acquire);
+                let first = <L::Word as TatWord>::first(w);
+                let v = first & inline::V_MASK;
+                let closed = if v == inline::FREE {
+                    inline::SEALED
+                } else if inline::is_live(first) || v == inline::INDIRECT {
+                    inline::MOVING
+                } else if v == inline::DEAD {
+                    break;
+                } else {
+                    // CLAIMED or MOVING: a creator or a rate change is between its steps on
+                    // this slot; it ends in a few stores.
+                    backoff.snooze_or_spin();
+                    continue;
+                };
+                #[cfg(hotlimit_loom)]
+                if self.plant == super::Plant::CopyWithoutFreeze && closed == inline::MOVING {
+                    // Planted: copy the value read, leave the old slot as it was.
+                    if let Some(key) = slot.key.get() {
+                        self.place(&new, key.clone(), w);
+                    }
+                    break;
+                }
+                // Relaxed (both): the CAS decides against every grant, claim, eviction and
+                // move on this one word (their RMWs are totally ordered with it); what we copy
+                // is the value it replaced, and the key, which its own cell publishes.
+                if slot
+                    .word
+                    .cas(
+                        w,
+                        <L::Word as TatWord>::marker(w, closed),
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    )
+                    .is_err()
+                {
+                    continue;
+                }
+                if closed == inline::SEALED {
+                    break;
+                }
+                let Some(key) = slot.key.get() else {
+                    // A claimed slot always has its key before it goes live or indirect.
+                    break;
+                };
+                let moved = if v == inline::INDIRECT {
+                    w
+                } else if rerate {
+                    L::word_rerate(&old.cfg, &cfg, w, now)
+                } else {
+                    w
+                };
+                self.place(&new, key.clone(), moved);
+                break;
+            }
+        }
+        // Relaxed: a late rebuilder of the old segment fails its CAS on either value.
+        old.state.store(RETIRED, Ordering::Relaxed);
+        self.segs[s].replace(new);
+        true
+    }
+}
