@@ -89,6 +89,7 @@
 
 mod arena;
 mod body;
+mod buf;
 mod counters;
 mod digest;
 mod erased;
