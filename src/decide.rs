@@ -277,8 +277,9 @@ impl Decision {
     }
 
     /// Time until at least one more permit is available than [`remaining`](Decision::remaining),
-    /// from the decision (what the draft's `t` parameter reports: "seconds until additional
-    /// quota is made available"); zero when the limiter is full. A limiter that does not tell
+    /// from the decision: the longest time within which no more than `remaining` can be
+    /// granted (the "effective window" that draft-ietf-httpapi-ratelimit-headers-11's `t`
+    /// parameter reports); zero when the limiter is full. A limiter that does not tell
     /// reports [`reset`](Decision::reset), which bounds it: every GCRA-based limiter of this
     /// crate tells it exactly, the sliding windows and logs report the bound.
     ///

@@ -1,5 +1,5 @@
 //! The rate-limit fields the layer writes on every response: `RateLimit-Policy` and
-//! `RateLimit` as draft-ietf-httpapi-ratelimit-headers-10 defines them, `Retry-After` (whole
+//! `RateLimit` as draft-ietf-httpapi-ratelimit-headers-11 defines them, `Retry-After` (whole
 //! seconds, rounded up, at least 1) and the optional `X-RateLimit-*` trio. [`FieldText`] holds
 //! each field's pre-encoded text, [`PolicyText`] the layer's pre-built `RateLimit-Policy`,
 //! [`HeaderBlock`] one response's values.
@@ -10,13 +10,15 @@
 //!   the quota's limit (a GCRA's burst), W its window in whole seconds, rounded up, at least 1
 //!   (a GCRA's refill time). The same value on every response unless a key's own rate (an
 //!   override) differs.
-//! - `RateLimit: "name";r=R;t=T` for every field that applies to the request: R what is left
-//!   (never above Q), T the seconds until at least one more unit is available (the draft's
-//!   "additional quota"), rounded up and never above W; no `t` when R = Q (full: nothing more
-//!   is coming). A field whose policy did not decide reports its state for the request's key,
-//!   uncharged; a keyless request a field rejects reports `r=0`; a field that lets keyless
-//!   requests through, or whose limiter was not asked (a networked one) or failed while the
-//!   layer fails open, reports nothing (one that failed while it fails closed: `r=0`).
+//! - `RateLimit: "name";r=R;t=T` for every field that applies to the request: R the available
+//!   quota (never above Q), T the effective window: the seconds within which the client can
+//!   use no more than R, rounded up and never above W. Below Q that is the time until one
+//!   more unit is available; at Q (nothing spent) the time one unit takes to come back once
+//!   spent, W/Q. A field whose policy did not decide reports its state for the request's key,
+//!   uncharged; a keyless request a field rejects reports `r=0` (no window: it has no quota
+//!   under the field); a field that lets keyless requests through, or whose limiter was not
+//!   asked (a networked one) or failed while the layer fails open, reports nothing (one that
+//!   failed while it fails closed: `r=0`).
 //!
 //! The admitted path allocates nothing (`arena.rs` holds the per-response text) and, on an
 //! empty header map, hashes nothing: the layer's stripe holds a pre-built map of its two
@@ -56,22 +58,34 @@ struct Numbers {
     /// `w`: its window in whole seconds, rounded up, at least 1 (the draft's window is a
     /// non-zero integer).
     w: u64,
+    /// The `t` of a full quota: the time one unit takes to come back once spent (the window
+    /// over the limit), rounded up, at most `w`.
+    full_t: u64,
 }
 
 impl Numbers {
     fn of(quota: Quota) -> Numbers {
+        let q = quota.limit();
+        let w = ceil_secs(quota.window()).max(1);
+        let per_unit =
+            u64::try_from(quota.window().as_nanos() / u128::from(q.max(1))).unwrap_or(u64::MAX);
         Numbers {
-            q: quota.limit(),
-            w: ceil_secs(quota.window()).max(1),
+            q,
+            w,
+            full_t: ceil_secs(Duration::from_nanos(per_unit)).min(w),
         }
     }
 
-    /// `(r, t)` of a decision or state `d` under this quota: `r` what is left, never above
-    /// `q`; `t` the seconds until one more unit, none when full (see the module docs).
+    /// `(r, t)` of a decision or state `d` under this quota: `r` the available quota, never
+    /// above `q`; `t` the effective window (see the module docs).
     #[inline]
-    fn item(&self, d: &Decision) -> (u64, Option<u64>) {
+    fn item(&self, d: &Decision) -> (u64, u64) {
         let r = d.remaining().min(self.q);
-        let t = (r < self.q).then(|| ceil_secs(d.next()).min(self.w));
+        let t = if r < self.q {
+            ceil_secs(d.next()).min(self.w)
+        } else {
+            self.full_t
+        };
         (r, t)
     }
 }
@@ -221,8 +235,8 @@ impl HeaderBlock {
                 // One field with its own quota: the value is a function of (layer, r, t), and
                 // most likely the thread's last one.
                 let (r, t) = f.text.own.item(d);
-                let key = [policy.id, r, t.unwrap_or(u64::MAX)];
-                let state = arena::memoized(key, |buf| f.text.state_item(buf, r, t));
+                let state =
+                    arena::memoized([policy.id, r, t], |buf| f.text.state_item(buf, r, Some(t)));
                 return HeaderBlock {
                     policy: PolicyValue::Own(own),
                     state: Some(state),
@@ -267,7 +281,7 @@ impl HeaderBlock {
             let (r, t) = n.item(d);
             state.separate(first);
             first = false;
-            f.text.state_item(&mut state, r, t);
+            f.text.state_item(&mut state, r, Some(t));
             if legacy && tightest.is_none_or(|(_, least, _)| r < least) {
                 tightest = Some((n.q, r, ceil_secs(d.reset())));
             }
@@ -376,5 +390,29 @@ mod tests {
         assert_eq!(ceil_secs(Duration::from_millis(2001)), 3);
         let n = |limit, ms| Numbers::of(Quota::new(limit, Duration::from_millis(ms)));
         assert_eq!((n(1, 100).w, n(1, 1000).w, n(1, 1001).w), (1, 1, 2));
+        // A full quota's window: one unit's share of the window, rounded up, at most w.
+        assert_eq!(n(20, 2000).full_t, 1);
+        assert_eq!(n(3, 7_200_000).full_t, 2400);
+        assert_eq!(n(1, 1500).full_t, 2);
+        assert_eq!(n(0, 1000).full_t, 1);
+    }
+
+    #[test]
+    fn the_effective_window_is_the_time_within_which_no_more_than_r_can_be_used() {
+        let quota = Quota::new(20, Duration::from_secs(2));
+        let n = Numbers::of(quota);
+        // 10 per second, 19 left: the 20th comes back within 100 ms.
+        let d = Decision::allowed(quota, 19, Duration::from_millis(100));
+        assert_eq!(n.item(&d), (19, 1));
+        // Full: spent, one unit takes 100 ms to come back.
+        assert_eq!(
+            n.item(&Decision::allowed(quota, 20, Duration::ZERO)),
+            (20, 1)
+        );
+        // Never above w, nor r above q.
+        let d = Decision::allowed(quota, 99, Duration::from_secs(9));
+        assert_eq!(n.item(&d), (20, 1));
+        let d = Decision::allowed(quota, 0, Duration::from_secs(9));
+        assert_eq!(n.item(&d), (0, 2));
     }
 }
