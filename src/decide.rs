@@ -483,11 +483,17 @@ pub(crate) fn gcra_quota(rate: crate::rate::Rate, burst: u64) -> Quota {
 /// reset − (b − r − 1)·I, which is in (0, I].
 #[inline]
 pub(crate) fn gcra_next(remaining: u64, burst: u64, reset: u64, interval: u64) -> Duration {
+    Duration::from_nanos(gcra_next_nanos(remaining, burst, reset, interval))
+}
+
+/// [`gcra_next`] in nanoseconds.
+#[inline]
+pub(crate) fn gcra_next_nanos(remaining: u64, burst: u64, reset: u64, interval: u64) -> u64 {
     if remaining >= burst {
-        return Duration::ZERO;
+        return 0;
     }
     let later = (burst - remaining - 1).saturating_mul(interval);
-    Duration::from_nanos(reset.saturating_sub(later))
+    reset.saturating_sub(later)
 }
 
 /// `Decide` for an in-process limiter keyed by `()`: read the clock once, take `permits` with
