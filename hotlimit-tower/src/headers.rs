@@ -313,9 +313,11 @@ impl HeaderBlock {
             retry_after,
             legacy,
         } = self;
+        let only_two = retry_after.is_none() && legacy.is_none();
         match (policy, state) {
-            (PolicyValue::Own(stripe), Some(state)) if headers.is_empty() => {
-                // The whole map at once: a clone of the stripe's, no name hashed.
+            (PolicyValue::Own(stripe), Some(state)) if only_two && headers.is_empty() => {
+                // The whole map at once: a clone of the stripe's, no name hashed (its entries
+                // are exactly two: more fields would grow it again).
                 let mut map = stripe.template.clone();
                 if let Some(v) = map.values_mut().nth(1) {
                     *v = state;
