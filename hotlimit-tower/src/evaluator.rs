@@ -268,6 +268,7 @@ impl Evaluator {
     }
 
     /// Decides in order from policy `from`, skipping `skip` (decided already).
+    #[inline]
     fn run(
         &self,
         parts: &Parts,
