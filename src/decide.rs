@@ -277,8 +277,9 @@ impl Decision {
     }
 
     /// Time until at least one more permit is available than [`remaining`](Decision::remaining),
-    /// from the decision (what the draft's `t` parameter reports: "seconds until additional
-    /// quota is made available"); zero when the limiter is full. A limiter that does not tell
+    /// from the decision: the longest time within which no more than `remaining` can be
+    /// granted (the "effective window" that draft-ietf-httpapi-ratelimit-headers-11's `t`
+    /// parameter reports); zero when the limiter is full. A limiter that does not tell
     /// reports [`reset`](Decision::reset), which bounds it: every GCRA-based limiter of this
     /// crate tells it exactly, the sliding windows and logs report the bound.
     ///
@@ -482,11 +483,17 @@ pub(crate) fn gcra_quota(rate: crate::rate::Rate, burst: u64) -> Quota {
 /// reset − (b − r − 1)·I, which is in (0, I].
 #[inline]
 pub(crate) fn gcra_next(remaining: u64, burst: u64, reset: u64, interval: u64) -> Duration {
+    Duration::from_nanos(gcra_next_nanos(remaining, burst, reset, interval))
+}
+
+/// [`gcra_next`] in nanoseconds.
+#[inline]
+pub(crate) fn gcra_next_nanos(remaining: u64, burst: u64, reset: u64, interval: u64) -> u64 {
     if remaining >= burst {
-        return Duration::ZERO;
+        return 0;
     }
     let later = (burst - remaining - 1).saturating_mul(interval);
-    Duration::from_nanos(reset.saturating_sub(later))
+    reset.saturating_sub(later)
 }
 
 /// `Decide` for an in-process limiter keyed by `()`: read the clock once, take `permits` with

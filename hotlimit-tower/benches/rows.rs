@@ -1,5 +1,8 @@
 //! The rows compared by `benches/layer.rs` (criterion) and `examples/layer_callgrind.rs`
-//! (instruction counts): a trivial axum-bodied service with no limiter, with this layer (global;
+//! (instruction counts): a trivial axum-bodied service with no limiter, the same service
+//! answering with two fixed rate-limit fields (what putting any two fields on its empty header
+//! map costs: the floor of every row that sends fields), with this layer (global; global with
+//! a remaining count that changes on every response, so no response repeats the one before;
 //! per peer IP with the default table, `IntKeyed`, and with `Keyed`; per IP with the legacy
 //! headers too), and with `tower-governor` (per IP, without and with its headers), every
 //! request admitted.
@@ -15,7 +18,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use hotlimit::{Gcra, Keyed, Rate};
 use hotlimit_tower::{Global, PeerIp, Policy, RateLimitLayer};
-use http::{Request, Response};
+use http::{HeaderName, HeaderValue, Request, Response};
 use tower::{service_fn, Layer, Service, ServiceExt};
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::GovernorLayer;
@@ -51,6 +54,24 @@ fn trivial() -> impl Service<Request<Body>, Response = Response<Body>, Error = I
     service_fn(|_req: Request<Body>| async { Ok::<_, Infallible>(Response::new(Body::empty())) })
 }
 
+/// The trivial service, its response carrying two fixed fields, inserted as a layer would.
+fn trivial_with_fields(
+) -> impl Service<Request<Body>, Response = Response<Body>, Error = Infallible> + Clone {
+    service_fn(|_req: Request<Body>| async {
+        let mut resp = Response::new(Body::empty());
+        let h = resp.headers_mut();
+        h.insert(
+            HeaderName::from_static("ratelimit-policy"),
+            HeaderValue::from_static(r#""per-ip";q=1000000000;w=1"#),
+        );
+        h.insert(
+            HeaderName::from_static("ratelimit"),
+            HeaderValue::from_static(r#""per-ip";r=999999999;t=1"#),
+        );
+        Ok::<_, Infallible>(resp)
+    })
+}
+
 /// What to do with each row.
 pub(crate) trait Row {
     fn row<S, B>(&mut self, name: &str, svc: S)
@@ -59,9 +80,11 @@ pub(crate) trait Row {
 }
 
 /// The row names, in order.
-pub(crate) const ROWS: [&str; 7] = [
+pub(crate) const ROWS: [&str; 9] = [
     "none",
+    "none +fields",
     "hotlimit-tower global",
+    "hotlimit-tower global, r varies",
     "hotlimit-tower per-ip",
     "hotlimit-tower per-ip Keyed",
     "hotlimit-tower per-ip +legacy",
@@ -92,8 +115,19 @@ pub(crate) fn with_row(name: &str, f: &mut impl Row) {
     }
     match name {
         "none" => f.row(name, trivial()),
+        "none +fields" => f.row(name, trivial_with_fields()),
         "hotlimit-tower global" => {
             let g = Gcra::new(rate()).unwrap();
+            let layer = RateLimitLayer::new(Policy::new("global", g, Global)).unwrap();
+            f.row(name, layer.layer(trivial()));
+        }
+        "hotlimit-tower global, r varies" => {
+            // A burst no benchmark spends, refilled at 1 per second: r falls by one on every
+            // response, so the response's RateLimit value is written anew each time.
+            let g = Gcra::builder(Rate::per_second(1).unwrap())
+                .burst(1_000_000_000)
+                .build()
+                .unwrap();
             let layer = RateLimitLayer::new(Policy::new("global", g, Global)).unwrap();
             f.row(name, layer.layer(trivial()));
         }

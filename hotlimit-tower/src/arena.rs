@@ -6,79 +6,85 @@
 //! slice has been sent and dropped, the chunk is unique again and is reused from its start
 //! (`BytesMut::try_reclaim`); only while some response still holds a slice of a full chunk
 //! does the thread start a new one (one allocation per 16 KiB of header text at most, and
-//! none once the responses keep pace). The `RateLimit-Policy` value, the same on every
-//! response of a layer, is copied once per thread for the first layer the thread serves: each
-//! response clones that copy (a reference count no other core touches); another layer's
-//! responses clone the layer's own value (one reference count for all threads).
+//! none once the responses keep pace).
+//!
+//! Each thread also keeps the last value it made for a one-policy layer, under the numbers it
+//! says (the layer, `r` and `t`): the next response with the same numbers clones it (a
+//! reference count on this thread's chunk) instead of writing and checking the text again.
+//! Clients at rest between requests all get the same `r` and `t`, so on a server with many
+//! clients most responses repeat the one before.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use http::HeaderValue;
 
+use crate::buf::Buf;
+
 /// The size of a thread's chunk.
 const CHUNK: usize = 16 * 1024;
 
-/// A thread's chunk, and its copy of one layer's `RateLimit-Policy` value.
+/// What a memoized value says: its layer's id (never 0), `r`, and `t` (`u64::MAX`: none).
+pub(crate) type MemoKey = [u64; 3];
+
+/// A thread's chunk, and the last memoized value.
 struct Local {
-    chunk: BytesMut,
-    /// The id of the layer whose value `policy` is (0: none yet).
-    policy_id: u64,
-    policy: Option<HeaderValue>,
+    /// `None` until the thread's first value.
+    chunk: Option<BytesMut>,
+    /// The key of `memo` (all 0: none).
+    memo_key: MemoKey,
+    memo: Option<HeaderValue>,
 }
 
 thread_local! {
-    static LOCAL: RefCell<Local> = RefCell::new(Local {
-        chunk: BytesMut::new(),
-        policy_id: 0,
-        policy: None,
-    });
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local {
+            chunk: None,
+            memo_key: [0; 3],
+            memo: None,
+        })
+    };
 }
 
-/// `text` (visible ASCII) as a header value, its bytes in the thread's chunk.
-#[inline]
-pub(crate) fn value(text: &[u8]) -> HeaderValue {
-    let bytes = LOCAL.with(|local| {
-        let chunk = &mut local.borrow_mut().chunk;
+impl Local {
+    /// `text` (visible ASCII) as a header value, its bytes in the chunk.
+    #[inline]
+    fn value(&mut self, text: &[u8]) -> HeaderValue {
+        let chunk = self.chunk.get_or_insert_with(BytesMut::new);
         if chunk.capacity() - chunk.len() < text.len() && !chunk.try_reclaim(text.len()) {
             // Some response still holds a slice of the old chunk: it lives on with it.
             *chunk = BytesMut::with_capacity(CHUNK.max(text.len()));
         }
         chunk.extend_from_slice(text);
-        chunk.split().freeze()
-    });
-    // The layer writes visible ASCII only: this never fails.
-    HeaderValue::from_maybe_shared(bytes).unwrap_or_else(|_| HeaderValue::from_static(""))
+        let bytes: Bytes = chunk.split().freeze();
+        // The layer writes visible ASCII only: this never fails.
+        HeaderValue::from_maybe_shared(bytes).unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
 }
 
-/// A process-unique id for a layer's `RateLimit-Policy` value (never 0).
-pub(crate) fn next_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    // Relaxed: only uniqueness matters (the counter's own atomicity).
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// The `RateLimit-Policy` value `shared` of the layer `id`: the thread's own copy if the
-/// thread keeps this layer's (the first layer it serves), else `shared` itself.
+/// `text` (visible ASCII) as a header value, its bytes in the thread's chunk.
 #[inline]
-pub(crate) fn policy_value(id: u64, shared: &HeaderValue) -> HeaderValue {
+pub(crate) fn value(text: &[u8]) -> HeaderValue {
+    LOCAL.with(|local| local.borrow_mut().value(text))
+}
+
+/// The value `key` says: the thread's last memoized one if it has this key, else the text
+/// `write` writes (which must depend on nothing but `key`), memoized.
+#[inline]
+pub(crate) fn memoized(key: MemoKey, write: impl FnOnce(&mut Buf)) -> HeaderValue {
     LOCAL.with(|local| {
         let mut local = local.borrow_mut();
-        if local.policy_id == id {
-            if let Some(v) = &local.policy {
+        if local.memo_key == key {
+            if let Some(v) = &local.memo {
                 return v.clone();
             }
         }
-        if local.policy_id == 0 {
-            // This thread's own copy: its reference count stays on this core.
-            let own = HeaderValue::from_maybe_shared(Bytes::copy_from_slice(shared.as_bytes()))
-                .unwrap_or_else(|_| shared.clone());
-            local.policy_id = id;
-            local.policy = Some(own.clone());
-            return own;
-        }
-        shared.clone()
+        let mut buf = Buf::new();
+        write(&mut buf);
+        let v = local.value(buf.as_bytes());
+        local.memo_key = key;
+        local.memo = Some(v.clone());
+        v
     })
 }
 
@@ -106,17 +112,20 @@ mod tests {
     }
 
     #[test]
-    fn the_policy_value_is_the_layers_own() {
-        let (x, y) = (next_id(), next_id());
-        let tx = HeaderValue::from_static("\"x\";q=1;w=1");
-        let ty = HeaderValue::from_static("\"y\";q=2;w=1");
-        std::thread::spawn(move || {
-            // The thread's first layer is copied, the next one shared: both read right.
-            assert_eq!(policy_value(x, &tx), tx);
-            assert_eq!(policy_value(y, &ty), ty);
-            assert_eq!(policy_value(x, &tx), tx);
-        })
-        .join()
-        .unwrap();
+    fn a_memoized_value_is_written_once_per_key() {
+        let mut writes = 0;
+        let mut get = |key: MemoKey| {
+            memoized(key, |b| {
+                writes += 1;
+                b.push(b"\"p\";r=");
+                b.push_u64(key[1]);
+            })
+        };
+        assert_eq!(get([7, 3, 1]), "\"p\";r=3");
+        assert_eq!(get([7, 3, 1]), "\"p\";r=3");
+        assert_eq!(get([7, 4, 1]), "\"p\";r=4");
+        // Another layer with the same numbers is another key.
+        assert_eq!(get([8, 4, 1]), "\"p\";r=4");
+        assert_eq!(writes, 3);
     }
 }

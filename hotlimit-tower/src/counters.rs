@@ -5,8 +5,9 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Stripes per policy: requests on different threads count on different cache lines, so the
-/// counters add no shared write that every request on every core contends for.
-const STRIPES: usize = 16;
+/// counters add no shared write that every request on every core contends for (the layer's
+/// pre-built header values are striped alike, `headers.rs`).
+pub(crate) const STRIPES: usize = 16;
 
 /// One stripe: the six counts, on a cache line of their own.
 #[derive(Debug, Default)]
@@ -31,9 +32,9 @@ impl Default for Counters {
     }
 }
 
-/// The calling thread's stripe, assigned round-robin on its first count.
+/// The calling thread's stripe (below [`STRIPES`]), assigned round-robin on its first use.
 #[inline]
-fn stripe() -> usize {
+pub(crate) fn stripe() -> usize {
     /// The next stripe to hand out.
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {

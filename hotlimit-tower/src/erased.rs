@@ -82,6 +82,7 @@ pub(crate) enum Step {
 
 impl Step {
     /// The step of a one-field policy whose decision is `r`, written into `out`.
+    #[inline]
     pub(crate) fn of(r: Result<Decision, BoxError>, out: &mut Report) -> Step {
         match r {
             Ok(d) => {

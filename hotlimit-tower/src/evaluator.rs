@@ -130,6 +130,7 @@ pub(crate) struct Reports {
 }
 
 impl Reports {
+    #[inline]
     fn new(len: usize) -> Reports {
         Reports {
             inline: [Report::Silent; 2],
@@ -178,6 +179,12 @@ pub(crate) struct Pending {
 }
 
 impl Verdict {
+    /// Whether every policy admitted the request (or had nothing to say).
+    #[inline]
+    pub(crate) fn admitted(&self) -> bool {
+        matches!(self.end, End::Admit)
+    }
+
     /// Nothing reported yet by any of `fields` fields, and no end.
     #[inline]
     pub(crate) fn new(fields: usize) -> Verdict {
@@ -261,6 +268,7 @@ impl Evaluator {
     }
 
     /// Decides in order from policy `from`, skipping `skip` (decided already).
+    #[inline]
     fn run(
         &self,
         parts: &Parts,
@@ -297,6 +305,7 @@ impl Evaluator {
     }
 
     /// Counts policy `i`'s `step` and says what follows.
+    #[inline]
     fn settle(&self, i: usize, step: Step, v: &mut Verdict) -> Flow {
         let e = &self.policies[i];
         let fields = &self.fields[e.first..e.first + e.width];
@@ -381,7 +390,14 @@ impl Evaluator {
         )
     }
 
+    /// Whether the layer puts the decisions in the request's extensions.
+    #[inline]
+    pub(crate) fn extends(&self) -> bool {
+        self.settings.dry_run || self.settings.extensions
+    }
+
     /// The decisions for the request's extensions, if the layer puts them there.
+    #[cold]
     pub(crate) fn extension(&self, verdict: &Verdict) -> Option<RateLimitDecision> {
         (self.settings.dry_run || self.settings.extensions).then(|| RateLimitDecision {
             decisions: self
@@ -399,6 +415,7 @@ impl Evaluator {
 
     /// The response for a rejected request, with the headers taken from `headers`; `None`
     /// (headers left in place) when it is admitted.
+    #[cold]
     pub(crate) fn rejection(
         &self,
         verdict: &Verdict,

@@ -1,30 +1,39 @@
 //! The rate-limit fields the layer writes on every response: `RateLimit-Policy` and
-//! `RateLimit` as draft-ietf-httpapi-ratelimit-headers-10 defines them, `Retry-After` (whole
+//! `RateLimit` as draft-ietf-httpapi-ratelimit-headers-11 defines them, `Retry-After` (whole
 //! seconds, rounded up, at least 1) and the optional `X-RateLimit-*` trio. [`FieldText`] holds
-//! each field's pre-encoded text, [`HeaderBlock`] one response's values.
+//! each field's pre-encoded text, [`PolicyText`] the layer's pre-built `RateLimit-Policy`,
+//! [`HeaderBlock`] one response's values.
 //!
 //! What each field says (the rules the crate docs state):
 //!
 //! - `RateLimit-Policy: "name";q=Q;w=W` for every field of the layer, on every response: Q
 //!   the quota's limit (a GCRA's burst), W its window in whole seconds, rounded up, at least 1
-//!   (a GCRA's refill time). The same text on every response unless a key's own rate (an
+//!   (a GCRA's refill time). The same value on every response unless a key's own rate (an
 //!   override) differs.
-//! - `RateLimit: "name";r=R;t=T` for every field that applies to the request: R what is left
-//!   (never above Q), T the seconds until at least one more unit is available (the draft's
-//!   "additional quota"), rounded up and never above W; no `t` when R = Q (full: nothing more
-//!   is coming). A field whose policy did not decide reports its state for the request's key,
-//!   uncharged; a keyless request a field rejects reports `r=0`; a field that lets keyless
-//!   requests through, or whose limiter was not asked (a networked one) or failed while the
-//!   layer fails open, reports nothing (one that failed while it fails closed: `r=0`).
+//! - `RateLimit: "name";r=R;t=T` for every field that applies to the request: R the available
+//!   quota (never above Q), T the effective window: the seconds within which the client can
+//!   use no more than R, rounded up and never above W. Below Q that is the time until one
+//!   more unit is available; at Q (nothing spent) the time one unit takes to come back once
+//!   spent, W/Q. A field whose policy did not decide reports its state for the request's key,
+//!   uncharged; a keyless request a field rejects reports `r=0` (no window: it has no quota
+//!   under the field); a field that lets keyless requests through, or whose limiter was not
+//!   asked (a networked one) or failed while the layer fails open, reports nothing (one that
+//!   failed while it fails closed: `r=0`).
+//!
+//! The admitted path allocates nothing (`arena.rs` holds the per-response text) and, on an
+//! empty header map, hashes nothing: the layer's stripe holds a pre-built map of its two
+//! fields, cloned whole in place of two inserts.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use hotlimit::{Decision, Quota};
 use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
 use http::HeaderMap;
 
 use crate::arena;
+use crate::buf::Buf;
+use crate::counters::{stripe, STRIPES};
 use crate::erased::Report;
 use crate::field::Field;
 
@@ -41,39 +50,115 @@ fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// The `w` of `quota`: its window in whole seconds, rounded up, at least 1 (the draft's
-/// window is a non-zero integer).
-fn window_secs(quota: Quota) -> u64 {
-    ceil_secs(quota.window()).max(1)
+/// The numbers a quota's fields are written with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Numbers {
+    /// `q`: the quota's limit.
+    q: u64,
+    /// `w`: its window in whole seconds, rounded up, at least 1 (the draft's window is a
+    /// non-zero integer).
+    w: u64,
+    /// The `t` of a full quota: the time one unit takes to come back once spent (the window
+    /// over the limit), rounded up, at most `w`.
+    full_t: u64,
+}
+
+impl Numbers {
+    fn of(quota: Quota) -> Numbers {
+        let q = quota.limit();
+        let w = ceil_secs(quota.window()).max(1);
+        let per_unit =
+            u64::try_from(quota.window().as_nanos() / u128::from(q.max(1))).unwrap_or(u64::MAX);
+        Numbers {
+            q,
+            w,
+            full_t: ceil_secs(Duration::from_nanos(per_unit)).min(w),
+        }
+    }
+
+    /// `(r, t)` of a decision or state `d` under this quota: `r` the available quota, never
+    /// above `q`; `t` the effective window (see the module docs).
+    #[inline]
+    fn item(&self, d: &Decision) -> (u64, u64) {
+        let r = d.remaining().min(self.q);
+        let t = if r < self.q {
+            ceil_secs(d.next()).min(self.w)
+        } else {
+            self.full_t
+        };
+        (r, t)
+    }
 }
 
 /// A field's header text, encoded once when the layer is built.
 #[derive(Debug)]
 pub(crate) struct FieldText {
-    /// The name as a structured-field string, quotes included.
-    quoted: Box<[u8]>,
+    /// `"name";r=`: the start of its `RateLimit` item (the name as a structured-field string).
+    state_prefix: Box<[u8]>,
     /// `"name";q=Q;w=W` for the quota the field was built with.
     policy_item: Box<[u8]>,
+    /// The numbers of that quota.
+    own: Numbers,
 }
 
 impl FieldText {
     /// The text of the field named `quoted` (an sf-string) with `quota`.
     pub(crate) fn new(quoted: &str, quota: Quota) -> FieldText {
+        let own = Numbers::of(quota);
+        let mut prefix = Buf::new();
+        prefix.push(quoted.as_bytes());
+        prefix.push(b";r=");
         let mut item = Buf::new();
-        item.policy_item(quoted.as_bytes(), quota);
+        policy_item(&mut item, quoted.as_bytes(), own);
         FieldText {
-            quoted: quoted.as_bytes().into(),
+            state_prefix: prefix.as_bytes().into(),
             policy_item: item.as_bytes().into(),
+            own,
+        }
+    }
+
+    /// The quoted name.
+    fn quoted(&self) -> &[u8] {
+        &self.state_prefix[..self.state_prefix.len() - b";r=".len()]
+    }
+
+    /// Appends the `RateLimit` item saying `r` and `t` (`None`: no `t`).
+    #[inline]
+    fn state_item(&self, buf: &mut Buf, r: u64, t: Option<u64>) {
+        buf.push(&self.state_prefix);
+        buf.push_u64(r);
+        if let Some(t) = t {
+            buf.push(b";t=");
+            buf.push_u64(t);
         }
     }
 }
 
+/// Appends `"name";q=Q;w=W`.
+fn policy_item(buf: &mut Buf, quoted: &[u8], n: Numbers) {
+    buf.push(quoted);
+    buf.push(b";q=");
+    buf.push_u64(n.q);
+    buf.push(b";w=");
+    buf.push_u64(n.w);
+}
+
+/// One stripe's copy of a layer's `RateLimit-Policy` value, and a header map holding it and a
+/// placeholder `RateLimit`, in that order: responses on threads of different stripes clone
+/// different copies, so no reference count is shared by every core.
+#[derive(Debug)]
+pub(crate) struct Stripe {
+    policy: HeaderValue,
+    template: HeaderMap,
+}
+
 /// A layer's `RateLimit-Policy` value listing every field, built once and owned by the layer,
-/// and the id its per-thread copies are kept under (see `arena.rs`).
+/// in one copy per stripe, and the id its memoized `RateLimit` values are kept under (see
+/// `arena.rs`).
 #[derive(Debug)]
 pub(crate) struct PolicyText {
-    pub(crate) id: u64,
-    pub(crate) value: HeaderValue,
+    id: u64,
+    stripes: Box<[Arc<Stripe>]>,
 }
 
 impl PolicyText {
@@ -84,19 +169,45 @@ impl PolicyText {
             buf.separate(i == 0);
             buf.push(&f.text.policy_item);
         }
+        let stripes = (0..STRIPES)
+            .map(|_| {
+                // Names are checked printable ASCII; numbers are digits.
+                let policy = HeaderValue::from_bytes(buf.as_bytes())
+                    .unwrap_or_else(|_| HeaderValue::from_static(""));
+                let mut template = HeaderMap::with_capacity(2);
+                template.insert(RATELIMIT_POLICY.clone(), policy.clone());
+                template.insert(RATELIMIT.clone(), HeaderValue::from_static(""));
+                Arc::new(Stripe { policy, template })
+            })
+            .collect();
         PolicyText {
-            id: arena::next_id(),
-            // Names are checked printable ASCII; numbers are digits.
-            value: HeaderValue::from_maybe_shared(Bytes::copy_from_slice(buf.as_bytes()))
-                .unwrap_or_else(|_| HeaderValue::from_static("")),
+            id: next_id(),
+            stripes,
         }
     }
 }
 
+/// A process-unique id for a layer's text (never 0).
+fn next_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    // Relaxed: only uniqueness matters (the counter's own atomicity).
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The layer's own `RateLimit-Policy`, or another for this response.
+#[derive(Debug)]
+enum PolicyValue {
+    /// The layer's pre-built value, in the stripe of the thread that decided.
+    Own(Arc<Stripe>),
+    /// A value listing a per-key quota (an override).
+    Other(HeaderValue),
+}
+
 /// The headers of one response, applied after the inner service or the rejection handler.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct HeaderBlock {
-    policy: Option<HeaderValue>,
+    policy: PolicyValue,
     state: Option<HeaderValue>,
     retry_after: Option<u64>,
     legacy: Option<(u64, u64, u64)>,
@@ -107,6 +218,7 @@ impl HeaderBlock {
     /// layer's pre-built `RateLimit-Policy` (used unless a report carries another quota),
     /// `denied` the decision that refused the request, if any; `legacy` adds `X-RateLimit-*`
     /// for the field with the least remaining.
+    #[inline]
     pub(crate) fn new(
         fields: &[Field],
         reports: &[Report],
@@ -114,47 +226,74 @@ impl HeaderBlock {
         denied: Option<&Decision>,
         legacy: bool,
     ) -> HeaderBlock {
+        let own = Arc::clone(&policy.stripes[stripe()]);
+        let retry_after = denied
+            .and_then(Decision::denial)
+            .and_then(|d| d.retry_after_secs_ceil());
+        if let ([f], [Report::Decided(d) | Report::Peeked(d)], false) = (fields, reports, legacy) {
+            if d.quota() == f.quota {
+                // One field with its own quota: the value is a function of (layer, r, t), and
+                // most likely the thread's last one.
+                let (r, t) = f.text.own.item(d);
+                let state =
+                    arena::memoized([policy.id, r, t], |buf| f.text.state_item(buf, r, Some(t)));
+                return HeaderBlock {
+                    policy: PolicyValue::Own(own),
+                    state: Some(state),
+                    retry_after,
+                    legacy: None,
+                };
+            }
+        }
+        Self::general(fields, reports, own, retry_after, legacy)
+    }
+
+    /// Any number of fields, overrides, legacy headers.
+    #[inline(never)]
+    fn general(
+        fields: &[Field],
+        reports: &[Report],
+        own: Arc<Stripe>,
+        retry_after: Option<u64>,
+        legacy: bool,
+    ) -> HeaderBlock {
         let mut state = Buf::new();
         let mut first = true;
         let mut own_quotas = true;
         let mut tightest: Option<(u64, u64, u64)> = None;
         for (f, report) in fields.iter().zip(reports) {
-            let (quota, remaining, next) = match report {
+            let d = match report {
                 Report::Silent => continue,
-                Report::Keyless => (f.quota, 0, None),
-                Report::Decided(d) | Report::Peeked(d) => {
-                    own_quotas &= d.quota() == f.quota;
-                    (d.quota(), d.remaining(), Some(d))
+                Report::Keyless => {
+                    state.separate(first);
+                    first = false;
+                    f.text.state_item(&mut state, 0, None);
+                    continue;
                 }
+                Report::Decided(d) | Report::Peeked(d) => d,
             };
-            let q = quota.limit();
-            let r = remaining.min(q);
+            let n = if d.quota() == f.quota {
+                f.text.own
+            } else {
+                own_quotas = false;
+                Numbers::of(d.quota())
+            };
+            let (r, t) = n.item(d);
             state.separate(first);
             first = false;
-            state.push(&f.text.quoted);
-            state.push(b";r=");
-            state.push_u64(r);
-            if let (Some(d), true) = (next, r < q) {
-                state.push(b";t=");
-                state.push_u64(ceil_secs(d.next()).min(window_secs(quota)));
-            }
-            if let (Some(d), true) = (next, legacy) {
-                if tightest.is_none_or(|(_, least, _)| r < least) {
-                    tightest = Some((q, r, ceil_secs(d.reset())));
-                }
+            f.text.state_item(&mut state, r, Some(t));
+            if legacy && tightest.is_none_or(|(_, least, _)| r < least) {
+                tightest = Some((n.q, r, ceil_secs(d.reset())));
             }
         }
-        let policy = if own_quotas {
-            arena::policy_value(policy.id, &policy.value)
-        } else {
-            Buf::policy_list(fields, reports).value()
-        };
         HeaderBlock {
-            policy: Some(policy),
-            state: (!first).then(|| state.value()),
-            retry_after: denied
-                .and_then(Decision::denial)
-                .and_then(|d| d.retry_after_secs_ceil()),
+            policy: if own_quotas {
+                PolicyValue::Own(own)
+            } else {
+                PolicyValue::Other(arena::value(policy_list(fields, reports).as_bytes()))
+            },
+            state: (!first).then(|| arena::value(state.as_bytes())),
+            retry_after,
             legacy: tightest,
         }
     }
@@ -166,24 +305,40 @@ impl HeaderBlock {
 
     /// Adds the fields to `headers`: appended on an admitted response (an inner layer's own
     /// fields stay: these are lists), inserted over anything a rejection handler set.
+    #[inline]
     pub(crate) fn apply(self, headers: &mut HeaderMap, overwrite: bool) {
-        let mut put = |name: &HeaderName, v: HeaderValue| {
-            if overwrite {
-                headers.insert(name.clone(), v);
-            } else {
-                headers.append(name.clone(), v);
+        let HeaderBlock {
+            policy,
+            state,
+            retry_after,
+            legacy,
+        } = self;
+        let only_two = retry_after.is_none() && legacy.is_none();
+        match (policy, state) {
+            (PolicyValue::Own(stripe), Some(state)) if only_two && headers.is_empty() => {
+                // The whole map at once: a clone of the stripe's, no name hashed (its entries
+                // are exactly two: more fields would grow it again).
+                let mut map = stripe.template.clone();
+                if let Some(v) = map.values_mut().nth(1) {
+                    *v = state;
+                }
+                *headers = map;
             }
-        };
-        if let Some(v) = self.policy {
-            put(&RATELIMIT_POLICY, v);
+            (policy, state) => {
+                let policy = match policy {
+                    PolicyValue::Own(stripe) => stripe.policy.clone(),
+                    PolicyValue::Other(v) => v,
+                };
+                put(headers, &RATELIMIT_POLICY, policy, overwrite);
+                if let Some(v) = state {
+                    put(headers, &RATELIMIT, v, overwrite);
+                }
+            }
         }
-        if let Some(v) = self.state {
-            put(&RATELIMIT, v);
-        }
-        if let Some(s) = self.retry_after {
+        if let Some(s) = retry_after {
             headers.insert(RETRY_AFTER, number(s));
         }
-        if let Some((limit, remaining, reset)) = self.legacy {
+        if let Some((limit, remaining, reset)) = legacy {
             headers.insert(X_LIMIT.clone(), number(limit));
             headers.insert(X_REMAINING.clone(), number(remaining));
             headers.insert(X_RESET.clone(), number(reset));
@@ -191,128 +346,38 @@ impl HeaderBlock {
     }
 }
 
+/// Appends (or, with `overwrite`, inserts) `name: v`.
+#[inline]
+fn put(headers: &mut HeaderMap, name: &HeaderName, v: HeaderValue, overwrite: bool) {
+    if overwrite {
+        headers.insert(name.clone(), v);
+    } else {
+        headers.append(name.clone(), v);
+    }
+}
+
 /// `n` in decimal as a header value, without an allocation.
 fn number(n: u64) -> HeaderValue {
     let mut buf = Buf::new();
     buf.push_u64(n);
-    buf.value()
+    arena::value(buf.as_bytes())
 }
 
-/// Two decimal digits for each of 0..100.
-const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-
-/// Text for a header value, on the stack unless it is long.
-struct Buf {
-    bytes: [u8; 128],
-    len: usize,
-    /// The text once it outgrew `bytes` (several policies with long names).
-    spill: Vec<u8>,
-}
-
-impl Buf {
-    #[inline]
-    fn new() -> Buf {
-        Buf {
-            bytes: [0; 128],
-            len: 0,
-            spill: Vec::new(),
-        }
-    }
-
-    #[inline]
-    fn as_bytes(&self) -> &[u8] {
-        if self.spill.is_empty() {
-            &self.bytes[..self.len]
-        } else {
-            &self.spill[..]
-        }
-    }
-
-    /// The text as a header value, in the thread's arena (no allocation).
-    #[inline]
-    fn value(&self) -> HeaderValue {
-        arena::value(self.as_bytes())
-    }
-
-    /// Appends `s`.
-    #[inline]
-    fn push(&mut self, s: &[u8]) {
-        match self.bytes.get_mut(self.len..self.len + s.len()) {
-            Some(dst) if self.spill.is_empty() => {
-                dst.copy_from_slice(s);
-                self.len += s.len();
+/// `RateLimit-Policy` for a response where some report carries a quota of its own (a key's
+/// override): each field's pre-encoded item, or its item for that quota.
+#[cold]
+fn policy_list(fields: &[Field], reports: &[Report]) -> Buf {
+    let mut buf = Buf::new();
+    for (i, (f, report)) in fields.iter().zip(reports).enumerate() {
+        buf.separate(i == 0);
+        match report.decision() {
+            Some(d) if d.quota() != f.quota => {
+                policy_item(&mut buf, f.text.quoted(), Numbers::of(d.quota()))
             }
-            _ => self.push_spilled(s),
+            _ => buf.push(&f.text.policy_item),
         }
     }
-
-    #[cold]
-    fn push_spilled(&mut self, s: &[u8]) {
-        if self.spill.is_empty() {
-            self.spill.extend_from_slice(&self.bytes[..self.len]);
-        }
-        self.spill.extend_from_slice(s);
-    }
-
-    /// Appends `n` in decimal, two digits at a time.
-    #[inline]
-    fn push_u64(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        while n >= 100 {
-            // `n % 100 < 100`: the cast keeps it.
-            let d = (n % 100) as usize * 2;
-            n /= 100;
-            i -= 2;
-            digits[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
-        }
-        if n >= 10 {
-            let d = n as usize * 2;
-            i -= 2;
-            digits[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
-        } else {
-            i -= 1;
-            // `n < 10`: one digit.
-            digits[i] = b'0' + n as u8;
-        }
-        self.push(&digits[i..]);
-    }
-
-    /// Appends `, ` unless this is the first item.
-    #[inline]
-    fn separate(&mut self, first: bool) {
-        if !first {
-            self.push(b", ");
-        }
-    }
-
-    /// Appends `"name";q=Q;w=W`.
-    fn policy_item(&mut self, quoted: &[u8], quota: Quota) {
-        self.push(quoted);
-        self.push(b";q=");
-        self.push_u64(quota.limit());
-        self.push(b";w=");
-        self.push_u64(window_secs(quota));
-    }
-
-    /// `RateLimit-Policy` for a response where some report carries a quota of its own (a
-    /// key's override): each field's pre-encoded item, or its item for that quota.
-    #[cold]
-    fn policy_list(fields: &[Field], reports: &[Report]) -> Buf {
-        let mut buf = Buf::new();
-        for (i, (f, report)) in fields.iter().zip(reports).enumerate() {
-            buf.separate(i == 0);
-            match report.decision() {
-                Some(d) if d.quota() != f.quota => buf.policy_item(&f.text.quoted, d.quota()),
-                _ => buf.push(&f.text.policy_item),
-            }
-        }
-        buf
-    }
+    buf
 }
 
 #[cfg(test)]
@@ -325,33 +390,31 @@ mod tests {
         assert_eq!(ceil_secs(Duration::from_nanos(1)), 1);
         assert_eq!(ceil_secs(Duration::from_secs(2)), 2);
         assert_eq!(ceil_secs(Duration::from_millis(2001)), 3);
-        let q = |ms| Quota::new(1, Duration::from_millis(ms));
-        assert_eq!(
-            (
-                window_secs(q(100)),
-                window_secs(q(1000)),
-                window_secs(q(1001))
-            ),
-            (1, 1, 2)
-        );
+        let n = |limit, ms| Numbers::of(Quota::new(limit, Duration::from_millis(ms)));
+        assert_eq!((n(1, 100).w, n(1, 1000).w, n(1, 1001).w), (1, 1, 2));
+        // A full quota's window: one unit's share of the window, rounded up, at most w.
+        assert_eq!(n(20, 2000).full_t, 1);
+        assert_eq!(n(3, 7_200_000).full_t, 2400);
+        assert_eq!(n(1, 1500).full_t, 2);
+        assert_eq!(n(0, 1000).full_t, 1);
     }
 
     #[test]
-    fn numbers_and_spills_are_written_exactly() {
-        let mut b = Buf::new();
-        for n in [0, 7, 10, 1_000_000_007, u64::MAX] {
-            b.separate(n == 0);
-            b.push_u64(n);
-        }
-        assert_eq!(b.value(), "0, 7, 10, 1000000007, 18446744073709551615");
-        let mut long = Buf::new();
-        for i in 0..40u64 {
-            long.separate(i == 0);
-            long.push(b"\"p\";r=");
-            long.push_u64(i);
-        }
-        let v = long.value();
-        assert!(v.to_str().unwrap().ends_with(r#""p";r=39"#));
-        assert_eq!(v.len(), 40 * 7 + 30 + 39 * 2);
+    fn the_effective_window_is_the_time_within_which_no_more_than_r_can_be_used() {
+        let quota = Quota::new(20, Duration::from_secs(2));
+        let n = Numbers::of(quota);
+        // 10 per second, 19 left: the 20th comes back within 100 ms.
+        let d = Decision::allowed(quota, 19, Duration::from_millis(100));
+        assert_eq!(n.item(&d), (19, 1));
+        // Full: spent, one unit takes 100 ms to come back.
+        assert_eq!(
+            n.item(&Decision::allowed(quota, 20, Duration::ZERO)),
+            (20, 1)
+        );
+        // Never above w, nor r above q.
+        let d = Decision::allowed(quota, 99, Duration::from_secs(9));
+        assert_eq!(n.item(&d), (20, 1));
+        let d = Decision::allowed(quota, 0, Duration::from_secs(9));
+        assert_eq!(n.item(&d), (0, 2));
     }
 }

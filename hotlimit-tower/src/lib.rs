@@ -6,7 +6,7 @@
 //! limiter, or anything that implements [`hotlimit::Decide`], such as a Redis backend), a
 //! [`KeyExtractor`] (client IP, forwarded IP, header, bearer token, route, global, pairs, your
 //! own closure) and a cost per request. Every response, admitted or not, carries the fields of
-//! [draft-ietf-httpapi-ratelimit-headers-10](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/10/)
+//! [draft-ietf-httpapi-ratelimit-headers-11](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/)
 //! (the `RateLimit-Policy` and `RateLimit` structured-field lists; the policy names as
 //! sf-strings; no `pk` partition key, which would echo the client's own key back to it):
 //!
@@ -21,13 +21,17 @@
 //!   the **burst** `q=20` per the time it takes to refill, `w=2`; for a sliding log `limit`
 //!   per `period`; for a sliding window `limit` per `period` plus one bucket (a grant counts
 //!   until its bucket leaves the window). `w` is whole seconds, rounded up, at least 1.
-//! - `r` is what is left now, never above `q`.
-//! - `t` is the seconds until at least one more unit is available (the draft's "additional
-//!   quota", changed from -09's "until the quota resets"), rounded up, never above `w`:
-//!   exact for the GCRA limiters, for windows and logs the time until full again (a bound),
-//!   or the refused request's wait if sooner. No `t` when `r` = `q`: nothing more is coming.
-//!   On a refusal `Retry-After` (whole seconds, rounded **up**, never 0) is never earlier
-//!   than the refusing policy's `t`.
+//! - `r` is the available quota now, never above `q` (it grows again as the limiter
+//!   refills: no quota here is reset at fixed times).
+//! - `t` is the effective window (draft-11; draft-10 said "until additional quota is made
+//!   available", -09 "until the quota resets"): the seconds within which the client can use
+//!   no more than `r`, which is the time until one more unit is available. Rounded up (the
+//!   draft's seconds are whole: a client that keeps to `r` within `t` is never refused for
+//!   it) and never above `w`: exact for the GCRA limiters, for windows and logs the time
+//!   until full again (a bound), or the refused request's wait if sooner. At `r` = `q`
+//!   (nothing spent), `t` is the time one unit takes to come back once spent, `w`/`q`
+//!   rounded up. On a refusal `Retry-After` (whole seconds, rounded **up**, never 0) is never
+//!   earlier than the end of the refusing policy's effective window, as the draft asks.
 //! - **Every response names every policy that applies to it**, whatever ended the request:
 //!   a policy that decided reports its decision; one that did not (another refused first, or
 //!   the request was rejected for a missing key) reports its state for the request's key,
@@ -89,6 +93,7 @@
 
 mod arena;
 mod body;
+mod buf;
 mod counters;
 mod digest;
 mod erased;

@@ -193,6 +193,7 @@ where
 }
 
 /// The state once `verdict` is known: rejected, or the inner call.
+#[inline]
 fn decided<S, ReqB>(
     evaluator: &Evaluator,
     svc: &mut S,
@@ -204,11 +205,15 @@ where
     S: Service<Request<ReqB>>,
 {
     let mut headers = Some(evaluator.headers(verdict));
-    if let Some(resp) = evaluator.rejection(verdict, is_grpc(&parts), &mut headers) {
-        return State::Rejected { resp: Some(resp) };
+    if !verdict.admitted() {
+        if let Some(resp) = evaluator.rejection(verdict, is_grpc(&parts), &mut headers) {
+            return State::Rejected { resp: Some(resp) };
+        }
     }
-    if let Some(ext) = evaluator.extension(verdict) {
-        parts.extensions.insert(ext);
+    if evaluator.extends() {
+        if let Some(ext) = evaluator.extension(verdict) {
+            parts.extensions.insert(ext);
+        }
     }
     State::Calling {
         fut: svc.call(Request::from_parts(parts, body)),

@@ -3,7 +3,8 @@
 //! same requests through the inner service alone, after a warm-up (each client's key, each
 //! thread's header arena); the difference is zero. The inner service answers the way an
 //! axum handler does, with a `Content-Type`, so its header map has room for the layer's two
-//! fields (on an empty map, `http`'s first insert allocates the map itself, whoever inserts).
+//! fields. On an empty map, `http`'s first insert allocates the map itself (its index and its
+//! entries), whoever inserts: there the layer allocates those two and nothing else.
 
 use std::alloc::System;
 use std::convert::Infallible;
@@ -15,7 +16,7 @@ use std::task::{Context, Poll, Waker};
 use hotlimit::{Gcra, GcraPair, Keyed, Rate};
 use hotlimit_tower::{Global, HeaderKey, PeerIp, Policy, PolicyPair, RateLimitLayer};
 use http::header::CONTENT_TYPE;
-use http::{HeaderValue, Request, Response};
+use http::{HeaderName, HeaderValue, Request, Response};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -131,4 +132,29 @@ fn the_admitted_path_allocates_nothing() {
         );
         assert_eq!(layer.counters()[0].allowed, 2 * N as u64);
     }
+    // In this one test: the allocator counts every thread of the binary.
+    on_an_empty_header_map_only_the_map_itself_is_allocated();
+}
+
+/// On a response with no header, the layer allocates the map's own two allocations (as any
+/// first insert does) and nothing else.
+fn on_an_empty_header_map_only_the_map_itself_is_allocated() {
+    const N: usize = 2_000;
+    let rate = || Rate::per_second(1_000_000_000).unwrap();
+    // A handler that sets no header, and the same handler inserting two fields itself.
+    let empty = || service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(())) });
+    let two_fields = service_fn(|_: Request<()>| async {
+        // Names built once (a `&str` name is copied into the map on insert).
+        static POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+        static STATE: HeaderName = HeaderName::from_static("ratelimit");
+        let mut resp = Response::new(());
+        let h = resp.headers_mut();
+        h.insert(POLICY.clone(), HeaderValue::from_static("\"p\";q=1;w=1"));
+        h.insert(STATE.clone(), HeaderValue::from_static("\"p\";r=1;t=1"));
+        Ok::<_, Infallible>(resp)
+    });
+    let floor = admitted(&two_fields, N);
+    assert_eq!(floor, admitted(&empty(), N) + 2 * N as u64, "two per map");
+    let layer = RateLimitLayer::new(PeerIp::new().policy("per-ip", rate()).unwrap()).unwrap();
+    assert_eq!(admitted(&layer.layer(empty()), N), floor);
 }

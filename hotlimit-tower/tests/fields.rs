@@ -1,14 +1,16 @@
 //! The rate-limit fields tell the truth (issue 25, points 2, 3 and 8), parsed as structured
 //! fields: a burst is the quota (`q` = burst, `w` = its refill time), `r` is never above `q`,
-//! `t` is the seconds until more quota comes and never above `w`, `Retry-After` is never
-//! earlier than the refusing policy's `t`, and every response names every policy that applies
-//! to it, whatever ended the request.
+//! `t` is the effective window of draft-ietf-httpapi-ratelimit-headers-11 (the seconds within
+//! which no more than `r` can be used: until one more unit comes, rounded up) and never above
+//! `w`, `Retry-After` is never earlier than the refusing policy's `t`, a client that follows
+//! the fields is never refused, and every response names every policy that applies to it,
+//! whatever ended the request.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use hotlimit::{Gcra, Keyed, ManualClock, Rate, SlidingLog, SlidingWindow};
+use hotlimit::{Clock, Gcra, Keyed, ManualClock, Rate, SlidingLog, SlidingWindow};
 use hotlimit_tower::{Global, HeaderKey, MissingKey, PeerIp, Policy, RateLimitLayer};
 use http::{Request, Response, StatusCode};
 use tower::{service_fn, Layer, Service, ServiceExt};
@@ -68,7 +70,8 @@ async fn a_burst_is_the_quota_and_its_refill_time_the_window() {
     assert_eq!(denied.status(), 429);
     assert_eq!(denied.headers()["ratelimit"], r#""per-ip";r=0;t=1"#);
     assert_eq!(denied.headers()["retry-after"], "1");
-    // Two seconds later the bucket is full: nothing more is coming, so no t.
+    // Two seconds later the bucket is full again: this request takes one, the 20th comes back
+    // within 100 ms.
     clock.advance(Duration::from_secs(2));
     let full = svc
         .clone()
@@ -203,7 +206,8 @@ async fn every_response_names_every_policy_that_applies() {
             ]
         )
     );
-    // Global refuses a fresh IP and key: per-ip and per-key are reported full (no t).
+    // Global refuses a fresh IP and key: per-ip and per-key are reported full, each with the
+    // time one permit takes to come back once spent (500 and 333 ms: t=1).
     assert_eq!(
         send(&svc, [10, 0, 0, 2], Some("k2")).await.0,
         StatusCode::OK
@@ -217,8 +221,8 @@ async fn every_response_names_every_policy_that_applies() {
         (
             StatusCode::TOO_MANY_REQUESTS,
             vec![
-                item("per-ip", 2, None),
-                item("per-key", 3, None),
+                item("per-ip", 2, Some(1)),
+                item("per-key", 3, Some(1)),
                 item("global", 0, Some(1))
             ]
         )
@@ -292,10 +296,10 @@ async fn random_traffic_never_gets_an_untruthful_field() {
         for (name, r, t) in state(&h["ratelimit"]) {
             let &(_, q, w) = quotas.iter().find(|(n, _, _)| *n == name).unwrap();
             assert!(r <= q, "{name}: r={r} > q={q}");
-            match t {
-                Some(t) => assert!(r < q && (0..=w).contains(&t), "{name}: r={r} t={t} w={w}"),
-                None => assert_eq!(r, q, "{name}: no t though r={r} < q={q}"),
-            }
+            // Every policy that decided or was read has an effective window (only a keyless
+            // request has none, and this layer has no keyless policy).
+            let t = t.unwrap_or_else(|| panic!("{name}: no t"));
+            assert!((1..=w).contains(&t), "{name}: r={r} t={t} w={w}");
         }
         if resp.status() == StatusCode::OK {
             admitted += 1;
@@ -313,4 +317,80 @@ async fn random_traffic_never_gets_an_untruthful_field() {
         assert!(retry >= least_t, "Retry-After {retry} before t={least_t}");
     }
     assert!(admitted > 200 && refused > 200, "{admitted} / {refused}");
+}
+
+#[tokio::test]
+async fn a_client_that_follows_the_fields_is_never_refused() {
+    // Draft-11's client rule: no more than `r` within `t`. A client that sends while r > 0 and
+    // waits t once r = 0 is never refused (t is never short of the time until one more unit),
+    // and still gets most of the rate (t is not long either).
+    let clock = ManualClock::new();
+    let gcra: Keyed<IpAddr, Gcra, _> = Keyed::gcra(Rate::per_second(10).unwrap())
+        .burst(20)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let slow = Gcra::builder(Rate::new(3, Duration::from_secs(7)).unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let log = SlidingLog::builder(Rate::new(5, Duration::from_millis(1500)).unwrap())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let window = SlidingWindow::builder(Rate::new(6, Duration::from_secs(3)).unwrap())
+        .buckets(4)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    // (layer, the limiter's rate per second)
+    let layers = [
+        (
+            RateLimitLayer::new(Policy::new("p", gcra, PeerIp::new())).unwrap(),
+            10.0,
+        ),
+        (
+            RateLimitLayer::new(Policy::new("p", slow, Global)).unwrap(),
+            3.0 / 7.0,
+        ),
+        (
+            RateLimitLayer::new(Policy::new("p", log, Global)).unwrap(),
+            5.0 / 1.5,
+        ),
+        (
+            RateLimitLayer::new(Policy::new("p", window, Global)).unwrap(),
+            2.0,
+        ),
+    ];
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for (layer, rate) in layers {
+        let svc = layer.layer(inner());
+        let start = clock.now();
+        let mut sent = 0u32;
+        while clock.now() - start < 60_000_000_000 {
+            let resp = svc
+                .clone()
+                .oneshot(request([192, 0, 2, 9], None))
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), StatusCode::OK, "refused after {sent}");
+            sent += 1;
+            let [(_, r, Some(t))] = state(&resp.headers()["ratelimit"])[..] else {
+                panic!("one item with a t")
+            };
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Sometimes idle a little whatever the fields say.
+            let idle = Duration::from_millis(if x.is_multiple_of(4) { x % 700 } else { 0 });
+            let wait = if r > 0 {
+                Duration::ZERO
+            } else {
+                Duration::from_secs(t as u64)
+            };
+            clock.advance(wait + idle);
+        }
+        let got = f64::from(sent) / 60.0;
+        assert!(got >= rate / 2.0, "{got:.2}/s of {rate:.2}/s");
+    }
 }

@@ -240,10 +240,10 @@ async fn a_later_policys_denial_charges_no_earlier_policy() {
     let denied = svc.clone().oneshot(from([10, 0, 0, 5])).await.unwrap();
     assert_eq!(denied.status(), 429);
     // Both policies are reported: the refusing one, and the per-ip one as it stands,
-    // uncharged (full: no t).
+    // uncharged (full: a permit spent comes back within 200 ms, t=1).
     assert_eq!(
         denied.headers()["ratelimit"],
-        r#""per-ip";r=5, "global";r=0;t=1"#
+        r#""per-ip";r=5;t=1, "global";r=0;t=1"#
     );
     assert_eq!(keyed.remaining_at(&ip5, 0), 5);
     assert_eq!(keyed.len(), 4);

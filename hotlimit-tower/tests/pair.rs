@@ -93,12 +93,16 @@ async fn both_rates_are_named_and_a_refusal_charges_neither() {
     assert_eq!(send("a").await.0, StatusCode::OK);
     clock.advance(Duration::from_secs(1));
     // Now the minute refuses (3 taken by 1 s; the first frees at 20 s, 18 s from now): its
-    // wait is Retry-After and its t; the second's state is reported uncharged.
+    // wait is Retry-After and its t; the second's state is reported uncharged (full: its
+    // effective window is the 500 ms one permit takes to come back, rounded up).
     assert_eq!(
         send("a").await,
         (
             StatusCode::TOO_MANY_REQUESTS,
-            vec![item("per-second", 2, None), item("per-minute", 0, Some(18))],
+            vec![
+                item("per-second", 2, Some(1)),
+                item("per-minute", 0, Some(18))
+            ],
             Some("18".to_owned())
         )
     );

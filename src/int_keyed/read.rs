@@ -86,6 +86,7 @@ impl<K: IntKey, C: Clock> crate::decide::Decide for IntKeyed<K, C> {
     type Error = core::convert::Infallible;
     type Future = crate::decide::Ready;
 
+    #[inline]
     fn decide(&self, key: &K, permits: u32) -> Self::Future {
         let now = self.clock.now();
         let outcome = self.try_acquire_n_at(*key, permits, now);
@@ -119,6 +120,7 @@ impl<K: IntKey, C> IntKeyed<K, C> {
     /// `(remaining, reset, next)` of `key` at `now`, from one scan of its candidates: what
     /// [`remaining_at`](IntKeyed::remaining_at) and [`reset_at`](IntKeyed::reset_at) report,
     /// and the time until it holds one more permit.
+    #[inline]
     fn read_key(&self, key: K, now: u64) -> (u64, Duration, Duration) {
         let key = self.key_bits(key);
         let (b1, b2, _) = self.buckets_of(key);
@@ -135,8 +137,7 @@ impl<K: IntKey, C> IntKeyed<K, C> {
         // Slot times are relative to the base; a `now` before it waits the difference too.
         let behind = self.base.saturating_sub(now);
         let wait = |d: u64| Duration::from_nanos(if d == 0 { 0 } else { d.saturating_add(behind) });
-        let next = crate::decide::gcra_next(remaining, burst, ahead, interval);
-        let next = u64::try_from(next.as_nanos()).unwrap_or(u64::MAX);
+        let next = crate::decide::gcra_next_nanos(remaining, burst, ahead, interval);
         (remaining, wait(ahead), wait(next))
     }
 }
