@@ -27,8 +27,9 @@ SCENARIOS:
                  and lines starting with # are skipped; times must not decrease
     all          steady, poisson (all four loads), onoff, edge and keypool
     shares       LeasedGcra's model under equal demand: 4 processes x 2 threads on one key far
-                 over its rate; utilisation and each process's share, by the crate's rules and
-                 two proposals, with and without replies read late (no other option applies)
+                 over its rate; utilisation and each process's share, by the crate's rules,
+                 issue 27's first round and a horizon, with and without replies read late (no
+                 other option applies)
     docs         the committed pictures and the table docs/ACCURACY.md, into --out (default:
                  the workspace's docs/); its figures depend on --seed only
 

@@ -13,9 +13,9 @@
 //! - server time is mapped to the process's clock through the offset a round trip bounds: the
 //!   server read its clock between the send and the moment the reply was read (which a thread
 //!   waiting for a core reads late), so the slot is mapped late and the deadline early by
-//!   that span, as the crate does with each reply's own span. [`Design::filter`] models a
-//!   proposal: the tightest bound over the key's round trips, widened by the clocks' largest
-//!   rate difference as it ages, less that rate difference over the lease's reach;
+//!   that span. The crate keeps the tightest bound over its round trips, widened by the
+//!   clocks' largest rate difference as it ages, less that rate difference over the lease's
+//!   reach ([`Design::filter`]; issue 27's first round used each reply's own span);
 //! - a permit whose deadline has passed is skipped; a request that does not fit the lease moves
 //!   to the next one (a process holds its current lease and at most one waiting);
 //! - a refill starts when a grant leaves the lease half spent and arrives a round trip later;
@@ -37,9 +37,9 @@ const DRIFT_DIVISOR: u64 = 1999;
 /// Which of the crate's rules the model runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Design {
-    /// A proposal: the offset bound kept across round trips (aged by the rate difference), and
-    /// the rate difference taken off over each lease's reach; otherwise each lease is mapped
-    /// with its own round trip's span, as the crate does.
+    /// The offset bound kept across round trips (aged by the rate difference), and the rate
+    /// difference taken off over each lease's reach, as the crate does; otherwise each lease
+    /// is mapped with its own round trip's span, as issue 27's first round did.
     pub(crate) filter: bool,
     /// A proposal: the server cuts each lease to reach at most `lease_time` past its clock;
     /// otherwise a lease is sized by its process alone, as the crate does.
@@ -47,12 +47,17 @@ pub(crate) struct Design {
 }
 
 impl Design {
-    /// The crate's rules (issue 27's first round).
-    pub(crate) const CRATE: Design = Design {
+    /// Issue 27's first round.
+    pub(crate) const FIRST_ROUND: Design = Design {
         filter: false,
         horizon: false,
     };
-    /// Both proposals (not in the crate).
+    /// The crate's rules.
+    pub(crate) const CRATE: Design = Design {
+        filter: true,
+        horizon: false,
+    };
+    /// The crate's rules and the horizon (measured, not adopted).
     pub(crate) const BOTH: Design = Design {
         filter: true,
         horizon: true,
@@ -442,7 +447,7 @@ mod tests {
     fn grants_keep_the_gcra_bound() {
         // I = 1 ms, b = 20; round trips of 0.3 ms.
         let rule = GcraRule::new(1_000_000, 20).unwrap();
-        for design in [Design::CRATE, Design::BOTH] {
+        for design in [Design::FIRST_ROUND, Design::CRATE, Design::BOTH] {
             for late in [false, true] {
                 let mut model = Leased::new(rule, 4, 300_000, 50_000_000, 1024).design(design);
                 if late {
