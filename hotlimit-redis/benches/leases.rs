@@ -7,12 +7,16 @@
 //!    handle (`LeasedKey::try_acquire`) against an in-process `Gcra`, and the keyed
 //!    `LeasedGcra::try_acquire` against `Keyed<String, Gcra>`, all at 1,000,000/s, burst 1,000,
 //!    called as fast as one thread can (mostly denials, a grant per µs).
-//! 2. **Four processes on one key** (this binary, run as workers), 2 threads each, far over a
-//!    limit of 50,000/s (burst 1,000), for `SECS` s each: leased, then per decision
-//!    (`RedisLimiter::gcra`, its denial cache on, as a user runs it). A denied thread retries
-//!    after its `retry_after` (exact in both designs; slept when over 100 µs, at most 2 ms,
-//!    else a yield). Utilisation (grants over b + rate × time), each process's share, round
-//!    trips per 100 grants, decisions per second.
+//! 2. **Four processes on one key** (this binary, run as workers), 2 threads each (`THREADS`),
+//!    far over a limit of 50,000/s (burst 1,000), for `SECS` s each: leased, then per decision
+//!    (`RedisLimiter::gcra`, its denial cache on, as a user runs it). A denied thread yields
+//!    and asks again (`RETRY=sleep`: it sleeps until its `retry_after` when that is over
+//!    100 µs, at most 2 ms). Utilisation (grants over b + rate × time), each process's share,
+//!    round trips per 100 grants, decisions per second; then per process: permits leased and
+//!    skipped, how long the process had no thread running beyond a permit's window, and its
+//!    threads' run-queue wait (`/proc/thread-self/schedstat`).
+//!
+//! `ONLY=local` or `ONLY=processes` runs one part.
 //!
 //! `CALLGRIND=lease` or `CALLGRIND=gcra` runs only 200,000 grants on a manual clock (one
 //! interval apart, all granted) for `valgrind --tool=callgrind --toggle-collect=...`.
@@ -391,9 +395,10 @@ fn threads() -> usize {
         .unwrap_or(THREADS)
 }
 
-/// What a denied thread does: `RETRY=sleep` (the default) sleeps until its `retry_after` when
-/// that is over 100 µs (at most 2 ms, then it asks again) and yields otherwise;
-/// `RETRY=yield` always yields (a hammer that keeps every thread runnable).
+/// What a denied thread does: `RETRY=yield` (the default, as issue 27's first round measured)
+/// always yields (a hammer that keeps every thread runnable); `RETRY=sleep` sleeps until its
+/// `retry_after` when that is over 100 µs (at most 2 ms, then it asks again) and yields
+/// otherwise.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Retry {
     Sleep,
@@ -402,8 +407,8 @@ enum Retry {
 
 fn retry_mode() -> Retry {
     match std::env::var("RETRY").as_deref() {
-        Ok("yield") => Retry::Yield,
-        _ => Retry::Sleep,
+        Ok("sleep") => Retry::Sleep,
+        _ => Retry::Yield,
     }
 }
 
