@@ -16,7 +16,8 @@
 //!    skipped, how long the process had no thread running beyond a permit's window, and its
 //!    threads' run-queue wait (`/proc/thread-self/schedstat`).
 //!
-//! `ONLY=local` or `ONLY=processes` runs one part.
+//! `ONLY=local` or `ONLY=processes` runs one part; `MAX_LEASE=n` sets the workers' largest
+//! lease (default 1,024).
 //!
 //! `CALLGRIND=lease` or `CALLGRIND=gcra` runs only 200,000 grants on a manual clock (one
 //! interval apart, all granted) for `valgrind --tool=callgrind --toggle-collect=...`.
@@ -291,8 +292,14 @@ fn worker() {
     let end: u64 = var("BENCH_END").parse().unwrap();
     let client = redis::Client::open(var("BENCH_URL")).unwrap();
     let rate = Rate::per_second(RATE).unwrap();
+    // `MAX_LEASE`: the largest lease (the builder's default, 1,024, unless set).
+    let max_lease = std::env::var("MAX_LEASE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1024);
     let leased = LeasedGcra::builder(rate, OnError::FailClosed)
         .burst(BURST)
+        .max_lease(max_lease)
         .clock(RealTime)
         .build(client.clone())
         .unwrap();
