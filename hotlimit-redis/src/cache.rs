@@ -145,36 +145,41 @@ impl DenialCache {
     /// What `rule` makes of the entry remembered for `key`: this thread's copy first, then
     /// (when the copy is missing or denies nothing) the shared map's, copied here when it
     /// denies. `None`: no entry denies, Redis must be asked.
+    ///
+    /// `rule` has one call site (a loop over the two entries), so that it is inlined into the
+    /// caller: called from two places, it was compiled out of line and its [`Decision`]
+    /// (hotlimit's) returned through memory.
     #[inline(always)]
     pub(crate) fn deny<R>(&self, key: &str, rule: impl Fn(&Entry) -> Option<R>) -> Option<R> {
         if !self.is_enabled() {
             return None;
         }
         let hash = self.hasher.hash_one(key);
-        if let Some(denied) = copies::get(self.id, hash, key).and_then(|e| rule(&e)) {
-            return Some(denied);
+        let mut entry = copies::get(self.id, hash, key);
+        let mut shared = false;
+        loop {
+            if let Some(denied) = entry.as_ref().and_then(&rule) {
+                if shared {
+                    copies::put(self.id, hash, key, entry?);
+                }
+                return Some(denied);
+            }
+            if shared {
+                return None;
+            }
+            shared = true;
+            entry = self.shared_entry(hash, key);
         }
-        self.deny_shared(hash, key, rule)
     }
 
-    /// [`deny`](DenialCache::deny) on the shared map (out of line: the hot path is a copy).
+    /// The shared map's entry for `key` (out of line: the hot path is a copy).
     #[inline(never)]
-    fn deny_shared<R>(
-        &self,
-        hash: u64,
-        key: &str,
-        rule: impl Fn(&Entry) -> Option<R>,
-    ) -> Option<R> {
-        let entry = {
-            let map = self.lock(hash);
-            match map.get(&hash) {
-                Some((k, e)) if **k == *key => *e,
-                _ => return None,
-            }
-        };
-        let denied = rule(&entry)?;
-        copies::put(self.id, hash, key, entry);
-        Some(denied)
+    fn shared_entry(&self, hash: u64, key: &str) -> Option<Entry> {
+        let map = self.lock(hash);
+        match map.get(&hash) {
+            Some((k, e)) if **k == *key => Some(*e),
+            _ => None,
+        }
     }
 
     /// Remembers `entry` for `key` at local `now`, unless the cache is full of live entries.

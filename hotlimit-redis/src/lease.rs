@@ -19,6 +19,7 @@ mod builder;
 mod decide;
 #[cfg(test)]
 mod model;
+mod offset;
 mod refill;
 mod stats;
 pub(crate) mod word;
@@ -52,9 +53,14 @@ use word::{KeyLease, Take};
 /// send t₀ and receive t₁, so the server's clock at local time t lies in
 /// [now + (t − t₁), now + (t − t₀) + 1 µs] (its `TIME` is truncated to µs). A slot is mapped
 /// late (t₁ + slot − now) and a deadline early (t₀ + deadline − now − 1 µs): the mapping's
-/// error, at most the round trip, only ever shrinks a window. This assumes the two clocks run
-/// at the same rate (NTP slews by at most 500 ppm: 0.5 µs per ms of lease); a server clock that
-/// is *set* (stepped) breaks every Redis limiter's arithmetic alike.
+/// error only ever shrinks a window. The two clocks' rates may differ by up to 500 ppm (NTP's
+/// largest slew): the limiter keeps the tightest bound on the offset between them over all its
+/// round trips, widened by 1/1999 of its age, and widens it by 1/1999 of each lease's reach (its
+/// last deadline past t₁). So a reply read late (t₁ late: its thread waited for a core) costs
+/// its lease nothing when an earlier round trip bounded the offset well, and the windows
+/// shrink by the best round trip plus 0.5 µs per ms of age and of reach. A server clock that is
+/// *set* (stepped) breaks every Redis limiter's arithmetic alike (a step that leaves the old
+/// bound and the new round trip's disjoint resets the bound to the round trip's own).
 ///
 /// A window lasts τ − I = (b − 1)·I, less the round trip: leases need a burst of at least 2
 /// (the builder refuses 1) and work best when (b − 1)·I is well above the round trip. A
@@ -148,6 +154,9 @@ pub(crate) struct Shared<C> {
     last_sweep: AtomicU64,
     /// The last round trip's length, ns (sizes leases and the wait while one is refilled).
     rtt: AtomicU64,
+    /// The tightest bound on the server's clock against the local one so far (`lease/offset.rs`);
+    /// locked once per refill.
+    offset: Mutex<Option<offset::Offset>>,
     counters: LeaseCounters,
     /// Blocking connections for refills and returns, taken one per round trip.
     client: redis::Client,

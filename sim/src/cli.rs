@@ -26,6 +26,10 @@ SCENARIOS:
                  the start, up to 9 decimals; cost a whole number >= 1, default 1); blank lines
                  and lines starting with # are skipped; times must not decrease
     all          steady, poisson (all four loads), onoff, edge and keypool
+    shares       LeasedGcra's model under equal demand: 4 processes x 2 threads on one key far
+                 over its rate; utilisation and each process's share, by the crate's rules,
+                 issue 27's first round and a horizon, with and without replies read late (no
+                 other option applies)
     docs         the committed pictures and the table docs/ACCURACY.md, into --out (default:
                  the workspace's docs/); its figures depend on --seed only
 
@@ -64,6 +68,7 @@ pub(crate) enum Scenario {
     KeyPool,
     File(PathBuf),
     All,
+    Shares,
     Docs,
     Help,
 }
@@ -177,6 +182,7 @@ pub(crate) fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, 
             "edge" => Scenario::Edge,
             "keypool" => Scenario::KeyPool,
             "all" => Scenario::All,
+            "shares" => Scenario::Shares,
             "docs" => Scenario::Docs,
             "file" => {
                 pending_file = true;

@@ -14,6 +14,7 @@ mod limiters;
 mod plot;
 mod rng;
 mod run;
+mod shares;
 mod trace;
 mod units;
 mod window;
@@ -54,6 +55,10 @@ fn execute(o: &Options) -> Result<(), SimError> {
             Ok(())
         }
         Scenario::Docs => docs::generate(o),
+        Scenario::Shares => {
+            print!("{}", shares::table());
+            Ok(())
+        }
         _ => {
             let out = o.out.clone().unwrap_or_else(|| PathBuf::from("target/sim"));
             for trace in traces(o)? {
@@ -133,7 +138,9 @@ fn traces(o: &Options) -> Result<Vec<Trace>, SimError> {
         Scenario::Edge => (false, true, false),
         Scenario::KeyPool => (false, false, true),
         Scenario::All => (true, true, true),
-        Scenario::File(_) | Scenario::Help | Scenario::Docs => (false, false, false),
+        Scenario::File(_) | Scenario::Help | Scenario::Docs | Scenario::Shares => {
+            (false, false, false)
+        }
     };
     if loaded {
         check_size(per_period * load * periods * 1.1 + 10.0, "the load")?;
@@ -178,7 +185,7 @@ fn traces(o: &Options) -> Result<Vec<Trace>, SimError> {
             all.push(key_pool()?);
             all
         }
-        Scenario::Help | Scenario::Docs => Vec::new(),
+        Scenario::Help | Scenario::Docs | Scenario::Shares => Vec::new(),
     })
 }
 

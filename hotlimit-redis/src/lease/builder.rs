@@ -240,7 +240,8 @@ impl<C> LeasedGcraBuilder<C> {
     }
 
     /// The local clock leases are mapped to (default [`QuantaClock`]); it must run at the
-    /// server clock's rate.
+    /// server clock's rate within 500 ppm (the bound on their offset, kept across round trips,
+    /// widens by that much as it ages).
     ///
     /// # Examples
     ///
@@ -355,6 +356,7 @@ impl<C> LeasedGcraBuilder<C> {
                 down_until: AtomicU64::new(0),
                 last_sweep: AtomicU64::new(0),
                 rtt: AtomicU64::new(0),
+                offset: Mutex::new(None),
                 counters: LeaseCounters::default(),
                 client,
                 pool: Mutex::new(Vec::new()),

@@ -8,6 +8,7 @@ use hotlimit::Clock;
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Value};
 
+use super::offset;
 use super::word::{Closed, Lease, RefillGuard, MAX_PERMITS};
 use super::{KeyState, LeasedGcra};
 use crate::algorithm::ints;
@@ -207,7 +208,8 @@ impl<C: Clock> LeasedGcra<C> {
     }
 
     /// The lease a reply `{S, I, τ, now}` carries, on the local clock: sent at local `sent`,
-    /// received at `received` (see the module docs for the mapping).
+    /// received at `received`, mapped with the limiter's bound on the clocks' offset narrowed
+    /// by this round trip (see [`LeasedGcra`]'s docs and `lease/offset.rs`).
     ///
     /// # Errors
     ///
@@ -229,7 +231,11 @@ impl<C: Clock> LeasedGcra<C> {
                 s.gcra.tolerance()
             )));
         }
-        let mut lease = Lease::mapped(start, interval, tolerance, now, permits, sent, received);
+        let mut kept = s.offset.lock().unwrap_or_else(|e| e.into_inner());
+        let mut lease = offset::map(
+            &mut kept, start, interval, tolerance, now, permits, sent, received,
+        );
+        drop(kept);
         if s.planted_early {
             lease.first_slot = i64::MIN / 2;
         }

@@ -83,27 +83,25 @@ pub(crate) struct Lease {
 
 impl Lease {
     /// The lease a reply carries: `permits` permits from the server's TAT `start`, with
-    /// emission interval `interval` and tolerance `tolerance`, the server's clock reading `now`
-    /// (all µs), the request sent at local `sent` and the reply received at local `received`
-    /// (ns). The server read `now` (truncated to the µs) between the two, so its clock at local
-    /// t lies in [now + (t − received), now + 1 µs + (t − sent)]: permit 0's slot
-    /// S + I − τ is mapped late, from `received`; its deadline S early, from `sent`, less the
-    /// truncated µs. The window only ever shrinks (by the round trip and 1 µs).
+    /// emission interval `interval` and tolerance `tolerance` (all µs), mapped to the local
+    /// clock with [`lo`, `hi`], a bound on the server's clock minus the local one (ns) that
+    /// holds at every instant one of its permits may be granted (see `lease/offset.rs`). Permit
+    /// 0's slot S + I − τ is mapped late (less `lo`), its deadline S early (less `hi`): at a
+    /// local time between them the server's clock is within the window. The window only ever
+    /// shrinks, by hi − lo.
     pub(crate) fn mapped(
         start: u64,
         interval: u64,
         tolerance: u64,
-        now: u64,
         permits: u64,
-        sent: u64,
-        received: u64,
+        lo: i128,
+        hi: i128,
     ) -> Lease {
-        // Server µs relative to `now`, as local ns from a local instant, within ±2^62 ns (146
-        // years): then a permit's slot or deadline, this plus at most 2^62 (permits × I, which
-        // the builder bounds), never overflows i64 in `take`.
-        let at = |local: u64, server: i128| -> i64 {
-            let t = i128::from(local) + (server - i128::from(now)) * 1000;
-            t.clamp(-LIMIT, LIMIT) as i64
+        // Server ns less the offset, within ±2^62 ns (146 years): then a permit's slot or
+        // deadline, this plus at most 2^62 (permits × I, which the builder bounds), never
+        // overflows i64 in `take`.
+        let at = |server: i128, offset: i128| -> i64 {
+            (server * 1000 - offset).clamp(-LIMIT, LIMIT) as i64
         };
         let (s, i, t) = (
             i128::from(start),
@@ -111,8 +109,8 @@ impl Lease {
             i128::from(tolerance),
         );
         Lease {
-            first_slot: at(received, s + i - t),
-            first_deadline: at(sent, s - 1),
+            first_slot: at(s + i - t, lo),
+            first_deadline: at(s, hi),
             permits,
             start,
         }
