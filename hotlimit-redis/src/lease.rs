@@ -53,12 +53,13 @@ use word::{KeyLease, Take};
 /// send t₀ and receive t₁, so the server's clock at local time t lies in
 /// [now + (t − t₁), now + (t − t₀) + 1 µs] (its `TIME` is truncated to µs). A slot is mapped
 /// late (t₁ + slot − now) and a deadline early (t₀ + deadline − now − 1 µs): the mapping's
-/// error only ever shrinks a window. The two clocks' rates may differ by up to 500 ppm (NTP's
-/// largest slew): the limiter keeps the tightest bound on the offset between them over all its
-/// round trips, widened by 1/1999 of its age, and widens it by 1/1999 of each lease's reach (its
+/// error only ever shrinks a window. Each clock may run up to 500 ppm off true time (NTP's
+/// largest slew), so their rates may differ by up to 1,000 ppm: the limiter keeps the tightest
+/// bound on the offset between them over all its round trips, widened by 1/999 of its age, and
+/// widens it by 1/999 of each lease's reach (its
 /// last deadline past t₁). So a reply read late (t₁ late: its thread waited for a core) costs
 /// its lease nothing when an earlier round trip bounded the offset well, and the windows
-/// shrink by the best round trip plus 0.5 µs per ms of age and of reach. A server clock that is
+/// shrink by the best round trip plus 1 µs per ms of age and of reach. A server clock that is
 /// *set* (stepped) breaks every Redis limiter's arithmetic alike (a step that leaves the old
 /// bound and the new round trip's disjoint resets the bound to the round trip's own).
 ///

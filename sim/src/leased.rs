@@ -30,9 +30,9 @@ use hotlimit::GcraRule;
 
 use crate::rng::Rng;
 
-/// The clocks' largest rate difference the crate assumes, as a fraction: 500 ppm, applied as
-/// ρ/(1 − ρ) = 1/1999 (see `LeasedGcra`'s docs).
-const DRIFT_DIVISOR: u64 = 1999;
+/// The clocks' largest rate difference the crate assumes, as a fraction: 1,000 ppm (two clocks,
+/// each within 500 ppm of true time), applied as ρ/(1 − ρ) = 1/999 (see `LeasedGcra`'s docs).
+const DRIFT_DIVISOR: u64 = 999;
 
 /// Which of the crate's rules the model runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -240,8 +240,8 @@ impl<C> LeasedGcraBuilder<C> {
     }
 
     /// The local clock leases are mapped to (default [`QuantaClock`]); it must run at the
-    /// server clock's rate within 500 ppm (the bound on their offset, kept across round trips,
-    /// widens by that much as it ages).
+    /// server clock's rate within 1,000 ppm (each within NTP's 500 ppm of true time; the bound
+    /// on their offset, kept across round trips, widens by that much as it ages).
     ///
     /// # Examples
     ///

@@ -2,7 +2,7 @@
 //! and the real mapping ([`offset::map`], the offset bound kept across round trips) on one
 //! side; on the other a server that runs the lease script's arithmetic and the per-decision
 //! script's (the core's [`GcraRule`]) on its own clock, offset from the local one and running
-//! up to 500 ppm faster or slower, with round trips whose replies may be read late and during
+//! up to 1,000 ppm faster or slower, with round trips whose replies may be read late and during
 //! which the server reads its clock at a random instant. Every grant, leased or per decision, is counted
 //! at its time on the server's clock, and the audit checks the GCRA bound b + ⌊d/I⌋ on every
 //! window. A planted mapping that lets permits go before their slots must fail the same audit.
@@ -161,7 +161,7 @@ fn ops(interval: u64) -> impl Strategy<Value = Vec<Op>> {
 /// Traces with I µs, b, the clocks (round trip ns, offset ns, ppm) and the ops.
 fn traces() -> impl Strategy<Value = (u64, u64, (u64, u64, i64), Vec<Op>)> {
     (1u64..500, 2u64..12).prop_flat_map(|(i, b)| {
-        let clocks = (0..2 * i * 1000, 0u64..1_000_000_000, -500i64..=500);
+        let clocks = (0..2 * i * 1000, 0u64..1_000_000_000, -1000i64..=1000);
         (Just(i), Just(b), clocks, ops(i))
     })
 }
@@ -201,7 +201,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
 
     /// Whatever the round trip, replies read late, the clocks' offset and rates (within
-    /// 500 ppm), the sizes and the interleaving with per-decision grants and returns: no
+    /// 1,000 ppm), the sizes and the interleaving with per-decision grants and returns: no
     /// window holds more than b + ⌊d/I⌋.
     #[test]
     fn leased_grants_keep_the_gcra_bound(trace in traces()) {

@@ -5,11 +5,12 @@
 //! δ(t) is the server's clock minus the local one (ns) at local time t. A reply carrying the
 //! server's `TIME` N (µs, truncated), sent at local t₀ and read at t₁, says
 //! δ(t*) ∈ [1000·N − t₁, 1000·N + 1000 − t₀] for the instant t* ∈ [t₀, t₁] the server read its
-//! clock. The clocks' rates differ by at most ρ = 500 ppm (NTP's largest slew), taken as
-//! ρ/(1 − ρ) = 1/1999 of local time: δ moves by at most |t − t'|/1999 between t and t'. So one
-//! round trip bounds δ(t₁), widened by (t₁ − t₀)/1999; an older bound, widened by its age/1999,
+//! clock. Each clock runs within 500 ppm of true time (NTP's largest slew), so their rates
+//! differ by at most ρ = 1,000 ppm (both slewing at the limit, in opposite directions), taken
+//! as ρ/(1 − ρ) = 1/999 of local time: δ moves by at most |t − t'|/999 between t and t'. So one
+//! round trip bounds δ(t₁), widened by (t₁ − t₀)/999; an older bound, widened by its age/999,
 //! still holds, and the intersection of the two is the tightest. A lease uses the bound widened
-//! by its reach/1999 (from t₁ to its last deadline), so that δ at every instant one of its
+//! by its reach/999 (from t₁ to its last deadline), so that δ at every instant one of its
 //! permits may be granted lies in it.
 //!
 //! If the two bounds do not meet, the server's clock was stepped (or another server answers):
@@ -18,8 +19,8 @@
 
 use super::word::Lease;
 
-/// 1/ρ' for ρ' = ρ/(1 − ρ), ρ = 500 ppm.
-const DRIFT_DIVISOR: i128 = 1999;
+/// 1/ρ' for ρ' = ρ/(1 − ρ), ρ = 1,000 ppm (two clocks, each within 500 ppm of true time).
+const DRIFT_DIVISOR: i128 = 999;
 
 /// δ at local time `at` lies in [lo, hi] (ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,10 +115,10 @@ mod tests {
     fn one_round_trip_bounds_the_offset_by_its_span() {
         // The server read 5,000 µs between local 1,000,000 and 1,100,000 ns.
         let o = Offset::of_trip(5_000, 1_000_000, 1_100_000);
-        // 100,000 ns of round trip widen by ⌈100,000/1999⌉ = 51 ns each side.
+        // 100,000 ns of round trip widen by ⌈100,000/999⌉ = 101 ns each side.
         assert_eq!(
             (o.lo, o.hi, o.at),
-            (3_900_000 - 51, 4_001_000 + 51, 1_100_000)
+            (3_900_000 - 101, 4_001_000 + 101, 1_100_000)
         );
     }
 
@@ -131,11 +132,11 @@ mod tests {
         let trip = Offset {
             lo: -30_000,
             hi: 10,
-            at: 1_999_000,
+            at: 999_000,
         };
-        // 1,999,000 ns of age widen by 1,000 ns each side.
+        // 999,000 ns of age widen by 1,000 ns each side.
         let n = old.narrowed(trip);
-        assert_eq!((n.lo, n.hi, n.at), (-1_100, 10, 1_999_000));
+        assert_eq!((n.lo, n.hi, n.at), (-1_100, 10, 999_000));
         // An older trip than the bound: the bound is carried back.
         let n = trip.narrowed(old);
         assert_eq!((n.lo, n.hi, n.at), (-100, 50, 0));
@@ -154,8 +155,8 @@ mod tests {
             hi: 10,
             at: 1_000_000,
         };
-        // Reach: 2,999 µs on the server − 0 − 1,000,000 ns = 1,999,000 ns: 1,000 ns.
-        assert_eq!(o.over_lease(2_999), (-1_000, 1_010));
+        // Reach: 1,999 µs on the server − 0 − 1,000,000 ns = 999,000 ns: 1,000 ns.
+        assert_eq!(o.over_lease(1_999), (-1_000, 1_010));
         // A lease that ended before `at` (all its deadlines gone) widens by nothing.
         assert_eq!(o.over_lease(0), (0, 10));
     }
