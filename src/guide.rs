@@ -1551,6 +1551,61 @@
 //! pointer or a 16-byte word for it (32-byte slots, 45 bytes per key); dispatching integer
 //! keys to `IntKeyed`'s layout by `TypeId` (an API bound for one key type).
 //!
+//! **The second round** (issue 26's follow-up) measured where a hit's instructions and misses
+//! go, made segments grow with their keys, tried a hash tag that measurement rejected, and
+//! kept `sdd`. Figures: callgrind
+//! (`bash benches/callgrind.sh`: one key; `prof WHAT 100000 shuffled` with a simulated 32 KiB
+//! L1 and 1 MiB last level: 100,000 keys, capacity 2 × keys), BENCHMARKS.md's keyed section.
+//!
+//! - *One contention policy.* Every per-key CAS loop (the table's grant, the map's, `IntKeyed`'s
+//!   claims, commits and grants) loses through the crate's one policy (`contention.rs`,
+//!   [above](#contention-one-policy-for-every-single-word-limiter)): `lost` (batch,
+//!   then fight), and the waits on another thread's steps (a creator, a rebuild, a rate change)
+//!   through its `snooze`; the grant keeps one decision and one CAS inline and leaves the
+//!   contention state out of line, behind the first lost CAS. One key, allowed / denied:
+//!   `Keyed-u64` 193 / 171 → 171 / 152 instructions, `Keyed-str` 249 / 228 → 235 / 215,
+//!   `IntKeyed-u64` 153 / 113 → 142 / 118. `Keyed-str` is below its papaya-era count (240 /
+//!   231); `Keyed-u64` stays 12 / 3 above its (159 / 149): the `sdd` guard alone is 48
+//!   instructions and 3.0 ns (the `sdd-guard` row), the price of a directory whose segments a
+//!   rebuild may replace and free under a reader.
+//! - *`sdd` or `seize`.* papaya's own guard (`seize`, already in the tree through papaya) costs
+//!   61 instructions and 5.1 ns to `sdd`'s 48 and 3.0 (rows `seize-guard` and `sdd-guard`,
+//!   50,000,000 calls each timed alternately), and `seize` protects a raw pointer (`protect`
+//!   returns `*mut T`; `retire` and its reclaimers are `unsafe fn`): under this crate's
+//!   `#![forbid(unsafe_code)]` it cannot hold a segment at all. `sdd` hands out references
+//!   tied to its guard, in safe Rust. It stays.
+//! - *Where a hit at 100,000 keys goes.* `Keyed<u64>`: 162 instructions, 2.2 L1 and 1.20
+//!   last-level misses a call, 1.04 of them on the slot's word, 0.10 on keys passed on the
+//!   probe; governor 287 instructions, 2.0 and 0.71 (dashmap's entries, 16 bytes, spread over
+//!   less memory than 24-byte slots at 2.8 slots a key). `Keyed<String>` by `&str`: 230
+//!   instructions, 5.2 last-level misses, 1.6 of them in `memcmp` (the key's heap bytes, and
+//!   those of the keys passed: 0.6), 1.3 on the slot, 1.9 in the harness (its key vector and
+//!   the key's bytes, hashed); governor's `String` 424 instructions and 5.1 misses.
+//! - *Kept: segments that grow with their keys.* A segment starts at 64 slots; a new key that
+//!   fills three quarters of it rebuilds it (the rebuild above, unchanged but for the new
+//!   segment's length, now sized from the keys it froze: twice them, at most the segment's
+//!   length for the capacity), so that a table at 100,000 keys with capacity 200,000 holds 3.4
+//!   MB of slots instead of 6.7. A segment below its most length grows when a creator finds it
+//!   full, too (creators raced past the rebuild its three-quarter mark started). Under the
+//!   simulated 1 MiB last level it gains nothing (1.21 → 1.22 misses a call; a fuller segment
+//!   probes further: L1 misses 2.08 → 2.39, instructions 155 → 179), with a 4 MiB one the
+//!   misses fall 0.47 → 0.09; in time, on this machine (1 MiB of L2 a core, 32 MiB of L3 shared
+//!   with the other tenants, and five other limiters' tables in the harness's process), it
+//!   moved `Keyed<u64>` at 100,000 keys and capacity 2 × keys from 0.62–0.75× governor to
+//!   0.90–1.24× on one thread (capacity = keys, the same bytes: 1.14–1.29×), BENCHMARKS.md.
+//!   The cost: a key waits out its segment's rebuild (at most a pass over 1,024 slots) about
+//!   five to seven times as a segment grows. Models: `growth_never_loses_a_grant` (planted: the
+//!   rebuild copying without freezing) and `creators_racing_growth_share_one_slot`, on a
+//!   segment growing from 2 slots to 4.
+//! - *Tried, rejected: a hash tag per slot* (a byte of the key's hash, written before the key's
+//!   publication and read after it, so that a probe passes another key's slot without reading
+//!   that key's heap bytes). A slot has no spare bits (the word's 62 bits are the TAT; a byte
+//!   in every slot makes a `u64` slot 32 bytes), so the tags sat in a byte array beside the
+//!   slots, for keys that own heap memory only (`needs_drop`). `Keyed<String>` at 100,000
+//!   keys: `memcmp`'s misses fell 1.61 → 1.36 a call but the tag's line added 0.55 (5.20 → 5.47
+//!   in all, 230 → 237 instructions; `Keyed-str` on one key 235 → 242): at the table's load a
+//!   hit passes about 0.3 other slots, too few to pay for a second line. Not kept.
+//!
 //! ## Keyed under a flood of new keys
 //!
 //! Evicting any idle key keeps every guarantee; which ones go decides who competes for a place
@@ -1589,10 +1644,10 @@
 //!
 //! Per `u64` GCRA key: 1.4 slots of 24 bytes of capacity, 34 bytes measured as RSS growth
 //! over a million keys at a capacity of a million (BENCHMARKS.md); a `String` key adds its
-//! heap bytes and 16 more in the cell. The table grows a segment at a time, but keys spread
-//! evenly over the segments, so it is at its full size after a few keys per segment: unlike
-//! the map it replaced, its memory follows the capacity, not the keys (a capacity of twice
-//! the keys takes twice the bytes per key; size the capacity to the keys expected). Logs and
+//! heap bytes and 16 more in the cell. A segment starts at 64 slots and grows with its keys
+//! (the second round, below; before it a segment was allocated at its full length, so the
+//! table's memory followed the capacity, not the keys): 1.3 to 2 slots per key held (beyond
+//! a segment's first 64), at most 1.4 per key of capacity. Logs and
 //! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
 //! and table slot.
 //!
