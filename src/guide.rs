@@ -1552,10 +1552,10 @@
 //! keys to `IntKeyed`'s layout by `TypeId` (an API bound for one key type).
 //!
 //! **The second round** (issue 26's follow-up) measured where a hit's instructions and misses
-//! go, made segments grow with their keys, tried a hash tag that measurement rejected, and
-//! kept `sdd`. Figures: callgrind
-//! (`bash benches/callgrind.sh`: one key; `prof WHAT 100000 shuffled` with a simulated 32 KiB
-//! L1 and 1 MiB last level: 100,000 keys, capacity 2 × keys), BENCHMARKS.md's keyed section.
+//! go, tried segments that grow with their keys and a hash tag, kept neither, and kept
+//! `sdd`. Figures: callgrind (`bash benches/callgrind.sh`: one key; `prof WHAT 100000
+//! shuffled` with a simulated 32 KiB L1 and 1 MiB last level: 100,000 keys, capacity 2 ×
+//! keys), BENCHMARKS.md's keyed section.
 //!
 //! - *One contention policy.* Every per-key CAS loop (the table's grant, the map's, `IntKeyed`'s
 //!   claims, commits and grants) loses through the crate's one policy (`contention.rs`,
@@ -1579,24 +1579,29 @@
 //!   probe; governor 287 instructions, 2.0 and 0.71 (dashmap's entries, 16 bytes, spread over
 //!   less memory than 24-byte slots at 2.8 slots a key). `Keyed<String>` by `&str`: 230
 //!   instructions, 5.2 last-level misses, 1.6 of them in `memcmp` (the key's heap bytes, and
-//!   those of the keys passed: 0.6), 1.3 on the slot, 1.9 in the harness (its key vector and
-//!   the key's bytes, hashed); governor's `String` 424 instructions and 5.1 misses.
-//! - *Kept: segments that grow with their keys.* A segment starts at 64 slots; a new key that
-//!   fills three quarters of it rebuilds it (the rebuild above, unchanged but for the new
-//!   segment's length, now sized from the keys it froze: twice them, at most the segment's
-//!   length for the capacity), so that a table at 100,000 keys with capacity 200,000 holds 3.4
-//!   MB of slots instead of 6.7. A segment below its most length grows when a creator finds it
-//!   full, too (creators raced past the rebuild its three-quarter mark started). Under the
-//!   simulated 1 MiB last level it gains nothing (1.21 → 1.22 misses a call; a fuller segment
-//!   probes further: L1 misses 2.08 → 2.39, instructions 155 → 179), with a 4 MiB one the
-//!   misses fall 0.47 → 0.09; in time, on this machine (1 MiB of L2 a core, 32 MiB of L3 shared
-//!   with the other tenants, and five other limiters' tables in the harness's process), it
-//!   moved `Keyed<u64>` at 100,000 keys and capacity 2 × keys from 0.62–0.75× governor to
-//!   0.90–1.24× on one thread (capacity = keys, the same bytes: 1.14–1.29×), BENCHMARKS.md.
-//!   The cost: a key waits out its segment's rebuild (at most a pass over 1,024 slots) about
-//!   five to seven times as a segment grows. Models: `growth_never_loses_a_grant` (planted: the
-//!   rebuild copying without freezing) and `creators_racing_growth_share_one_slot`, on a
-//!   segment growing from 2 slots to 4.
+//!   those of the keys passed: 0.25, by the tag below), 1.3 on the slot, 1.9 in the harness
+//!   (its key vector and the key's bytes, hashed); governor's `String` 424 instructions and
+//!   5.1 misses.
+//! - *Tried, reverted: segments that grow with their keys* (commit `ac1f5cc`, reverted by the
+//!   next). A segment started at 64 slots; a new key that filled three quarters of it rebuilt
+//!   it (the rebuild above, the new segment sized after the walk from the keys it froze: twice
+//!   them, at most the segment's length for the capacity), so that a table at 100,000 keys
+//!   with capacity 200,000 held 3.4 MB of slots instead of 6.7; loom models of a grant and of
+//!   two creators racing the growth, with the planted rebuild-without-freeze caught, passed.
+//!   In time it paid: `Keyed<u64>` at 100,000 keys and capacity 2 × keys, one thread, went
+//!   from 0.62–1.20× governor (median 0.76) to 0.90–1.24× (median 1.18) in four alternating
+//!   runs (BENCHMARKS.md), although the simulated 1 MiB last level saw no fewer misses (1.21 →
+//!   1.22 a call; a fuller segment probes further, 155 → 179 instructions; with a 4 MiB last
+//!   level 0.47 → 0.09): this machine's real L2, L3 and TLB reward the smaller table. It
+//!   failed the bytes-per-key goal where it had been met: at capacity = keys (a million),
+//!   34.2 → 41.1 bytes per `u64` key (governor 35.8), 88.5 → 101.6 per `String` key, 45.3 →
+//!   55.1 per pair (`mem-all`): the smaller segments a segment outgrew stay in the
+//!   allocator's free lists, and a `String` key is cloned at each of the five to seven
+//!   growths. `Keyed<String>` lookups also got
+//!   dearer (230 → 278 instructions, 5.2 → 6.2 misses: the cloned keys' bytes scattered).
+//!   Growing without that waste needs segments whose memory goes back whole (sizes the
+//!   allocator maps and unmaps) and keys moved rather than cloned; not done. With the
+//!   capacity set to the keys, the table as it is reaches 1.14–1.29× at 100,000 keys.
 //! - *Tried, rejected: a hash tag per slot* (a byte of the key's hash, written before the key's
 //!   publication and read after it, so that a probe passes another key's slot without reading
 //!   that key's heap bytes). A slot has no spare bits (the word's 62 bits are the TAT; a byte
@@ -1644,10 +1649,11 @@
 //!
 //! Per `u64` GCRA key: 1.4 slots of 24 bytes of capacity, 34 bytes measured as RSS growth
 //! over a million keys at a capacity of a million (BENCHMARKS.md); a `String` key adds its
-//! heap bytes and 16 more in the cell. A segment starts at 64 slots and grows with its keys
-//! (the second round, below; before it a segment was allocated at its full length, so the
-//! table's memory followed the capacity, not the keys): 1.3 to 2 slots per key held (beyond
-//! a segment's first 64), at most 1.4 per key of capacity. Logs and
+//! heap bytes and 16 more in the cell. The table grows a segment at a time, but keys spread
+//! evenly over the segments, so it is at its full size after a few keys per segment: unlike
+//! the map it replaced, its memory follows the capacity, not the keys (a capacity of twice
+//! the keys takes twice the bytes per key; size the capacity to the keys expected; segments
+//! that grow with their keys were tried in the second round, above, and not kept). Logs and
 //! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
 //! and table slot.
 //!

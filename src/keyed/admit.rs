@@ -98,7 +98,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (s, spot) = table.locate(key);
+        let (s, home) = table.locate(key);
         let mut contention = Contention::new();
         loop {
             let guard = Guard::new();
@@ -106,7 +106,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 return;
             };
             // Relaxed: the CAS below decides.
-            let (slot, w) = match probe(&seg, spot, key, Ordering::Relaxed) {
+            let (slot, w) = match probe(&seg, home, key, Ordering::Relaxed) {
                 Probe::Found(slot, w) => (slot, w),
                 // A sealed slot on the way (a rebuild): look again after it.
                 Probe::Busy => {
@@ -154,11 +154,11 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         Q: Hash + Eq + ?Sized,
     {
         let table = self.table.as_ref()?;
-        let (s, spot) = table.locate(key);
+        let (s, home) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
         // Relaxed: a snapshot of the key's word.
-        let Probe::Found(_, w) = probe(&seg, spot, key, Ordering::Relaxed) else {
+        let Probe::Found(_, w) = probe(&seg, home, key, Ordering::Relaxed) else {
             return None;
         };
         if !inline::is_live(<L::Word as TatWord>::first(w)) {
@@ -178,11 +178,11 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedRead, C> Keyed<K, L, C> {
         Q: Hash + Eq + ?Sized,
     {
         let table = self.table.as_ref()?;
-        let (s, spot) = table.locate(key);
+        let (s, home) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
         // Relaxed: a snapshot of the key's word.
-        let Probe::Found(_, w) = probe(&seg, spot, key, Ordering::Relaxed) else {
+        let Probe::Found(_, w) = probe(&seg, home, key, Ordering::Relaxed) else {
             return None;
         };
         let first = <L::Word as TatWord>::first(w);
@@ -222,11 +222,11 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedRead, C> Keyed<K, L, C> {
         if permits == 0 {
             return None;
         }
-        let (s, spot) = table.locate(key);
+        let (s, home) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
         // Relaxed: as on the hit path.
-        let Probe::Found(slot, w) = probe(&seg, spot, key, Ordering::Relaxed) else {
+        let Probe::Found(slot, w) = probe(&seg, home, key, Ordering::Relaxed) else {
             return None;
         };
         let (rel, behind) = table.relative(now);

@@ -181,7 +181,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let (s, spot) = table.locate(key);
+        let (s, home) = table.locate(key);
         let (rel, _) = table.relative(now);
         let mut contention = Contention::new();
         loop {
@@ -192,7 +192,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 return;
             };
             // Relaxed: the CASes below decide.
-            let (slot, w) = match probe(&seg, spot, key, Ordering::Relaxed) {
+            let (slot, w) = match probe(&seg, home, key, Ordering::Relaxed) {
                 Probe::Found(slot, w) => (slot, w),
                 // The next state created for the key reads the override.
                 Probe::Absent(_) | Probe::Full => return,
@@ -297,7 +297,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (s, spot) = table.locate(key);
+        let (s, home) = table.locate(key);
         let mut contention = Contention::new();
         loop {
             let guard = Guard::new();
@@ -306,7 +306,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 return;
             };
             // Relaxed: the CAS below decides.
-            if let Probe::Found(slot, w) = probe(&seg, spot, key, Ordering::Relaxed) {
+            if let Probe::Found(slot, w) = probe(&seg, home, key, Ordering::Relaxed) {
                 if <L::Word as TatWord>::first(w) & inline::V_MASK == inline::INDIRECT {
                     let live = L::word_carried(&seg.cfg, carry.clone(), floor, table.base, w);
                     // Relaxed (both): the word is the key's whole state; a rebuild's freeze

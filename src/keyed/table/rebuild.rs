@@ -1,8 +1,5 @@
-//! Rebuilding a segment of the [`Table`]: its dead slots reclaimed (a compaction), its keys
-//! given more room (a segment starts small and grows with its keys, so that the table's memory
-//! follows the keys rather than the capacity), or its live states carried onto a new default
-//! configuration (`set_default_rate`). One protocol for all three: the new segment is sized
-//! from the keys the rebuild froze ([`Table::rebuilt_len`]), after it froze them.
+//! Rebuilding a segment of the [`Table`]: its dead slots reclaimed (a compaction), or its live
+//! states carried onto a new default configuration (`set_default_rate`).
 //!
 //! One thread at a time per segment (the segment's `state`, CURRENT → REBUILDING by CAS). It
 //! walks the slots in order and closes each with one CAS, whose kind decides what happens:
@@ -17,16 +14,14 @@
 //! - CLAIMED or MOVING (a creator, or a rate change, in the middle of its steps on this slot):
 //!   waited for, then closed as whatever it became.
 //!
-//! Then the frozen keys go into a new segment sized for them, which replaces the old one in the directory (Release), and the old one is
+//! Then the new segment replaces the old one in the directory (Release), and the old one is
 //! marked RETIRED (its slots are all sealed, frozen or dead: nothing can be granted in it). A
 //! request on a key of the segment waits from its key's freeze to the publication: the price
 //! of reclaiming slots that readers may be comparing keys in.
 
 use core::hash::{BuildHasher, Hash};
 
-use alloc::vec::Vec;
-
-use super::super::word::{inline, TatWord, WordOf};
+use super::super::word::{inline, TatWord};
 use super::super::KeyedState;
 use super::{Guard, Segment, Table, CURRENT, REBUILDING, RETIRED};
 use crate::contention::Contention;
@@ -37,10 +32,6 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
     /// live states at `now` (after the base) when the configuration changes. `false` if another
     /// thread is rebuilding it (or has just replaced it): the caller looks again.
     pub(crate) fn rebuild(&self, s: usize, cfg: Option<&Arc<L::Config>>, now: u64) -> bool {
-        if <L::Word as TatWord>::free().is_none() {
-            // States kept in the map have no table (and so no segment to rebuild).
-            return false;
-        }
         let guard = Guard::new();
         let Some(old) = self.segment(s, &guard) else {
             // No key yet: nothing to rebuild (its first key allocates it on the default).
@@ -58,8 +49,10 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         }
         let cfg: Arc<L::Config> = cfg.cloned().unwrap_or_else(|| old.cfg.clone());
         let rerate = !Arc::ptr_eq(&cfg, &old.cfg);
-        // The keys to copy and their words, frozen (every slot of the old segment closed).
-        let mut moved: Vec<(K, WordOf<L>)> = Vec::new();
+        let Some(new) = Segment::new(cfg.clone(), old.slots.len()) else {
+            // States kept in the map have no table (and so no segment to rebuild).
+            return false;
+        };
         for slot in old.slots.iter() {
             let mut contention = Contention::new();
             loop {
@@ -86,7 +79,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 if self.plant == super::Plant::CopyWithoutFreeze && closed == inline::MOVING {
                     // Planted: copy the value read, leave the old slot as it was.
                     if let Some(key) = slot.key.get() {
-                        moved.push((key.clone(), w));
+                        self.place(&new, key.clone(), w);
                     }
                     break;
                 }
@@ -112,23 +105,16 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                     // A claimed slot always has its key before it goes live or indirect.
                     break;
                 };
-                let carried = if v == inline::INDIRECT {
+                let moved = if v == inline::INDIRECT {
                     w
                 } else if rerate {
                     L::word_rerate(&old.cfg, &cfg, w, now)
                 } else {
                     w
                 };
-                moved.push((key.clone(), carried));
+                self.place(&new, key.clone(), moved);
                 break;
             }
-        }
-        // Sized for the keys frozen: none can be added to the old segment any more.
-        let Some(new) = Segment::new(cfg, self.rebuilt_len(moved.len())) else {
-            unreachable!("the word sits inline (checked above)");
-        };
-        for (key, w) in moved {
-            self.place(&new, key, w);
         }
         // Relaxed: a late rebuilder of the old segment fails its CAS on either value.
         old.state.store(RETIRED, Ordering::Relaxed);
