@@ -70,6 +70,29 @@ impl<K: IntKey> Limiter for IntKeyedRow<K> {
     }
 }
 
+/// An `sdd` epoch guard entered and left, as `Keyed`'s table does once a call (issue 26).
+struct SddGuard;
+
+impl Limiter for SddGuard {
+    #[inline]
+    fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
+        black_box(&sdd::Guard::new());
+        Ok(())
+    }
+}
+
+/// A `seize` guard (papaya's: its map's `guard()`) entered and left: the candidate that would
+/// replace `sdd` (issue 26).
+struct SeizeGuard(papaya::HashMap<u64, u64>);
+
+impl Limiter for SeizeGuard {
+    #[inline]
+    fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
+        black_box(&self.0.guard());
+        Ok(())
+    }
+}
+
 fn run<L: Limiter>(l: L, path: Path, iters: u64) {
     if path == Path::Denied {
         // Exhaust outside the measured loop (floors and `empty` never deny: stop at 2).
@@ -156,6 +179,8 @@ fn main() {
         "instant-now" => run(InstantNow::new(), path, iters),
         "fetch-add" => run(SharedFetchAdd::default(), path, iters),
         "cas-loop" => run(SharedCas::default(), path, iters),
+        "sdd-guard" => run(SddGuard, path, iters),
+        "seize-guard" => run(SeizeGuard(papaya::HashMap::new()), path, iters),
         "Keyed-u64" => run(
             KeyedRow(Keyed::gcra(s.rate()).burst(s.burst).build().unwrap(), 42u64),
             path,

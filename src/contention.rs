@@ -4,11 +4,17 @@
 //! decision word, `SlidingLog`'s cursor, `ShardedGcra`'s shards and `GcraMulti`'s snapshot
 //! pointer each update one shared word by a `compare_exchange_weak` loop: read the word once,
 //! decide, CAS, with the same `now` throughout (the clock is read once per call, before the
-//! loop). Each loop holds a `Contention` and calls [`lost`](Contention::lost) after a lost
-//! CAS and [`wait`](Contention::wait) while it waits for another thread's step (a rate
-//! change, a window roll). How long a lost CAS pauses, and whether the loop then decides on
-//! the value the failed CAS returned or on a fresh load, is [`policy::CHOSEN`], one constant:
-//! the next improvement lands in every limiter at once.
+//! loop). So do the per-key states: `Keyed`'s GCRA and pair words (inline in its table or in
+//! its map) and `IntKeyed`'s 16-byte slots, and `IntKeyed`'s claims and commits. Each loop
+//! holds a `Contention` and calls [`lost`](Contention::lost) after a lost CAS (or
+//! [`lost_then_reload`](Contention::lost_then_reload) where it scans afresh anyway),
+//! [`wait`](Contention::wait) while it waits for another thread's step (a rate change, a
+//! window roll) and [`snooze`](Contention::snooze) where that step may outlast a time slice
+//! (a new key's creator, a table rebuild, a gate draining). How long a lost CAS pauses, and
+//! whether the loop then decides on the value the failed CAS returned or on a fresh load, is
+//! [`policy::CHOSEN`], one constant: the next improvement lands in every limiter at once. The
+//! per-key loops keep their first decision and CAS inline and call out of line only after a
+//! lost CAS, so the uncontended path holds no contention state.
 //!
 //! The chosen policy, "batch, then fight": the first six losses in a row pause (exponentially,
 //! with a per-thread jitter) and then CAS the value the failed CAS returned, so a thread that
@@ -79,6 +85,32 @@ impl Contention {
         wait(self.losses);
     }
 }
+
+impl Contention {
+    /// While another thread finishes a protocol of several steps that may outlast its time
+    /// slice (a new key's creator reserving its place, a rebuild of a table segment, a rate
+    /// change moving a key, admitters leaving a gate), where the waiter can only look again:
+    /// crossbeam's `Backoff::snooze` schedule, [`wait`](Contention::wait)'s spins for the first
+    /// six waits, then the thread yields (with `std`), so that on a machine with more threads
+    /// than cores the thread waited for gets to run. Not a lost CAS: nothing was decided.
+    #[cold]
+    #[inline(never)]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // only `Keyed`'s protocols wait so
+    pub(crate) fn snooze(&mut self) {
+        self.losses = self.losses.saturating_add(1);
+        #[cfg(all(feature = "std", not(hotlimit_loom)))]
+        if self.losses > SNOOZE_SPINS {
+            std::thread::yield_now();
+            return;
+        }
+        wait(self.losses);
+    }
+}
+
+/// The waits [`Contention::snooze`] spins through before it yields (crossbeam's
+/// `SPIN_LIMIT`).
+#[cfg(all(feature = "std", not(hotlimit_loom)))]
+const SNOOZE_SPINS: u32 = 6;
 
 /// The pause after the `losses`-th lost CAS in a row, and whether to load the word again
 /// after it.

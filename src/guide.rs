@@ -1551,6 +1551,66 @@
 //! pointer or a 16-byte word for it (32-byte slots, 45 bytes per key); dispatching integer
 //! keys to `IntKeyed`'s layout by `TypeId` (an API bound for one key type).
 //!
+//! **The second round** (issue 26's follow-up) measured where a hit's instructions and misses
+//! go, tried segments that grow with their keys and a hash tag, kept neither, and kept
+//! `sdd`. Figures: callgrind (`bash benches/callgrind.sh`: one key; `prof WHAT 100000
+//! shuffled` with a simulated 32 KiB L1 and 1 MiB last level: 100,000 keys, capacity 2 ×
+//! keys), BENCHMARKS.md's keyed section.
+//!
+//! - *One contention policy.* Every per-key CAS loop (the table's grant, the map's, `IntKeyed`'s
+//!   claims, commits and grants) loses through the crate's one policy (`contention.rs`,
+//!   [above](#contention-one-policy-for-every-single-word-limiter)): `lost` (batch,
+//!   then fight), and the waits on another thread's steps (a creator, a rebuild, a rate change)
+//!   through its `snooze`; the grant keeps one decision and one CAS inline and leaves the
+//!   contention state out of line, behind the first lost CAS. One key, allowed / denied:
+//!   `Keyed-u64` 193 / 171 → 171 / 152 instructions, `Keyed-str` 249 / 228 → 235 / 215,
+//!   `IntKeyed-u64` 153 / 113 → 142 / 118. `Keyed-str` is below its papaya-era count (240 /
+//!   231); `Keyed-u64` stays 12 / 3 above its (159 / 149): the `sdd` guard alone is 48
+//!   instructions and 3.0 ns (the `sdd-guard` row), the price of a directory whose segments a
+//!   rebuild may replace and free under a reader.
+//! - *`sdd` or `seize`.* papaya's own guard (`seize`, already in the tree through papaya) costs
+//!   61 instructions and 5.1 ns to `sdd`'s 48 and 3.0 (rows `seize-guard` and `sdd-guard`,
+//!   50,000,000 calls each timed alternately), and `seize` protects a raw pointer (`protect`
+//!   returns `*mut T`; `retire` and its reclaimers are `unsafe fn`): under this crate's
+//!   `#![forbid(unsafe_code)]` it cannot hold a segment at all. `sdd` hands out references
+//!   tied to its guard, in safe Rust. It stays.
+//! - *Where a hit at 100,000 keys goes.* `Keyed<u64>`: 162 instructions, 2.2 L1 and 1.20
+//!   last-level misses a call, 1.04 of them on the slot's word, 0.10 on keys passed on the
+//!   probe; governor 287 instructions, 2.0 and 0.71 (dashmap's entries, 16 bytes, spread over
+//!   less memory than 24-byte slots at 2.8 slots a key). `Keyed<String>` by `&str`: 230
+//!   instructions, 5.2 last-level misses, 1.6 of them in `memcmp` (the key's heap bytes, and
+//!   those of the keys passed: 0.25, by the tag below), 1.3 on the slot, 1.9 in the harness
+//!   (its key vector and the key's bytes, hashed); governor's `String` 424 instructions and
+//!   5.1 misses.
+//! - *Tried, reverted: segments that grow with their keys* (commit `ac1f5cc`, reverted by the
+//!   next). A segment started at 64 slots; a new key that filled three quarters of it rebuilt
+//!   it (the rebuild above, the new segment sized after the walk from the keys it froze: twice
+//!   them, at most the segment's length for the capacity), so that a table at 100,000 keys
+//!   with capacity 200,000 held 3.4 MB of slots instead of 6.7; loom models of a grant and of
+//!   two creators racing the growth, with the planted rebuild-without-freeze caught, passed.
+//!   In time it paid: `Keyed<u64>` at 100,000 keys and capacity 2 × keys, one thread, went
+//!   from 0.62–1.20× governor (median 0.76) to 0.90–1.24× (median 1.18) in four alternating
+//!   runs (BENCHMARKS.md), although the simulated 1 MiB last level saw no fewer misses (1.21 →
+//!   1.22 a call; a fuller segment probes further, 155 → 179 instructions; with a 4 MiB last
+//!   level 0.47 → 0.09): this machine's real L2, L3 and TLB reward the smaller table. It
+//!   failed the bytes-per-key goal where it had been met: at capacity = keys (a million),
+//!   34.2 → 41.1 bytes per `u64` key (governor 35.8), 88.5 → 101.6 per `String` key, 45.3 →
+//!   55.1 per pair (`mem-all`): the smaller segments a segment outgrew stay in the
+//!   allocator's free lists, and a `String` key is cloned at each of the five to seven
+//!   growths. `Keyed<String>` lookups also got
+//!   dearer (230 → 278 instructions, 5.2 → 6.2 misses: the cloned keys' bytes scattered).
+//!   Growing without that waste needs segments whose memory goes back whole (sizes the
+//!   allocator maps and unmaps) and keys moved rather than cloned; not done. With the
+//!   capacity set to the keys, the table as it is reaches 1.14–1.29× at 100,000 keys.
+//! - *Tried, rejected: a hash tag per slot* (a byte of the key's hash, written before the key's
+//!   publication and read after it, so that a probe passes another key's slot without reading
+//!   that key's heap bytes). A slot has no spare bits (the word's 62 bits are the TAT; a byte
+//!   in every slot makes a `u64` slot 32 bytes), so the tags sat in a byte array beside the
+//!   slots, for keys that own heap memory only (`needs_drop`). `Keyed<String>` at 100,000
+//!   keys: `memcmp`'s misses fell 1.61 → 1.36 a call but the tag's line added 0.55 (5.20 → 5.47
+//!   in all, 230 → 237 instructions; `Keyed-str` on one key 235 → 242): at the table's load a
+//!   hit passes about 0.3 other slots, too few to pay for a second line. Not kept.
+//!
 //! ## Keyed under a flood of new keys
 //!
 //! Evicting any idle key keeps every guarantee; which ones go decides who competes for a place
@@ -1592,7 +1652,8 @@
 //! heap bytes and 16 more in the cell. The table grows a segment at a time, but keys spread
 //! evenly over the segments, so it is at its full size after a few keys per segment: unlike
 //! the map it replaced, its memory follows the capacity, not the keys (a capacity of twice
-//! the keys takes twice the bytes per key; size the capacity to the keys expected). Logs and
+//! the keys takes twice the bytes per key; size the capacity to the keys expected; segments
+//! that grow with their keys were tried in the second round, above, and not kept). Logs and
 //! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
 //! and table slot.
 //!

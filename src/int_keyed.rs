@@ -75,11 +75,12 @@ use core::{
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, DefaultClock};
+use crate::contention::Contention;
 use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::gcra::{decide, price, Params};
 use crate::rate::Rate;
-use crate::sync::{AtomicU128, AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU128, AtomicU64, Ordering};
 
 mod builder;
 mod change;
@@ -369,50 +370,85 @@ impl<K, C> IntKeyed<K, C> {
 
     /// GCRA on the committed `slot` last seen as `v`, with the parameter set its parity names:
     /// `None` when the slot stops holding `key` (evicted, or reused), before anything was
-    /// granted.
+    /// granted. One decision and one CAS inline; a lost CAS goes to [`grant_contended`]
+    /// (out of line, so that the uncontended path holds no contention state).
+    ///
+    /// [`grant_contended`]: IntKeyed::grant_contended
     #[inline(always)]
     fn grant(
         &self,
         slot: &AtomicU128,
-        mut v: u128,
+        v: u128,
         key: u64,
         permits: u32,
         now: u64,
     ) -> Option<Result<(), Denied>> {
-        let backoff = Backoff::new();
+        // A denial returns here, before any write.
+        let new = match self.next_value(v, key, permits, now) {
+            Ok(new) => new,
+            Err(denied) => return Some(Err(denied)),
+        };
+        // SeqCst (both): the whole slot, key included, so a slot evicted or reused since
+        // the load fails the CAS; see `acquire` for why SeqCst.
+        match slot.compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => Some(Ok(())),
+            Err(current) => self.grant_contended(slot, current, key, permits, now),
+        }
+    }
+
+    /// [`grant`](IntKeyed::grant) after its CAS lost to `current`: the crate's [`Contention`]
+    /// policy, then decide again, until the grant, a denial, or the slot stops holding `key`.
+    #[cold]
+    #[inline(never)]
+    fn grant_contended(
+        &self,
+        slot: &AtomicU128,
+        current: u128,
+        key: u64,
+        permits: u32,
+        now: u64,
+    ) -> Option<Result<(), Denied>> {
+        let mut contention = Contention::new();
+        // SeqCst (a reload after a pause): as every slot access.
+        let mut v = contention.lost(current, now, || slot.load(Ordering::SeqCst));
         loop {
-            let meta = meta_of(v);
-            let (interval, tolerance, slack_one, burst) = self.numbers_of(meta);
-            let (cost, slack) = if permits == 1 {
-                // A burst is at least 1: one permit is always priced.
-                (interval, slack_one)
-            } else {
-                // n ≤ b, so n·I ≤ τ < 2^62.
-                match price(u64::from(permits), burst, interval, tolerance) {
-                    Some(price) => price,
-                    None => return Some(Err(Denied::never())),
-                }
-            };
-            // A denial returns here, before any write.
-            let next = match decide(meta & VALUE, now, cost, slack) {
-                Ok(next) if next <= VALUE => next,
-                Ok(_) => return Some(Err(Denied::never())),
-                Err(d) => return Some(Err(d)),
-            };
-            // The flags (committed, and the parity the decision used) stay as they are.
-            let (expect, new) = (v, pack(key, (meta & FLAGS) | next));
-            // SeqCst (both): the whole slot, key included, so a slot evicted or reused since
-            // the load fails the CAS; see `acquire` for why SeqCst.
-            match slot.compare_exchange_weak(expect, new, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return Some(Ok(())),
-                Err(cur) => {
-                    if !holds(cur, key) {
-                        return None;
-                    }
-                    v = cur;
-                    crate::sync::lost_cas(&backoff, now);
-                }
+            if !holds(v, key) {
+                return None;
             }
+            let new = match self.next_value(v, key, permits, now) {
+                Ok(new) => new,
+                Err(denied) => return Some(Err(denied)),
+            };
+            // SeqCst (both): as in `grant`.
+            match slot.compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return Some(Ok(())),
+                // SeqCst (a reload after a pause): as every slot access.
+                Err(current) => v = contention.lost(current, now, || slot.load(Ordering::SeqCst)),
+            }
+        }
+    }
+
+    /// The slot value after granting `permits` at `now` on the committed value `v` of `key`,
+    /// by GCRA with the parameter set its parity names, or the denial (nothing written).
+    #[inline(always)]
+    fn next_value(&self, v: u128, key: u64, permits: u32, now: u64) -> Result<u128, Denied> {
+        let meta = meta_of(v);
+        let (interval, tolerance, slack_one, burst) = self.numbers_of(meta);
+        let (cost, slack) = if permits == 1 {
+            // A burst is at least 1: one permit is always priced.
+            (interval, slack_one)
+        } else {
+            // n ≤ b, so n·I ≤ τ < 2^62.
+            match price(u64::from(permits), burst, interval, tolerance) {
+                Some(price) => price,
+                None => return Err(Denied::never()),
+            }
+        };
+        match decide(meta & VALUE, now, cost, slack) {
+            // The flags (committed, and the parity the decision used) stay as they are.
+            Ok(next) if next <= VALUE => Ok(pack(key, (meta & FLAGS) | next)),
+            Ok(_) => Err(Denied::never()),
+            Err(denied) => Err(denied),
         }
     }
 }

@@ -78,7 +78,7 @@ use crate::gcra::Gcra;
 use crate::rate::Rate;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
-use crate::sync::{fence, AtomicU64, Backoff, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 use word::{TatWord, WordOf};
 
 /// A limiter algorithm that [`Keyed`] can keep per key: its per-key state, and the
@@ -351,19 +351,4 @@ pub(crate) fn remove_retired(remove: impl FnOnce() -> bool) -> bool {
     // Release: see above.
     fence(Ordering::Release);
     remove()
-}
-
-/// Extension of the facade's backoff: under loom, yield (the thread we wait for must run).
-trait SnoozeOrSpin {
-    fn snooze_or_spin(&self);
-}
-
-impl SnoozeOrSpin for Backoff {
-    #[inline]
-    fn snooze_or_spin(&self) {
-        #[cfg(not(hotlimit_loom))]
-        self.snooze();
-        #[cfg(hotlimit_loom)]
-        self.spin();
-    }
 }

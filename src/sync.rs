@@ -111,24 +111,6 @@ impl Backoff {
     }
 }
 
-/// After a lost CAS: the exponential [`Backoff`] step, then `seed mod 16` more spin hints: the
-/// policy every limiter used before issue 24 (`Policy::ExponentialJitter` in
-/// `contention/policy.rs`). Only `IntKeyed`'s loops still call it: issue 26 rewrites them, and
-/// they move to [`Contention`](crate::contention::Contention) after. Out of line, so that the
-/// uncontended path's code is not touched. Under loom only the backoff step (loom's scheduler
-/// explores the orders).
-#[cold]
-#[inline(never)]
-pub(crate) fn lost_cas(backoff: &Backoff, seed: u64) {
-    backoff.spin();
-    #[cfg(not(hotlimit_loom))]
-    for _ in 0..(seed & 15) {
-        core::hint::spin_loop();
-    }
-    #[cfg(hotlimit_loom)]
-    let _ = seed;
-}
-
 /// Takes the turn on `turns`, a counter that is odd while someone holds it (rate changes take
 /// turns this way, off every admission path): a CAS from even to odd, retried after the
 /// holder's [`end_turn`].

@@ -12,6 +12,8 @@
 //! - a creation racing another creation and the eviction of that state, for a caller whose
 //!   clock read lags the sweep: no grant below the evicted state's TAT (planted: the floor read
 //!   before the probe and claim, issue 14's order);
+//! - two grants racing on one key: the burst, no more (planted: a grant that stores the value
+//!   it decided on instead of CASing it);
 //! - a grant racing a rebuild of the segment: one grant (planted: a rebuild that copies the
 //!   word without freezing it);
 //! - a creation racing a rebuild: the key ends with one slot and one grant.
@@ -113,6 +115,31 @@ common::real_and_planted! {
     "a fresh state below the evicted one's TAT";
     creation_after_an_eviction_starts_at_the_floor, planted_floor_read_before_the_claim_over_admits
         => creation_racing_an_eviction;
+}
+
+/// Key 1 granted at 0 (its TAT is then 10). At 10, two threads ask for it at once: one grant
+/// (the CAS that loses goes through the contention policy and decides again on the winner's
+/// value, which denies).
+fn grants_racing_on_one_key(planted: bool) {
+    loom::model(move || {
+        let t = table(2, planted.then_some(TablePlant::GrantByStore));
+        assert!(t.acquire_at(1, 0));
+        let t2 = t.clone();
+        let other = thread::spawn(move || t2.acquire_at(1, 10));
+        let mine = t.acquire_at(1, 10);
+        let theirs = other.join().unwrap();
+        assert_eq!(
+            u32::from(mine) + u32::from(theirs),
+            1,
+            "two grants where the burst holds one"
+        );
+    });
+}
+
+common::real_and_planted! {
+    "two grants where the burst holds one";
+    racing_grants_on_one_key_take_the_burst_once, planted_grant_by_store_over_admits
+        => grants_racing_on_one_key;
 }
 
 /// Key 1 granted at 0 (idle from 10). At 10, one thread asks for it while another rebuilds

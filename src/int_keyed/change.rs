@@ -178,11 +178,11 @@ impl<K, C> IntKeyed<K, C> {
         self.params[q].store(new, rate);
         // SeqCst: see `enter_commit`.
         self.current.store(q as u64, Ordering::SeqCst);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         // SeqCst: see `enter_commit`: once it reads 0, no commit on the old set is under way or
         // can start.
         while self.committers[p].load(Ordering::SeqCst) != 0 {
-            backoff.spin();
+            contention.wait();
         }
         let now = self.relative(now);
         let flags = COMMITTED | ((q as u64) << 62);

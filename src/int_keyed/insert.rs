@@ -26,7 +26,7 @@ impl<K, C> IntKeyed<K, C> {
         let behind = self.base.saturating_sub(now);
         let now = self.relative(now);
         let c = self.candidates(b1, b2);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         let mut swept = false;
         loop {
             let snap = self.scan(&c);
@@ -39,12 +39,13 @@ impl<K, C> IntKeyed<K, C> {
             if (0..c.n).any(|k| is_pending_of(snap[k], key)) {
                 // Another thread is inserting this key: help it rather than claim a second
                 // slot.
-                self.resolve(key, &c, None);
+                self.resolve(key, &c, None, now);
                 continue;
             }
             match self.claim(key, &c, &snap, now, b1, home) {
-                Claim::Mine(i, v) => self.resolve(key, &c, Some((i, v))),
-                Claim::Lost => crate::sync::lost_cas(&backoff, now),
+                Claim::Mine(i, v) => self.resolve(key, &c, Some((i, v)), now),
+                // A lost claim: the loop scans afresh.
+                Claim::Lost => contention.lost_then_reload(now),
                 Claim::Full { wait, free_seen } => {
                     if free_seen && !swept {
                         // The table holds `capacity` keys: evict idle keys elsewhere, then
@@ -148,8 +149,8 @@ impl<K, C> IntKeyed<K, C> {
 
     /// Settle `key`'s inserts among its candidates until a COMMITTED slot exists or no PENDING
     /// one does. `mine`: our own claim (slot, exact value), which ends committed or killed.
-    fn resolve(&self, key: u64, c: &Candidates, mine: Option<(usize, u128)>) {
-        let backoff = Backoff::new();
+    fn resolve(&self, key: u64, c: &Candidates, mine: Option<(usize, u128)>, now: u64) {
+        let mut contention = Contention::new();
         let mut prev: Option<[u128; 2 * WAYS]> = None;
         loop {
             let snap = self.scan(c);
@@ -207,7 +208,8 @@ impl<K, C> IntKeyed<K, C> {
                 }
             }
             prev = Some(snap);
-            crate::sync::lost_cas(&backoff, 0);
+            // A commit or a kill lost its CAS: the loop scans afresh.
+            contention.lost_then_reload(now);
         }
     }
 

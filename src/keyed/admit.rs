@@ -16,23 +16,24 @@ use super::map::{KeyTable, Keyed, Slot as MapSlot};
 use super::read::on_keyed::KeyReading;
 use super::table::{self, grant, probe, Guard, Hit, Host, Probe};
 use super::word::{inline, TatWord, WordOf};
-use super::{Admit, KeyedRead, KeyedState, SnoozeOrSpin};
+use super::{Admit, KeyedRead, KeyedState};
+use crate::contention::Contention;
 use crate::error::Denied;
-use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 
 impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// Rebuilds segment `s` onto the default in force unless it runs on it (see
     /// `set_default_rate`).
     pub(super) fn sync_segment(&self, table: &KeyTable<K, L>, s: usize, now: u64) {
         let (rel, _) = table.relative(now);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             let current = self.current_default();
             let guard = Guard::new();
             match table.segment(s, &guard) {
                 Some(seg) if !crate::sync::Arc::ptr_eq(&seg.cfg, &current) => {
                     if !table.rebuild(s, Some(&current), rel) {
-                        backoff.snooze_or_spin();
+                        contention.snooze();
                     }
                 }
                 _ => return,
@@ -98,7 +99,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         Q: Hash + Eq + ?Sized,
     {
         let (s, home) = table.locate(key);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             let guard = Guard::new();
             let Some(seg) = table.segment(s, &guard) else {
@@ -109,7 +110,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 Probe::Found(slot, w) => (slot, w),
                 // A sealed slot on the way (a rebuild): look again after it.
                 Probe::Busy => {
-                    backoff.snooze_or_spin();
+                    contention.snooze();
                     continue;
                 }
                 // Only we end an INDIRECT slot whose entry we removed, and a rebuild copies it
@@ -118,7 +119,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
             };
             if <L::Word as TatWord>::first(w) & inline::V_MASK != inline::INDIRECT {
                 // Frozen by a rebuild: look again in the new segment.
-                backoff.snooze_or_spin();
+                contention.snooze();
                 continue;
             }
             // Release: a creator of the key that reads this DEAD word (Acquire) sees the floor

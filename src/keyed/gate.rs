@@ -4,9 +4,10 @@
 //!
 //! `{ closing: 1, evicted: 1, moving: 1, pending: 1, active: 60 }`
 
-use super::{Admit, Retire, SnoozeOrSpin};
+use super::{Admit, Retire};
+use crate::contention::Contention;
 use crate::error::Denied;
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// Gate flag: an evictor or a rate change is deciding; admitters wait (look the key up again).
 pub(super) const LOG_CLOSING: u64 = 1 << 63;
@@ -33,10 +34,10 @@ pub(super) fn gate_close(gate: &AtomicU64) -> bool {
         }
         return false;
     }
-    let backoff = Backoff::new();
+    let mut contention = Contention::new();
     // Acquire: see above.
     while gate.load(Ordering::Acquire) & LOG_ACTIVE != 0 {
-        backoff.snooze_or_spin();
+        contention.snooze();
     }
     true
 }

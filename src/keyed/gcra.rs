@@ -4,10 +4,11 @@
 use super::word::{inline, TatWord};
 use super::{Admit, KeyedState, Retire};
 use crate::clock::ManualClock;
+use crate::contention::Contention;
 use crate::error::{ConfigError, Denied};
 use crate::gcra::Gcra;
 use crate::rate::Rate;
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// GCRA's per-key state word: `{ tat: S }` for a live state (S ≤ [`GCRA_MAX_TAT`]), or one of
 /// the two terminal tombstones.
@@ -80,7 +81,9 @@ impl KeyedState for Gcra {
         else {
             return Admit::Denied(Denied::never());
         };
-        grant(&state.0, |tat| crate::gcra::decide(tat, now, cost, slack))
+        grant(&state.0, now, |tat| {
+            crate::gcra::decide(tat, now, cost, slack)
+        })
     }
 
     fn idle_at(_: &GcraConfig, state: &GcraState) -> u64 {
@@ -183,12 +186,17 @@ fn carried_tat(cfg: &GcraConfig, carry: <Gcra as KeyedState>::Carry, floor: u64)
 }
 
 /// Admits on a live word: `decide` (a denial returns before any write) gives the word's next
-/// value, installed by one CAS; a marker makes the caller look the key up again.
+/// value, installed by one CAS; a marker makes the caller look the key up again. A lost CAS
+/// goes through the crate's [`Contention`] policy (`seed`: the caller's `now`).
 #[inline]
-pub(super) fn grant<A: TatWord>(word: &A, decide: impl Fn(A::W) -> Result<A::W, Denied>) -> Admit {
+pub(super) fn grant<A: TatWord>(
+    word: &A,
+    seed: u64,
+    decide: impl Fn(A::W) -> Result<A::W, Denied>,
+) -> Admit {
     // Relaxed: the word is the key's whole state; the CAS below fails if this is stale.
     let mut w = word.load(Ordering::Relaxed);
-    let backoff = Backoff::new();
+    let mut contention = Contention::new();
     loop {
         let first = A::first(w);
         if first >= GCRA_PENDING {
@@ -206,8 +214,8 @@ pub(super) fn grant<A: TatWord>(word: &A, decide: impl Fn(A::W) -> Result<A::W, 
         match word.cas_weak(w, next, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => return Admit::Granted,
             Err(current) => {
-                w = current;
-                backoff.spin();
+                // Relaxed (a reload after a pause): as the first load.
+                w = contention.lost(current, seed, || word.load(Ordering::Relaxed));
             }
         }
     }

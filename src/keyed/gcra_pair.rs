@@ -98,7 +98,7 @@ impl KeyedState for GcraPair {
         ) else {
             return Admit::Denied(Denied::never());
         };
-        grant(&state.0, |word| decide_pair(word, now, first, second))
+        grant(&state.0, now, |word| decide_pair(word, now, first, second))
     }
 
     fn idle_at(_: &PairConfig, state: &PairState) -> u64 {

@@ -11,11 +11,12 @@ use core::hash::Hash;
 use crossbeam_utils::CachePadded;
 
 use super::table::Table;
-use super::{Admit, KeyedState, SnoozeOrSpin};
+use super::{Admit, KeyedState};
 use crate::clock::{Clock, DefaultClock};
+use crate::contention::Contention;
 use crate::error::Denied;
 use crate::gcra::Gcra;
-use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 
 /// The hash map under [`Keyed`] for sliding logs and windows (and for the keys with a rate
 /// override where states sit inline): `papaya` with `foldhash`, seeded at random per map (about
@@ -256,7 +257,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let guard = self.map.guard();
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             // Acquire: the count before the lookup, for `insert_new`'s refusal at a full
             // table (pairs with the reservations' Release).
@@ -269,7 +270,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                     Admit::Evicted => self.remove_evicted(key, &guard),
                     // A rate change is replacing the entry, or its creator is placing
                     // it; look again after it.
-                    Admit::Moving => backoff.snooze_or_spin(),
+                    Admit::Moving => contention.snooze(),
                 }
             } else {
                 // Its only refusals are for want of room.

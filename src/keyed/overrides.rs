@@ -9,11 +9,12 @@ use super::builder::table_bytes;
 use super::map::{KeyTable, Keyed, Slot};
 use super::table::{probe, Guard, Probe};
 use super::word::{inline, TatWord};
-use super::{KeyedState, Retire, SnoozeOrSpin};
+use super::{KeyedState, Retire};
 use crate::clock::Clock;
+use crate::contention::Contention;
 use crate::error::{ConfigError, Value};
 use crate::rate::Rate;
-use crate::sync::{Arc, Backoff, Ordering};
+use crate::sync::{Arc, Ordering};
 
 impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// Refuses a rate whose states would not fit `capacity` times in the memory budget.
@@ -134,7 +135,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
             return self.sync_inline(table, key, now);
         }
         let guard = self.map.guard();
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             let want = self.rate_of(key);
             let Some(slot) = self.map.get(key, &guard) else {
@@ -161,7 +162,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 }
                 None if L::is_evicted(&slot.state) => self.remove_evicted(key, &guard),
                 // Another rate change is moving it: look again after it.
-                None => backoff.snooze_or_spin(),
+                None => contention.snooze(),
             }
         }
     }
@@ -182,7 +183,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     {
         let (s, home) = table.locate(key);
         let (rel, _) = table.relative(now);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             let want = self.override_of(key);
             let guard = Guard::new();
@@ -196,7 +197,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 // The next state created for the key reads the override.
                 Probe::Absent(_) | Probe::Full => return,
                 Probe::Busy => {
-                    backoff.snooze_or_spin();
+                    contention.snooze();
                     continue;
                 }
             };
@@ -242,13 +243,13 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
             }
             if first & inline::V_MASK != inline::INDIRECT {
                 // CLAIMED or MOVING: a creator, another move or a rebuild between its steps.
-                backoff.snooze_or_spin();
+                contention.snooze();
                 continue;
             }
             let mguard = self.map.guard();
             let Some(entry) = self.map.get(key, &mguard) else {
                 // Its eviction is finishing (the slot goes DEAD next).
-                backoff.snooze_or_spin();
+                contention.snooze();
                 continue;
             };
             if let (Some(a), Some(b)) = (&want, &entry.cfg) {
@@ -284,7 +285,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 }
                 None if L::is_evicted(&entry.state) => self.remove_indirect(table, key, &mguard),
                 // Another rate change is moving it: look again after it.
-                None => backoff.snooze_or_spin(),
+                None => contention.snooze(),
             }
         }
     }
@@ -297,7 +298,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         Q: Hash + Eq + ?Sized,
     {
         let (s, home) = table.locate(key);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             let guard = Guard::new();
             let Some(seg) = table.segment(s, &guard) else {
@@ -321,7 +322,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 }
             }
             // Frozen by a rebuild (MOVING, or sealed on the way): look again after it.
-            backoff.snooze_or_spin();
+            contention.snooze();
         }
     }
 

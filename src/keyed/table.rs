@@ -34,8 +34,9 @@ use core::hash::{BuildHasher, Hash};
 
 use super::word::{inline, TatWord};
 use super::KeyedState;
+use crate::contention::Contention;
 use crate::error::Denied;
-use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 
 mod cell;
 mod rebuild;
@@ -190,16 +191,46 @@ pub(crate) enum Hit {
 
 /// Takes `permits` at `now` (after the base) on the slot word last read as `w`, running on
 /// `cfg`: GCRA by one CAS of the whole word (its grant count one more); a denial returns before
-/// any write.
+/// any write. A lost CAS goes to [`grant_contended`], out of line, so that the uncontended
+/// path holds no contention state.
 #[inline(always)]
 pub(crate) fn grant<L: KeyedState>(
     cfg: &L::Config,
     word: &L::Word,
-    mut w: <L::Word as TatWord>::W,
+    w: <L::Word as TatWord>::W,
     permits: u32,
     now: u64,
 ) -> Hit {
-    let mut backoff = None;
+    if !inline::is_live(<L::Word as TatWord>::first(w)) {
+        return Hit::NotLive;
+    }
+    let next = match L::word_decide(cfg, w, permits, now) {
+        Ok(next) => next,
+        Err(denied) => return Hit::Denied(denied),
+    };
+    // Relaxed (both): grants on a key are linearized by the CASes on its one word, as in
+    // `Gcra`; a freeze or an eviction written meanwhile makes it fail.
+    match word.cas_weak(w, next, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => Hit::Granted,
+        Err(current) => grant_contended::<L>(cfg, word, current, permits, now),
+    }
+}
+
+/// [`grant`] after its CAS lost to `current`: the crate's [`Contention`] policy, then decide
+/// again, until the grant, a denial, or a word that is not live.
+#[cold]
+#[inline(never)]
+fn grant_contended<L: KeyedState>(
+    cfg: &L::Config,
+    word: &L::Word,
+    current: <L::Word as TatWord>::W,
+    permits: u32,
+    now: u64,
+) -> Hit {
+    let mut contention = Contention::new();
+    // Relaxed (a reload after a pause): as the hit path's load; the loop checks the value
+    // again before it decides.
+    let mut w = contention.lost(current, now, || word.load(Ordering::Relaxed));
     loop {
         if !inline::is_live(<L::Word as TatWord>::first(w)) {
             return Hit::NotLive;
@@ -208,15 +239,11 @@ pub(crate) fn grant<L: KeyedState>(
             Ok(next) => next,
             Err(denied) => return Hit::Denied(denied),
         };
-        // Relaxed (both): grants on a key are linearized by the CASes on its one word, as in
-        // `Gcra`; a freeze or an eviction written meanwhile makes it fail, and the loop sees
-        // it above.
+        // Relaxed (both): as in `grant`.
         match word.cas_weak(w, next, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => return Hit::Granted,
-            Err(current) => {
-                w = current;
-                crate::sync::lost_cas(backoff.get_or_insert_with(Backoff::new), now);
-            }
+            // Relaxed (a reload after a pause): as above.
+            Err(current) => w = contention.lost(current, now, || word.load(Ordering::Relaxed)),
         }
     }
 }
@@ -335,6 +362,19 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         let (now, behind) = self.relative(now);
         if behind > 0 {
             return None;
+        }
+        #[cfg(hotlimit_loom)]
+        if self.plant == Plant::GrantByStore && inline::is_live(<L::Word as TatWord>::first(w)) {
+            // Planted: decide on the value read, then store over whatever came since.
+            return Some(L::word_decide(&seg.cfg, w, permits, now).map(|next| {
+                let _ = slot.word.cas(
+                    // Relaxed: deliberately broken (a store of the decided value).
+                    slot.word.load(Ordering::Relaxed),
+                    next,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }));
         }
         match grant::<L>(&seg.cfg, &slot.word, w, permits, now) {
             Hit::Granted => Some(Ok(())),

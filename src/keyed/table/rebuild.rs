@@ -22,9 +22,10 @@
 use core::hash::{BuildHasher, Hash};
 
 use super::super::word::{inline, TatWord};
-use super::super::{KeyedState, SnoozeOrSpin};
+use super::super::KeyedState;
 use super::{Guard, Segment, Table, CURRENT, REBUILDING, RETIRED};
-use crate::sync::{Arc, Backoff, Ordering};
+use crate::contention::Contention;
+use crate::sync::{Arc, Ordering};
 
 impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
     /// Rebuilds segment `s` onto `cfg` (`None`: its own configuration, a compaction), carrying
@@ -53,7 +54,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
             return false;
         };
         for slot in old.slots.iter() {
-            let backoff = Backoff::new();
+            let mut contention = Contention::new();
             loop {
                 // Acquire: a DEAD word read here comes from an eviction's Release CAS, made
                 // after it raised the floor; reading it before we publish carries that raise
@@ -71,7 +72,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 } else {
                     // CLAIMED or MOVING: a creator or a rate change is between its steps on
                     // this slot; it ends in a few stores.
-                    backoff.snooze_or_spin();
+                    contention.snooze();
                     continue;
                 };
                 #[cfg(hotlimit_loom)]

@@ -9,10 +9,11 @@ use core::borrow::Borrow;
 use core::hash::{BuildHasher, Hash};
 
 use super::super::word::{inline, TatWord, WordOf};
-use super::super::{KeyedState, SnoozeOrSpin};
+use super::super::KeyedState;
 use super::{count_dead, grant, probe_with, worth_rebuilding, Guard, Hit, Probe, Segment, Table};
+use crate::contention::Contention;
 use crate::error::Denied;
-use crate::sync::{Arc, AtomicU64, Backoff, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 
 /// What a table's slow path needs from the limiter it belongs to.
 pub(crate) trait Host<K, L: KeyedState> {
@@ -69,6 +70,9 @@ pub enum Plant {
     /// A rebuild that copies a live word with a load, without freezing it: a grant on the old
     /// slot after the copy is in neither segment.
     CopyWithoutFreeze,
+    /// A grant on the hit path that stores the value it decided on instead of CASing it from
+    /// the value it read: two grants racing on one key both land.
+    GrantByStore,
 }
 
 impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
@@ -89,7 +93,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
     {
         let (rel, behind) = self.relative(now);
         let (s, home) = self.locate(key);
-        let backoff = Backoff::new();
+        let mut contention = Contention::new();
         loop {
             let count = host.count();
             // The planted bug's floor, read too early (before the probe); `None` for real.
@@ -131,9 +135,9 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                     }
                     // CLAIMED or MOVING (a creator, a rate change or a rebuild between its
                     // steps), or an override's eviction finishing: look again after it.
-                    backoff.snooze_or_spin();
+                    contention.snooze();
                 }
-                Probe::Busy => backoff.snooze_or_spin(),
+                Probe::Busy => contention.snooze(),
                 Probe::Full => {
                     // No FREE slot left in the segment: reclaim its dead ones, or refuse.
                     if !self.reclaim(host, s, &seg, now) {
@@ -237,7 +241,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         }
         if !self.rebuild(s, None, self.relative(now).0) {
             // Someone else is rebuilding it (the caller looks again).
-            Backoff::new().snooze_or_spin();
+            Contention::new().snooze();
         }
         true
     }
