@@ -1555,7 +1555,7 @@
 //! go, tried segments that grow with their keys and a hash tag, kept neither, and kept
 //! `sdd`. Figures: callgrind (`bash benches/callgrind.sh`: one key; `prof WHAT 100000
 //! shuffled` with a simulated 32 KiB L1 and 1 MiB last level: 100,000 keys, capacity 2 ×
-//! keys), BENCHMARKS.md's keyed section.
+//! keys), and `keyed_compare -- paired` (BENCHMARKS.md's keyed section has the current run).
 //!
 //! - *One contention policy.* Every per-key CAS loop (the table's grant, the map's, `IntKeyed`'s
 //!   claims, commits and grants) loses through the crate's one policy (`contention.rs`,
@@ -1590,7 +1590,8 @@
 //!   two creators racing the growth, with the planted rebuild-without-freeze caught, passed.
 //!   In time it paid: `Keyed<u64>` at 100,000 keys and capacity 2 × keys, one thread, went
 //!   from 0.62–1.20× governor (median 0.76) to 0.90–1.24× (median 1.18) in four alternating
-//!   runs (BENCHMARKS.md), although the simulated 1 MiB last level saw no fewer misses (1.21 →
+//!   runs (`K_CAP=2 KEYS=100000 THREADS=1,2 cargo bench --bench keyed_compare -- paired`,
+//!   load 3–12), although the simulated 1 MiB last level saw no fewer misses (1.21 →
 //!   1.22 a call; a fuller segment probes further, 155 → 179 instructions; with a 4 MiB last
 //!   level 0.47 → 0.09): this machine's real L2, L3 and TLB reward the smaller table. It
 //!   failed the bytes-per-key goal where it had been met: at capacity = keys (a million),
