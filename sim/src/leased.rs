@@ -515,11 +515,11 @@ mod tests {
         let trip = Offset {
             lo: -30_000,
             hi: 10,
-            at: 1_999_000,
+            at: 999_000,
         };
-        // 1,999,000 ns of age widen by 1,000 ns each side.
+        // 999,000 ns of age widen by 1,000 ns each side.
         let n = narrowed(old, trip);
-        assert_eq!((n.lo, n.hi, n.at), (-1_100, 10, 1_999_000));
+        assert_eq!((n.lo, n.hi, n.at), (-1_100, 10, 999_000));
         let apart = Offset {
             lo: 5_000,
             hi: 6_000,
