@@ -29,7 +29,7 @@ use core::{fmt, time::Duration};
 use crate::clock::{Clock, DefaultClock};
 use crate::contention::Contention;
 use crate::error::{ConfigError, Denied};
-use crate::gcra::{price, Params};
+use crate::gcra::{decide, price, Params};
 use crate::rate::Rate;
 use crate::sync::{AtomicU128, Ordering};
 
@@ -51,16 +51,15 @@ pub(crate) fn split(word: u128) -> (u64, u64) {
     ((word & FIRST_MASK) as u64, (word >> SECOND_SHIFT) as u64)
 }
 
-/// One rate's price for a request: `(cost, slack)` as [`decide`](crate::gcra::decide) takes
-/// them.
+/// One rate's price for a request: `(cost, slack)` as [`decide`] takes them.
 pub(crate) type Price = (u64, u64);
 
 /// The pair's decision, pure over `(word, now)`: the new word when both rates admit, else the
 /// later of the two denials (a grant counts as a wait of 0, "never" as the longest wait).
 ///
-/// The grant test is [`decide`](crate::gcra::decide)'s for each half (base − now ≤ slack,
-/// base + cost fits), here evaluated for both halves with one branch; anything else goes to
-/// [`denial`], which turns the same figures into each rate's wait as `decide` would.
+/// The grant test is [`decide`]'s for each half (base − now ≤ slack, base + cost fits), here
+/// evaluated for both halves with one branch; anything else goes to [`denial`], which asks
+/// `decide` itself for each rate's wait.
 #[inline(always)]
 pub(crate) fn decide_pair(
     word: u128,
@@ -72,27 +71,18 @@ pub(crate) fn decide_pair(
     let (b1, b2) = (s1.max(now), s2.max(now));
     let (n1, o1) = b1.overflowing_add(first.0);
     let (n2, o2) = b2.overflowing_add(second.0);
-    let (a1, a2) = (b1 - now, b2 - now);
-    if (a1 <= first.1) & (a2 <= second.1) & !(o1 | o2) {
+    if (b1 - now <= first.1) & (b2 - now <= second.1) & !(o1 | o2) {
         return Ok(join(n1, n2));
     }
-    Err(denial(a1, o1, a2, o2, first.1, second.1))
+    Err(denial(s1, s2, now, first, second))
 }
 
-/// The denial of a request that [`decide_pair`] did not grant, from what it computed for each
-/// rate i (aᵢ = max(Sᵢ, now) − now, oᵢ: max(Sᵢ, now) + costᵢ overflows): the later of the two
-/// rates' exact waits, each what [`decide`](crate::gcra::decide) returns for it: aᵢ − slackᵢ
-/// when aᵢ > slackᵢ, else "never" when oᵢ (the clock's range is exhausted), else 0 (that rate
-/// admits). No second pass over the words: the waits are a subtraction and a maximum.
-#[inline(always)]
-fn denial(a1: u64, o1: bool, a2: u64, o2: bool, slack1: u64, slack2: u64) -> Denied {
-    let (w1, w2) = (a1.saturating_sub(slack1), a2.saturating_sub(slack2));
-    if (o1 & (w1 == 0)) | (o2 & (w2 == 0)) {
-        return Denied::never();
-    }
-    // `after_nanos` clamps below "never" as each rate's denial would; the later of two
-    // clamped waits is the clamped later one.
-    Denied::after_nanos(w1.max(w2))
+/// The denial of a request that [`decide_pair`] did not grant: the later of the two rates'
+/// exact waits, each from [`decide`] (a rate that admits waits 0).
+#[inline]
+fn denial(s1: u64, s2: u64, now: u64, first: Price, second: Price) -> Denied {
+    let wait = |r: Result<u64, Denied>| r.err().unwrap_or(Denied::after_nanos(0));
+    wait(decide(s1, now, first.0, first.1)).later(wait(decide(s2, now, second.0, second.1)))
 }
 
 /// Two smooth rates enforced together (GCRA on both, all or nothing): the whole state is one
@@ -687,7 +677,6 @@ impl<C> fmt::Debug for GcraPair<C> {
 #[doc(hidden)]
 pub mod planted {
     use super::*;
-    use crate::gcra::decide;
     use crate::sync::AtomicU64;
 
     /// The "two separate CASes" twin: the same decision, but S₁ and S₂ are two `AtomicU64`s,
