@@ -413,25 +413,44 @@ impl<C> GcraPair<C> {
         )
     }
 
-    /// The CAS loop: one request priced `first` and `second` (cost, slack) on the two halves.
+    /// One request priced `first` and `second` (cost, slack) on the two halves: the first
+    /// attempt inline, the CAS loop after a lost CAS out of line (`retry`), so that a denial
+    /// or an uncontended grant sets up no contention state.
     #[inline(always)]
     fn advance(&self, now: u64, first: Price, second: Price) -> Result<(), Denied> {
         // Relaxed: the word is the limiter's whole state; the decision needs no other memory,
         // and the CAS below fails if this value is stale.
-        let mut word = self.tats.load(Ordering::Relaxed);
+        let word = self.tats.load(Ordering::Relaxed);
+        // A denial returns here, before any write: neither rate is charged.
+        let next = decide_pair(word, now, first, second)?;
+        // Relaxed (both): one CAS on the one state word linearizes every grant on both rates
+        // at once; nothing else is published or consumed with it.
+        match self
+            .tats
+            .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => Ok(()),
+            Err(current) => self.retry(current, now, first, second),
+        }
+    }
+
+    /// The CAS loop of [`advance`](Self::advance) after its first CAS lost to `current`.
+    #[inline(never)]
+    fn retry(&self, current: u128, now: u64, first: Price, second: Price) -> Result<(), Denied> {
         let mut contention = Contention::new();
+        // Relaxed (a reload after a pause): as the first load in `advance`.
+        let mut word = contention.lost(current, now, || self.tats.load(Ordering::Relaxed));
         loop {
             // A denial returns here, before any write: neither rate is charged.
             let next = decide_pair(word, now, first, second)?;
-            // Relaxed (both): one CAS on the one state word linearizes every grant on both
-            // rates at once; nothing else is published or consumed with it.
+            // Relaxed (both): as in `advance`.
             match self
                 .tats
                 .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::Relaxed)
             {
                 Ok(_) => return Ok(()),
                 Err(current) => {
-                    // Relaxed (a reload after a pause): as the first load.
+                    // Relaxed (a reload after a pause): as the first load in `advance`.
                     word = contention.lost(current, now, || self.tats.load(Ordering::Relaxed));
                 }
             }
@@ -625,7 +644,19 @@ impl<C: Clock> GcraPair<C> {
     }
 }
 
-crate::limiter::limiter_at!(GcraPair);
+// Not `limiter_at!`: its `#[inline]` left `try_acquire` out of line here (the pair's body is
+// larger than `Gcra`'s), a call frame of 17 instructions on every call (`benches/callgrind.sh`).
+impl<C: Clock> crate::limiter::Limiter for GcraPair<C> {
+    #[inline(always)]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        self.try_acquire_at(self.clock.now())
+    }
+
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.try_acquire_n_at(permits, self.clock.now())
+    }
+}
 
 impl<C> fmt::Debug for GcraPair<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -147,6 +147,16 @@ pub struct Head {
     newest: AtomicU64,
 }
 
+/// Where [`SlidingLog::acquire_one_from`] takes over from the inline first attempt.
+enum Resume {
+    /// The cursor moved from the one looked at: look again at this one.
+    Look(u64),
+    /// The reservation won, the claim lost: as a lost claim in the loop.
+    ClaimLost,
+    /// The reservation lost to this cursor: as a lost reservation in the loop.
+    ReserveLost(u64),
+}
+
 /// Claims `slot` with `stamp` by CAS from a free value (≤ `bar`), starting from `seen`, a
 /// recent value of the slot. False if the slot is not free.
 #[inline(always)]
@@ -364,39 +374,86 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     }
 
     /// [`acquire_slots`](SlidingLog::acquire_slots) for one permit: one slot to look at and
-    /// claim, no loops over n.
-    #[inline]
+    /// claim, no loops over n. The first attempt inline (a look, then a reservation and a
+    /// claim, or the usual denial: the oldest slot still in the window, the cursor unmoved),
+    /// with no contention state; whatever follows a moved cursor or a lost CAS in
+    /// [`acquire_one_from`](Self::acquire_one_from), the same steps in a loop.
+    #[inline(always)]
     fn acquire_one(&self, now: u64) -> Result<u64, Denied> {
         let bar = self.bar(now);
-        let mut contention = Contention::new();
         // Relaxed: as in `acquire_slots`.
-        let mut c = self.head.cursor.load(Ordering::Relaxed);
-        loop {
-            // Computed once: after the atomics below the compiler could not reuse it.
-            let slot = self.slot(c);
-            // Acquire: as in `acquire_slots`.
-            let seen = slot.load(Ordering::Acquire);
-            if seen > bar {
-                // Relaxed: as in `acquire_slots`; a denial writes nothing.
-                let again = self.head.cursor.load(Ordering::Relaxed);
-                if again == c {
-                    return Err(self.denied(seen, now));
-                }
-                c = again;
-                continue;
+        let c = self.head.cursor.load(Ordering::Relaxed);
+        let slot = self.slot(c);
+        // Acquire: as in `acquire_slots`.
+        let seen = slot.load(Ordering::Acquire);
+        if seen > bar {
+            // Relaxed: as in `acquire_slots`; a denial writes nothing.
+            let again = self.head.cursor.load(Ordering::Relaxed);
+            if again == c {
+                return Err(self.denied(seen, now));
             }
+            return self.acquire_one_from(now, bar, Resume::Look(again));
+        }
+        // Reserve, then claim from the value we looked at (see `acquire_one_from`).
+        match self.reserve(c, 1, now, true) {
+            Ok(stamp) if claim_slot(slot, seen, bar, stamp) => Ok(c),
+            Ok(_) => self.acquire_one_from(now, bar, Resume::ClaimLost),
+            Err(current) => self.acquire_one_from(now, bar, Resume::ReserveLost(current)),
+        }
+    }
+
+    /// [`acquire_one`](Self::acquire_one) after its first attempt, from where it stopped.
+    #[inline(never)]
+    fn acquire_one_from(&self, now: u64, bar: u64, resume: Resume) -> Result<u64, Denied> {
+        let mut contention = Contention::new();
+        // `Some(looked)`: reserve next, from the slot and free value `looked` holds (None:
+        // without looking); `None`: look at the slot of `c` first.
+        let mut reserve_next: Option<Option<(&AtomicU64, u64)>> = None;
+        let mut c = match resume {
+            Resume::Look(c) => c,
+            Resume::ClaimLost => {
+                // As a lost claim in the loop below. Relaxed: as in `acquire_slots`.
+                contention.lost_then_reload(now);
+                self.head.cursor.load(Ordering::Relaxed)
+            }
+            Resume::ReserveLost(current) => {
+                // As a lost reservation in the loop below: reserve again without looking.
+                reserve_next = Some(None);
+                // Relaxed (a reload after a pause): as the first load.
+                contention.lost(current, now, || self.head.cursor.load(Ordering::Relaxed))
+            }
+        };
+        loop {
+            let mut looked = match reserve_next.take() {
+                Some(looked) => looked,
+                None => {
+                    // Computed once: after the atomics below the compiler could not reuse it.
+                    let slot = self.slot(c);
+                    // Acquire: as in `acquire_slots`.
+                    let seen = slot.load(Ordering::Acquire);
+                    if seen > bar {
+                        // Relaxed: as in `acquire_slots`; a denial writes nothing.
+                        let again = self.head.cursor.load(Ordering::Relaxed);
+                        if again == c {
+                            return Err(self.denied(seen, now));
+                        }
+                        c = again;
+                        continue;
+                    }
+                    Some((slot, seen))
+                }
+            };
             // Reserve. After a failed CAS, retry at once from the cursor it returned, without
             // looking at that slot first: the look is what keeps a denial write-free, and we
             // have looked (the ring had a free slot a moment ago). Reading the slot another
             // thread is about to claim would only pull its line away; the claim's CAS checks
             // the slot anyway, and a slot that turns out taken costs this index, nothing more.
-            let mut seen = Some(seen);
             loop {
-                match self.reserve(c, 1, now, seen.is_some()) {
+                match self.reserve(c, 1, now, looked.is_some()) {
                     Ok(stamp) => {
-                        let (slot, seen) = match seen {
+                        let (slot, seen) = match looked {
                             // The CAS starts from the value we looked at: usually still there.
-                            Some(seen) => (slot, seen),
+                            Some(looked) => looked,
                             None => {
                                 let slot = self.slot(c);
                                 // Relaxed: the CAS checks the value; a stale read just fails it.
@@ -416,7 +473,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
                         // Relaxed (a reload after a pause): as the first load.
                         c = contention
                             .lost(current, now, || self.head.cursor.load(Ordering::Relaxed));
-                        seen = None;
+                        looked = None;
                     }
                 }
             }
@@ -545,16 +602,22 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     /// assert!(log.try_acquire_at(1_000_000_005).is_ok()); // exactly one period later
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
-        self.try_acquire_n_at(1, now)
+        // `try_acquire_n_at(1, now)` without its checks that one permit never needs (1 ≤ len)
+        // and without the loop over n, so that its first look is inlined.
+        if now == u64::MAX {
+            // As in `acquire_slots`.
+            return Err(Denied::never());
+        }
+        self.acquire_one(now).map(|_| ())
     }
 }
 
 impl<C: Clock> Limiter for SlidingLog<C> {
-    #[inline]
+    #[inline(always)]
     fn try_acquire(&self) -> Result<(), Denied> {
-        self.try_acquire_n_at(1, self.clock.now())
+        self.try_acquire_at(self.clock.now())
     }
 
     #[inline]

@@ -214,9 +214,15 @@ pub(super) struct TimeRing<H = Padded> {
 enum Fast {
     /// Grant by a CAS from the word read to this one.
     Grant(u64),
-    /// Denied under epoch x and floor f = below + 1 (wrapping; see `fast`): the wait is
-    /// computed out of line.
-    Deny { x: u64, below: u64 },
+    /// Denied under epoch x, for a request judged at τ = x·w + off, with floor f = below + 1
+    /// (wrapping; see `decide`), by this reading of the limit: the wait is computed by
+    /// `quick_denial` or out of line.
+    Deny {
+        x: u64,
+        off: u64,
+        below: u64,
+        limit: u64,
+    },
     /// Anything else: the full loop decides.
     Slow,
 }
@@ -279,9 +285,8 @@ impl<H: HeadCell> TimeRing<H> {
         self.acquire_or(n, now, Err)
     }
 
-    /// [`acquire`](Self::acquire) that hands a denial to `denied` (only on the out-of-line
-    /// paths: the grant path is the same code), which may decide again (a live raise of the
-    /// limit that is due).
+    /// [`acquire`](Self::acquire) that hands a denial to `denied`, which may decide again (a
+    /// live raise of the limit that is due). Called in one place, so that it is inlined.
     #[inline(always)]
     pub(super) fn acquire_or(
         &self,
@@ -289,37 +294,90 @@ impl<H: HeadCell> TimeRing<H> {
         now: u64,
         denied: impl FnOnce(Denied) -> Result<(), Denied>,
     ) -> Result<(), Denied> {
-        // The common case inline: `now` in the current bucket, room in the window, no
-        // contention. Everything else (rolls, stale views, denials, retries) is out of line.
+        // The common cases inline: `now` in the current bucket, no contention, and either
+        // room in the window or a denial whose wait is one snapshot away (`quick_denial`).
+        // Everything else (rolls, stale views, other denials, retries) is out of line.
         // Acquire: pairs with the thaw (or the grant CASes after it): the slots and the
         // epoch written before the thaw are visible.
         let s = self.head.state().load(Ordering::Acquire);
-        let seen = match self.fast(s, n, now) {
-            Fast::Grant(next) => {
-                // Release: as in `acquire_slow`. Acquire on failure: the word it returns is
-                // the next view (as the load above).
-                match self.head.state().compare_exchange_weak(
-                    s,
-                    next,
-                    Ordering::Release,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return Ok(()),
-                    Err(current) => Some(current),
+        let d = 'denied: {
+            let seen = match self.fast(s, n, now) {
+                Fast::Grant(next) => {
+                    // Release: as in `acquire_slow`. Acquire on failure: the word it returns
+                    // is the next view (as the load above).
+                    match self.head.state().compare_exchange_weak(
+                        s,
+                        next,
+                        Ordering::Release,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return Ok(()),
+                        Err(current) => Some(current),
+                    }
                 }
-            }
-            Fast::Deny { x, below } => {
-                if let Miss::Denied(d) = self.denial(s, x, Self::floor_of(x, below), n, now) {
-                    return denied(d);
+                Fast::Deny {
+                    x,
+                    off,
+                    below,
+                    limit,
+                } => {
+                    if let Some(d) = self.quick_denial(s, x, off, n, limit, now) {
+                        break 'denied d;
+                    }
+                    let f = Self::floor_of(x, below);
+                    if let Miss::Denied(d) = self.denial(s, x, f, n, now) {
+                        break 'denied d;
+                    }
+                    None
                 }
-                None
+                Fast::Slow => None,
+            };
+            match self.acquire_slow(n, now, seen) {
+                Ok(()) => return Ok(()),
+                Err(d) => d,
             }
-            Fast::Slow => None,
         };
-        match self.acquire_slow(n, now, seen) {
-            Ok(()) => Ok(()),
-            Err(d) => denied(d),
+        denied(d)
+    }
+
+    /// The wait of a request denied by `fast` under the unfrozen word `s` (epoch x, `now` =
+    /// x·w + off with off < w, `limit` the reading it was denied with) in the usual case
+    /// under overload: the current bucket alone is too full, G − P[x − 1] + n > limit, so the
+    /// first floor at which it fits is x + 1 (P[x] = G: it fits there when n ≤ limit) and the
+    /// wait is T(x + 1) − now = (w − off) + lag, exactly what `denial` finds with its first
+    /// snapshot. `None` for everything else (more than `limit`, an earlier floor that fits, a
+    /// stale snapshot, a T(x + 1) past the clock's range): `denial` decides. Reads one
+    /// snapshot and writes nothing. No re-read of `state` is needed: a slot that holds epoch
+    /// x − 1 holds P[x − 1], written (by the roll that closed bucket x − 1, before `state`
+    /// reached epoch x) with its final value, so the denial and its wait are those of `s` at
+    /// its load.
+    #[inline(always)]
+    fn quick_denial(
+        &self,
+        s: u64,
+        x: u64,
+        off: u64,
+        n: u64,
+        limit: u64,
+        now: u64,
+    ) -> Option<Denied> {
+        if n > limit {
+            return None;
         }
+        // x − 1, wrapping below 0 to a negative epoch whose slot holds P = 0 (invariant J).
+        let y = x.wrapping_sub(1);
+        // Acquire: as in `decide`.
+        let v = self.slot(y).load(Ordering::Acquire);
+        if slot_epoch(v) != y as u32
+            || u64::from(granted(s).wrapping_sub(slot_prefix(v))) + n <= limit
+        {
+            return None;
+        }
+        // No division or multiplication: off < w, so the wait is at least 1; both sums are
+        // checked, so a T(x + 1) past u64::MAX is left to `denial` (its "never").
+        let wait = (self.width - off).checked_add(self.lag)?;
+        now.checked_add(wait)?;
+        Some(Denied::after_nanos(wait))
     }
 
     /// The decision for a call whose `now` lies in the current bucket of the unfrozen word
@@ -354,8 +412,14 @@ impl<H: HeadCell> TimeRing<H> {
         if slot_epoch(v) != below as u32 {
             return Fast::Slow;
         }
-        if u64::from(granted(s).wrapping_sub(slot_prefix(v))) + n > self.limit() {
-            return Fast::Deny { x, below };
+        let limit = self.limit();
+        if u64::from(granted(s).wrapping_sub(slot_prefix(v))) + n > limit {
+            return Fast::Deny {
+                x,
+                off,
+                below,
+                limit,
+            };
         }
         Fast::Grant(s.wrapping_add(n << HIGH))
     }
@@ -455,7 +519,7 @@ impl<H: HeadCell> TimeRing<H> {
         // τ = x·w + off, with off = 0 when `now` is behind the bucket.
         match self.decide(s, x, off, n) {
             Fast::Grant(next) => Ok(next),
-            Fast::Deny { x, below } => Err(self.denial(s, x, Self::floor_of(x, below), n, now)),
+            Fast::Deny { x, below, .. } => Err(self.denial(s, x, Self::floor_of(x, below), n, now)),
             Fast::Slow => Err(self.stale(s)),
         }
     }
