@@ -16,7 +16,10 @@
 //!   it decided on instead of CASing it);
 //! - a grant racing a rebuild of the segment: one grant (planted: a rebuild that copies the
 //!   word without freezing it);
-//! - a creation racing a rebuild: the key ends with one slot and one grant.
+//! - a creation racing a rebuild: the key ends with one slot and one grant;
+//! - a hit racing the creation of its key: the key's bytes are read only after a load that
+//!   publishes them (the slot's key has no flag of its own; loom's cell checks every read
+//!   against the write; planted: the words loaded Relaxed, a read racing the write).
 #![cfg(hotlimit_loom)]
 
 mod common;
@@ -165,6 +168,33 @@ common::real_and_planted! {
     "a grant lost in a rebuild";
     rebuild_never_loses_a_grant, planted_rebuild_copying_without_freeze_over_admits
         => grant_racing_a_rebuild;
+}
+
+/// A key created on one thread while another asks for it on the hit path: the asker compares
+/// the key in the slot only after a load of the slot's word that orders the key's write
+/// before the read (loom's cell checks it); planted: a hit that loads the words Relaxed,
+/// which loom reports as a read racing the key's write.
+fn hit_racing_a_creation(planted: bool) {
+    loom::model(move || {
+        let t = table(2, planted.then_some(TablePlant::RelaxedKeyRead));
+        let t2 = t.clone();
+        let creator = thread::spawn(move || t2.acquire_at(1, 0));
+        let mine = t.acquire_at(1, 0);
+        let theirs = creator.join().unwrap();
+        assert_eq!(u32::from(mine) + u32::from(theirs), 1, "two grants");
+        assert_eq!(t.live_slots(1), 1);
+    });
+}
+
+#[test]
+fn a_hit_reads_a_key_only_after_its_publication() {
+    hit_racing_a_creation(false);
+}
+
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn planted_hit_reading_keys_after_a_relaxed_load_races_the_write() {
+    hit_racing_a_creation(true);
 }
 
 /// A new key created while the segment is rebuilt: it ends with exactly one slot, and a

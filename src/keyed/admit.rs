@@ -105,8 +105,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
             let Some(seg) = table.segment(s, &guard) else {
                 return;
             };
-            // Relaxed: the CAS below decides.
-            let (slot, w) = match probe(&seg, home, key, Ordering::Relaxed) {
+            let (slot, w) = match probe(&seg, home, key) {
                 Probe::Found(slot, w) => (slot, w),
                 // A sealed slot on the way (a rebuild): look again after it.
                 Probe::Busy => {
@@ -157,8 +156,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         let (s, home) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
-        // Relaxed: a snapshot of the key's word.
-        let Probe::Found(_, w) = probe(&seg, home, key, Ordering::Relaxed) else {
+        let Probe::Found(_, w) = probe(&seg, home, key) else {
             return None;
         };
         if !inline::is_live(<L::Word as TatWord>::first(w)) {
@@ -181,8 +179,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedRead, C> Keyed<K, L, C> {
         let (s, home) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
-        // Relaxed: a snapshot of the key's word.
-        let Probe::Found(_, w) = probe(&seg, home, key, Ordering::Relaxed) else {
+        let Probe::Found(_, w) = probe(&seg, home, key) else {
             return None;
         };
         let first = <L::Word as TatWord>::first(w);
@@ -225,8 +222,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedRead, C> Keyed<K, L, C> {
         let (s, home) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
-        // Relaxed: as on the hit path.
-        let Probe::Found(slot, w) = probe(&seg, home, key, Ordering::Relaxed) else {
+        let Probe::Found(slot, w) = probe(&seg, home, key) else {
             return None;
         };
         let (rel, behind) = table.relative(now);

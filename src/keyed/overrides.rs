@@ -191,8 +191,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 // No key there yet: the next state created for the key reads the override.
                 return;
             };
-            // Relaxed: the CASes below decide.
-            let (slot, w) = match probe(&seg, home, key, Ordering::Relaxed) {
+            let (slot, w) = match probe(&seg, home, key) {
                 Probe::Found(slot, w) => (slot, w),
                 // The next state created for the key reads the override.
                 Probe::Absent(_) | Probe::Full => return,
@@ -305,8 +304,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 // An INDIRECT slot is never dropped: its segment stays.
                 return;
             };
-            // Relaxed: the CAS below decides.
-            if let Probe::Found(slot, w) = probe(&seg, home, key, Ordering::Relaxed) {
+            if let Probe::Found(slot, w) = probe(&seg, home, key) {
                 if <L::Word as TatWord>::first(w) & inline::V_MASK == inline::INDIRECT {
                     let live = L::word_carried(&seg.cfg, carry.clone(), floor, table.base, w);
                     // Relaxed (both): the word is the key's whole state; a rebuild's freeze

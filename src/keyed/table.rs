@@ -68,6 +68,11 @@ pub(crate) struct Slot<K, W> {
     pub(crate) key: KeyCell<K>,
 }
 
+// A `Gcra` slot on a `u64` key is the key and the word, nothing else: four to a cache line,
+// none across two. (Not under loom, whose atomics and cells carry their own bookkeeping.)
+#[cfg(not(hotlimit_loom))]
+const _: () = assert!(core::mem::size_of::<Slot<u64, AtomicU64>>() == 16);
+
 /// A segment: its slots, the configuration its live words run on (the default in force when it
 /// was built), and its counters.
 pub(crate) struct Segment<K, L: KeyedState> {
@@ -79,6 +84,26 @@ pub(crate) struct Segment<K, L: KeyedState> {
     pub(crate) dead: AtomicU64,
     /// [`CURRENT`], [`REBUILDING`] (one thread holds it) or [`RETIRED`] (replaced).
     pub(crate) state: AtomicU64,
+}
+
+impl<K, L: KeyedState> Drop for Segment<K, L> {
+    fn drop(&mut self) {
+        if !core::mem::needs_drop::<K>() {
+            return;
+        }
+        for slot in self.slots.iter_mut() {
+            // Relaxed: `&mut self`, no other thread left.
+            let v = <L::Word as TatWord>::first(slot.word.load(Ordering::Relaxed)) & inline::V_MASK;
+            if cell::holds_key(v) {
+                // SAFETY: every slot claimed got its key right after its claim (`KeyCell`),
+                // and a segment is dropped once.
+                #[allow(unsafe_code)]
+                unsafe {
+                    slot.key.drop_key();
+                }
+            }
+        }
+    }
 }
 
 /// A segment in the directory, not being rebuilt.
@@ -123,25 +148,27 @@ pub(crate) enum Probe<'s, K, A: TatWord> {
 }
 
 /// The first (and only) slot of `key` that is not DEAD, on its path from `start` in `seg`.
-/// Loads the words with `order` (Acquire for a creator, which must see every eviction of the
-/// key's earlier states; Relaxed on the hit path).
+/// Loads the words with Acquire: a word that says its key is written publishes the key
+/// ([`KeyCell`]), and a creator must see every eviction of the key's earlier states (their
+/// DEAD words) before it reads the floor. (A plain load on x86; on the hit path the Relaxed
+/// load it replaced bought nothing, the key cell's own Acquire flag came after it.)
 #[inline(always)]
 pub(crate) fn probe<'s, K, L, Q>(
     seg: &'s Segment<K, L>,
     start: usize,
     key: &Q,
-    order: Ordering,
 ) -> Probe<'s, K, L::Word>
 where
     L: KeyedState,
     K: Borrow<Q>,
     Q: Eq + ?Sized,
 {
-    probe_with(seg, start, key, order, false)
+    probe_with(seg, start, key, Ordering::Acquire, false)
 }
 
-/// [`probe`], or with `pass_claimed` the planted bug of the loom models: a slot claimed whose
-/// key is not written yet is passed as if it held another key.
+/// [`probe`] with the loom models' planted bugs: with `pass_claimed`, a slot claimed whose key
+/// is not written yet is passed as if it held another key; with `order` Relaxed, keys are read
+/// after a load that does not publish them. The real protocol: Acquire, `false`.
 #[inline(always)]
 pub(crate) fn probe_with<'s, K, L, Q>(
     seg: &'s Segment<K, L>,
@@ -160,18 +187,24 @@ where
     for _ in 0..n {
         let slot = &seg.slots[i];
         // The caller's ordering (see above).
+        // The caller's ordering: Acquire (see `probe`), but in a planted bug.
         let w = slot.word.load(order);
         let v = <L::Word as TatWord>::first(w) & inline::V_MASK;
         if v == inline::FREE {
             return Probe::Absent(i);
         }
-        match slot.key.get() {
-            Some(k) if v != inline::DEAD && k.borrow() == key => return Probe::Found(slot, w),
-            Some(_) => {}
+        if cell::written(v) {
+            // SAFETY: the word, loaded with Acquire, is live, MOVING or INDIRECT: the key was
+            // written and its write happens before this read (`KeyCell`).
+            #[allow(unsafe_code)]
+            let k = unsafe { slot.key.get() };
+            if k.borrow() == key {
+                return Probe::Found(slot, w);
+            }
+        } else if v != inline::DEAD && (!pass_claimed || v != inline::CLAIMED) {
             // Claimed, its key being written (its creator cloned the key before claiming, so
             // it is one move away), or sealed: either way not ours to pass.
-            None if !pass_claimed || v != inline::CLAIMED => return Probe::Busy,
-            None => {}
+            return Probe::Busy;
         }
         i += 1;
         if i == n {
@@ -354,9 +387,16 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         let (s, home) = self.locate(key);
         let guard = Guard::new();
         let seg = self.segment(s, &guard)?;
-        // Relaxed: a hit needs the word only (the grant's CAS checks it); the key's cell
-        // publishes itself, and the segment came from the directory with Acquire.
-        let Probe::Found(slot, w) = probe(&seg, home, key, Ordering::Relaxed) else {
+        #[cfg(not(hotlimit_loom))]
+        let found = probe(&seg, home, key);
+        #[cfg(hotlimit_loom)]
+        let found = if self.plant == Plant::RelaxedKeyRead {
+            // Planted: the keys read after a Relaxed load of their words.
+            probe_with(&seg, home, key, Ordering::Relaxed, false)
+        } else {
+            probe(&seg, home, key)
+        };
+        let Probe::Found(slot, w) = found else {
             return None;
         };
         let (now, behind) = self.relative(now);
@@ -397,7 +437,12 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
             if <L::Word as TatWord>::first(free) == inline::FREE {
                 // Relaxed: as above (nobody else can write the slot, so this cannot fail).
                 let _ = slot.word.cas(free, w, Ordering::Relaxed, Ordering::Relaxed);
-                let _ = slot.key.set(key);
+                // SAFETY: the segment is ours alone until its publication, which orders this
+                // write before every reader's.
+                #[allow(unsafe_code)]
+                unsafe {
+                    slot.key.write(key);
+                }
                 // Relaxed: a counter of this (unpublished) segment.
                 seg.used.fetch_add(1, Ordering::Relaxed);
                 return;

@@ -8,6 +8,8 @@
 //! `Mutex<Arc<T>>` stands in for it: the models check the slot words and the order of a
 //! rebuild's steps around its publication (every store to the cell is one lock, as the real
 //! swap is one atomic), not `sdd`'s reclamation, which is `sdd`'s own, tested by its authors.
+// The key cell below is the crate's one `unsafe`: a key without a flag of its own.
+#![allow(unsafe_code)]
 
 #[cfg(not(hotlimit_loom))]
 mod imp {
@@ -134,41 +136,119 @@ mod imp {
 
 pub(crate) use imp::{Cell, Guard, SegRef};
 
-/// A slot's key: written once, by the creator that claimed the slot. `std`'s `OnceLock`
-/// (its completion is a Release store, its `get` an Acquire load); under loom the same with
-/// that flag a loom atomic, so that the models schedule around the key's publication.
-#[cfg(not(hotlimit_loom))]
-pub(crate) type KeyCell<K> = std::sync::OnceLock<K>;
+/// A slot's key: written once, by the one thread that claimed the slot, and read by threads
+/// that learned from the slot's word that it was written. No flag of its own: a `u64` key
+/// takes 8 bytes, so a `Gcra` slot is 16 (a `OnceLock` key made it 24, and 24-byte slots
+/// straddle cache lines), and whether the key is there is the word's kind
+/// ([`written`]). Under loom the cell is loom's, which checks that every read happens after
+/// the write.
+///
+/// The protocol that makes the reads sound (the table's module docs): a slot's key is written
+/// by the winner of the slot's claim (CAS FREE → CLAIMED), right after it and before any other
+/// value is stored in the word, or by the builder of a segment no other thread sees yet; it
+/// never changes until the segment is dropped. A reader reads it only after loading, with
+/// Acquire, a word whose kind is live, MOVING or INDIRECT: such a value is the creator's
+/// commit (a Release CAS after its write) or a later RMW of the same word (in the commit's
+/// release sequence), or was written before the segment's publication, which the reader
+/// loaded with Acquire; either way the write happens before the read.
+pub(crate) struct KeyCell<K>(Inner<K>);
 
-/// A slot's key under loom: a `OnceLock` published by a loom flag.
+#[cfg(not(hotlimit_loom))]
+type Inner<K> = core::cell::UnsafeCell<core::mem::MaybeUninit<K>>;
 #[cfg(hotlimit_loom)]
-pub(crate) struct KeyCell<K> {
-    value: std::sync::OnceLock<K>,
-    published: loom::sync::atomic::AtomicBool,
+type Inner<K> = loom::cell::UnsafeCell<core::mem::MaybeUninit<K>>;
+
+// SAFETY: a `KeyCell` hands out `&K` to many threads (so `K: Sync`) and a key written on one
+// thread may be dropped on another (so `K: Send`), as `OnceLock<K>` does; the protocol above
+// orders the one write before every read.
+unsafe impl<K: Send + Sync> Sync for KeyCell<K> {}
+// SAFETY: as above; moving the cell moves the key.
+unsafe impl<K: Send> Send for KeyCell<K> {}
+
+/// Whether a slot whose word's value bits are `v` has its key written and published to a
+/// reader that loaded the word with Acquire: live, MOVING or INDIRECT (not FREE, SEALED or
+/// CLAIMED, which its creator may still be writing; DEAD slots are passed unread).
+#[inline(always)]
+pub(crate) fn written(v: u64) -> bool {
+    use super::super::word::inline;
+    v <= inline::MAX_TAT || v == inline::MOVING || v == inline::INDIRECT
 }
 
-#[cfg(hotlimit_loom)]
+/// Whether a slot whose word's value bits are `v` holds a key at all, for its segment's drop
+/// (no other thread left): every slot claimed since the segment was built got its key right
+/// after its claim, whatever became of it.
+#[inline(always)]
+pub(crate) fn holds_key(v: u64) -> bool {
+    use super::super::word::inline;
+    v != inline::FREE && v != inline::SEALED
+}
+
 impl<K> KeyCell<K> {
+    /// An empty cell.
     pub(crate) fn new() -> Self {
-        KeyCell {
-            value: std::sync::OnceLock::new(),
-            published: loom::sync::atomic::AtomicBool::new(false),
-        }
+        KeyCell(Inner::new(core::mem::MaybeUninit::uninit()))
     }
 
-    pub(crate) fn set(&self, key: K) -> Result<(), K> {
-        self.value.set(key)?;
-        // Release: as `OnceLock`'s completion.
-        self.published.store(true, crate::sync::Ordering::Release);
-        Ok(())
+    /// Writes the key.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the slot's one writer: it won the slot's claim (CAS FREE → CLAIMED), or
+    /// builds a segment no other thread can read yet; and it writes before storing any other
+    /// value in the slot's word.
+    #[inline(always)]
+    pub(crate) unsafe fn write(&self, key: K) {
+        #[cfg(not(hotlimit_loom))]
+        // SAFETY: the caller's contract: no other thread reads or writes the cell now.
+        unsafe {
+            (*self.0.get()).write(key);
+        }
+        #[cfg(hotlimit_loom)]
+        self.0.with_mut(|p| {
+            // SAFETY: as above; loom checks it.
+            unsafe {
+                (*p).write(key);
+            }
+        });
     }
 
-    pub(crate) fn get(&self) -> Option<&K> {
-        // Acquire: as `OnceLock::get`.
-        if self.published.load(crate::sync::Ordering::Acquire) {
-            self.value.get()
-        } else {
-            None
+    /// The key.
+    ///
+    /// # Safety
+    ///
+    /// The key was written, and its write happens before this read: the caller loaded the
+    /// slot's word with Acquire and its kind is [`written`] (or the segment is the caller's
+    /// own, or every other thread that used it has been joined).
+    #[inline(always)]
+    pub(crate) unsafe fn get(&self) -> &K {
+        #[cfg(not(hotlimit_loom))]
+        // SAFETY: the caller's contract: written once, before, and never written again while
+        // the cell lives.
+        unsafe {
+            (*self.0.get()).assume_init_ref()
         }
+        #[cfg(hotlimit_loom)]
+        self.0.with(|p| {
+            // SAFETY: as above; loom checks the order of the write and this read.
+            unsafe { (*p).assume_init_ref() }
+        })
+    }
+
+    /// Drops the key.
+    ///
+    /// # Safety
+    ///
+    /// The key was written ([`holds_key`]) and is not dropped twice.
+    pub(crate) unsafe fn drop_key(&mut self) {
+        #[cfg(not(hotlimit_loom))]
+        // SAFETY: the caller's contract; `&mut self`: no reader left.
+        unsafe {
+            self.0.get_mut().assume_init_drop();
+        }
+        #[cfg(hotlimit_loom)]
+        self.0.with_mut(|p| {
+            // SAFETY: as above.
+            unsafe { (*p).assume_init_drop() }
+        });
     }
 }

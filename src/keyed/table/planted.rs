@@ -98,7 +98,10 @@ impl ModelTable {
                 // Relaxed: read after the model's threads joined.
                 let v = <AtomicU64 as TatWord>::first(slot.word.load(Ordering::Relaxed))
                     & inline::V_MASK;
-                slot.key.get() == Some(&key) && v != inline::DEAD && v != inline::MOVING
+                // SAFETY: every thread that wrote a key has been joined.
+                #[allow(unsafe_code)]
+                let holds = super::cell::written(v) && unsafe { slot.key.get() } == &key;
+                holds && v != inline::MOVING
             })
             .count()
     }

@@ -59,7 +59,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 // Acquire: a DEAD word read here comes from an eviction's Release CAS, made
                 // after it raised the floor; reading it before we publish carries that raise
                 // to every creator that reads the new segment (see `Keyed`'s creation). A live
-                // word: its key was written before it (the key cell publishes itself anyway).
+                // or INDIRECT word publishes its key (`KeyCell`), which we copy.
                 let w = slot.word.load(Ordering::Acquire);
                 let first = <L::Word as TatWord>::first(w);
                 let v = first & inline::V_MASK;
@@ -78,14 +78,18 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 #[cfg(hotlimit_loom)]
                 if self.plant == super::Plant::CopyWithoutFreeze && closed == inline::MOVING {
                     // Planted: copy the value read, leave the old slot as it was.
-                    if let Some(key) = slot.key.get() {
+                    if super::cell::written(v) {
+                        // SAFETY: read with Acquire and written (`KeyCell`).
+                        #[allow(unsafe_code)]
+                        #[allow(unsafe_code)]
+                        let key = unsafe { slot.key.get() };
                         self.place(&new, key.clone(), w);
                     }
                     break;
                 }
                 // Relaxed (both): the CAS decides against every grant, claim, eviction and
                 // move on this one word (their RMWs are totally ordered with it); what we copy
-                // is the value it replaced, and the key, which its own cell publishes.
+                // is the value it replaced, and the key, published by the Acquire load above.
                 if slot
                     .word
                     .cas(
@@ -101,10 +105,10 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 if closed == inline::SEALED {
                     break;
                 }
-                let Some(key) = slot.key.get() else {
-                    // A claimed slot always has its key before it goes live or indirect.
-                    break;
-                };
+                // SAFETY: `w`, loaded with Acquire, is live or INDIRECT (the CAS above froze
+                // exactly that value): the key was written and published (`KeyCell`).
+                #[allow(unsafe_code)]
+                let key = unsafe { slot.key.get() };
                 let moved = if v == inline::INDIRECT {
                     w
                 } else if rerate {

@@ -70,6 +70,9 @@ pub enum Plant {
     /// A rebuild that copies a live word with a load, without freezing it: a grant on the old
     /// slot after the copy is in neither segment.
     CopyWithoutFreeze,
+    /// A hit that reads the keys on its path after a Relaxed load of their words: the key's
+    /// write is not ordered before the read (loom's cell reports it).
+    RelaxedKeyRead,
     /// A grant on the hit path that stores the value it decided on instead of CASing it from
     /// the value it read: two grants racing on one key both land.
     GrantByStore,
@@ -117,7 +120,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
             #[cfg(hotlimit_loom)]
             let pass_claimed = self.plant == Plant::PassClaimed;
             // Acquire: a creator must see every eviction of the key's earlier states (their
-            // DEAD words) before it reads the floor.
+            // DEAD words) before it reads the floor; and see `probe`.
             match probe_with(&seg, home, key, Ordering::Acquire, pass_claimed) {
                 Probe::Found(slot, w) => {
                     let first = <L::Word as TatWord>::first(w);
@@ -185,8 +188,9 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
             return Ok(());
         }
         let claimed = <L::Word as TatWord>::marker(free, inline::CLAIMED);
-        // Relaxed (both): the claim publishes nothing (the key cell publishes itself); a FREE
-        // slot never becomes FREE again, so the winner is the one creator of this slot.
+        // Relaxed (both): the claim publishes nothing (the commit's Release publishes the
+        // key); a FREE slot never becomes FREE again, so the winner is the one creator of
+        // this slot.
         if slot
             .word
             .cas(free, claimed, Ordering::Relaxed, Ordering::Relaxed)
@@ -194,7 +198,11 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         {
             return Ok(());
         }
-        let _ = slot.key.set(owned);
+        // SAFETY: we won the claim, and store nothing in the word before this write.
+        #[allow(unsafe_code)]
+        unsafe {
+            slot.key.write(owned);
+        }
         // Relaxed: a hint for when to rebuild.
         seg.used.fetch_add(1, Ordering::Relaxed);
         if let Err(denied) = host.reserve(now) {
@@ -214,8 +222,9 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         // segment, which we loaded with Acquire: every such raise happens before this load.
         let floor = early.unwrap_or_else(|| host.floor().load(Ordering::Relaxed));
         let committed = host.commit(key, claimed, self.relative(floor).0, floor);
-        // Release: an INDIRECT key's map state was put in before (an admitter that reads
-        // INDIRECT finds it); a live word needs none (its own CAS linearizes its grants).
+        // Release: publishes the key written above to every reader that loads the word with
+        // Acquire (`KeyCell`), and an INDIRECT key's map state, put in before (an admitter
+        // that reads INDIRECT finds it).
         // Relaxed on failure: nobody else writes a CLAIMED word, so it cannot fail.
         let _ = slot
             .word
