@@ -1650,11 +1650,10 @@
 //!
 //! Per `u64` GCRA key: 1.4 slots of 24 bytes of capacity, 34 bytes measured as RSS growth
 //! over a million keys at a capacity of a million (BENCHMARKS.md); a `String` key adds its
-//! heap bytes and 16 more in the cell. The table grows a segment at a time, but keys spread
-//! evenly over the segments, so it is at its full size after a few keys per segment: unlike
-//! the map it replaced, its memory follows the capacity, not the keys (a capacity of twice
-//! the keys takes twice the bytes per key; size the capacity to the keys expected; segments
-//! that grow with their keys were tried in the second round, above, and not kept). Logs and
+//! heap bytes and 16 more in the cell. A segment starts at 64 slots and grows with its keys
+//! (the second round, below; before it a segment was allocated at its full length, so the
+//! table's memory followed the capacity, not the keys): 1.3 to 2 slots per key held (beyond
+//! a segment's first 64), at most 1.4 per key of capacity. Logs and
 //! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
 //! and table slot.
 //!

@@ -17,6 +17,10 @@
 //! - a grant racing a rebuild of the segment: one grant (planted: a rebuild that copies the
 //!   word without freezing it);
 //! - a creation racing a rebuild: the key ends with one slot and one grant;
+//! - a segment growing (a new key filled three quarters of it: the real rebuild into a longer
+//!   segment) while a grant races it: one grant (planted: a rebuild that copies without
+//!   freezing); two creators of one key racing the growth their creation starts: one slot,
+//!   one grant;
 //! - a hit racing the creation of its key: the key's bytes are read only after a load that
 //!   publishes them (the slot's key has no flag of its own; loom's cell checks every read
 //!   against the write; planted: the words loaded Relaxed, a read racing the write).
@@ -210,5 +214,66 @@ fn creation_racing_a_rebuild_keeps_one_state() {
         assert!(creator.join().unwrap());
         assert!(!t.acquire_at(1, 0));
         assert_eq!(t.live_slots(1), 1);
+    });
+}
+
+/// A one-segment table that starts with 2 slots and grows to at most 4, shared.
+fn growing(plant: Option<TablePlant>) -> Arc<ModelTable> {
+    Arc::new(ModelTable::growing(
+        one_per_10ns(),
+        2,
+        4,
+        plant.unwrap_or(TablePlant::None),
+    ))
+}
+
+/// Key 1 granted at 0 in a segment of 2 slots. At 10, one thread asks for key 1 while this one
+/// creates key 2 (the second of 2 slots used: the segment grows to 4, by a rebuild) and then
+/// asks for key 1 too: one grant of key 1 at 10, and each key one slot in the grown segment.
+fn grant_racing_growth(planted: bool) {
+    loom::model(move || {
+        let t = growing(planted.then_some(TablePlant::CopyWithoutFreeze));
+        assert!(t.acquire_at(1, 0));
+        assert_eq!(t.slots(), 2);
+        let t2 = t.clone();
+        let asker = thread::spawn(move || t2.acquire_at(1, 10));
+        assert!(t.acquire_at(2, 10));
+        let mine = t.acquire_at(1, 10);
+        let theirs = asker.join().unwrap();
+        assert_eq!(
+            u32::from(mine) + u32::from(theirs),
+            1,
+            "a grant lost in a growth"
+        );
+        assert_eq!(t.slots(), 4, "the segment grew");
+        assert_eq!((t.live_slots(1), t.live_slots(2)), (1, 1));
+    });
+}
+
+common::real_and_planted! {
+    "a grant lost in a growth";
+    growth_never_loses_a_grant, planted_growth_copying_without_freeze_over_admits
+        => grant_racing_growth;
+}
+
+/// Key 9 in a segment of 2 slots; two threads create key 1 at once (whichever claims the
+/// second slot grows the segment, while the other may be probing the old one): one grant,
+/// one slot for key 1, in the grown segment.
+#[test]
+fn creators_racing_growth_share_one_slot() {
+    loom::model(|| {
+        let t = growing(None);
+        assert!(t.acquire_at(9, 0));
+        let t2 = t.clone();
+        let other = thread::spawn(move || t2.acquire_at(1, 0));
+        let mine = t.acquire_at(1, 0);
+        let theirs = other.join().unwrap();
+        assert_eq!(
+            u32::from(mine) + u32::from(theirs),
+            1,
+            "two slots for one key"
+        );
+        assert_eq!(t.slots(), 4, "the segment grew");
+        assert_eq!(t.live_slots(1), 1, "two slots for one key");
     });
 }

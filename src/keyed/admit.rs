@@ -98,14 +98,14 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (s, home) = table.locate(key);
+        let (s, spot) = table.locate(key);
         let mut contention = Contention::new();
         loop {
             let guard = Guard::new();
             let Some(seg) = table.segment(s, &guard) else {
                 return;
             };
-            let (slot, w) = match probe(&seg, home, key) {
+            let (slot, w) = match probe(&seg, spot, key) {
                 Probe::Found(slot, w) => (slot, w),
                 // A sealed slot on the way (a rebuild): look again after it.
                 Probe::Busy => {
@@ -153,10 +153,10 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         Q: Hash + Eq + ?Sized,
     {
         let table = self.table.as_ref()?;
-        let (s, home) = table.locate(key);
+        let (s, spot) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
-        let Probe::Found(_, w) = probe(&seg, home, key) else {
+        let Probe::Found(_, w) = probe(&seg, spot, key) else {
             return None;
         };
         if !inline::is_live(<L::Word as TatWord>::first(w)) {
@@ -176,10 +176,10 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedRead, C> Keyed<K, L, C> {
         Q: Hash + Eq + ?Sized,
     {
         let table = self.table.as_ref()?;
-        let (s, home) = table.locate(key);
+        let (s, spot) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
-        let Probe::Found(_, w) = probe(&seg, home, key) else {
+        let Probe::Found(_, w) = probe(&seg, spot, key) else {
             return None;
         };
         let first = <L::Word as TatWord>::first(w);
@@ -219,10 +219,10 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedRead, C> Keyed<K, L, C> {
         if permits == 0 {
             return None;
         }
-        let (s, home) = table.locate(key);
+        let (s, spot) = table.locate(key);
         let guard = Guard::new();
         let seg = table.segment(s, &guard)?;
-        let Probe::Found(slot, w) = probe(&seg, home, key) else {
+        let Probe::Found(slot, w) = probe(&seg, spot, key) else {
             return None;
         };
         let (rel, behind) = table.relative(now);

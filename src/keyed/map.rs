@@ -124,14 +124,14 @@ pub(super) struct Slot<L: KeyedState> {
 /// `capacity` keys have an override at a time (kept apart from the key states, which they
 /// outlive), so the memory of both tables is bounded by `capacity`.
 ///
-/// Memory per key. `Gcra` and `GcraPair`: 1.4 slots per key of capacity, each the state word
-/// (8 or 16 bytes) beside the key in a write-once cell (16 bytes for a `u64`, 32 for a
-/// `String` plus its heap bytes), allocated a segment (about 1,024 slots) at a time with the
-/// segment's first key (keys hash evenly over the segments, so a table is at its full size,
-/// capacity × 1.4 slots, once it holds a few keys per segment: about 700 keys for the default
-/// capacity of 100,000, 3.4 MB with `u64` keys; size `capacity` to the keys you expect); a key
-/// with a rate override also has a map entry. Logs and windows: the key, the state (for
-/// [`SlidingLog`](crate::SlidingLog) a ring of `limit` timestamps and a gate word; for
+/// Memory per key. `Gcra` and `GcraPair`: slots of the state word (8 or 16 bytes) beside the
+/// key in a write-once cell (16 bytes for a `u64`, 32 for a `String` plus its heap bytes), in
+/// segments of at most about 1,024 slots; a segment is allocated with its first key at 64
+/// slots and grows as its keys arrive (rebuilt at twice its keys once they fill three quarters
+/// of it), so a table holds 1.3 to 2 slots per key it has (beyond a segment's first 64), and
+/// at most 1.4 per key of capacity (3.4 MB with `u64` keys at the default capacity of
+/// 100,000); a key with a rate override also has a map entry. Logs and windows: the key, the
+/// state (for [`SlidingLog`](crate::SlidingLog) a ring of `limit` timestamps and a gate word; for
 /// [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots, the power of two ≥ `buckets +
 /// 1` slots, an unpadded header and a gate word), an 8-byte override pointer and the map's
 /// entry. Measured (`BENCHMARKS.md`, RSS growth over 1,000,000 keys): 34 bytes

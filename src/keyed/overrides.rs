@@ -181,7 +181,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let (s, home) = table.locate(key);
+        let (s, spot) = table.locate(key);
         let (rel, _) = table.relative(now);
         let mut contention = Contention::new();
         loop {
@@ -191,7 +191,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 // No key there yet: the next state created for the key reads the override.
                 return;
             };
-            let (slot, w) = match probe(&seg, home, key) {
+            let (slot, w) = match probe(&seg, spot, key) {
                 Probe::Found(slot, w) => (slot, w),
                 // The next state created for the key reads the override.
                 Probe::Absent(_) | Probe::Full => return,
@@ -296,7 +296,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (s, home) = table.locate(key);
+        let (s, spot) = table.locate(key);
         let mut contention = Contention::new();
         loop {
             let guard = Guard::new();
@@ -304,7 +304,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 // An INDIRECT slot is never dropped: its segment stays.
                 return;
             };
-            if let Probe::Found(slot, w) = probe(&seg, home, key) {
+            if let Probe::Found(slot, w) = probe(&seg, spot, key) {
                 if <L::Word as TatWord>::first(w) & inline::V_MASK == inline::INDIRECT {
                     let live = L::word_carried(&seg.cfg, carry.clone(), floor, table.base, w);
                     // Relaxed (both): the word is the key's whole state; a rebuild's freeze

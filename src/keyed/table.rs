@@ -5,8 +5,8 @@
 //!
 //! # Layout
 //!
-//! The table is a directory of segments (about [`SEGMENT`] slots each), every one behind an
-//! epoch-protected pointer ([`cell`]). A key's hash picks its segment (high 32 bits) and its
+//! The table is a directory of segments (at most about [`SEGMENT`] slots each), every one
+//! behind an epoch-protected pointer ([`cell`]). A key's hash picks its segment (high 32 bits) and its
 //! home slot in it (low 32 bits); from there it probes linearly, wrapping in the segment. A
 //! slot is `{ word, key }`: the word is the state with its kind in the first half
 //! ([`inline`](super::word::inline): FREE, CLAIMED, live, MOVING, INDIRECT, DEAD, SEALED), the
@@ -21,8 +21,13 @@
 //! FREE slot on the key's path*. A new key takes the first FREE slot on its path by CAS; a
 //! creator that loses that CAS looks again from the start, and a racing creator of the same key
 //! then finds the winner's slot (the one before every FREE slot) instead of claiming another.
-//! Dead slots are reclaimed by rebuilding the segment ([`rebuild`]): its live keys are frozen
-//! and copied into a fresh segment, which replaces the old one in the directory.
+//! Dead slots are reclaimed, and a segment grows, by rebuilding it ([`rebuild`]): its live
+//! keys are frozen and copied into a fresh segment sized for them, which replaces the old one
+//! in the directory. For keys with no drop glue (integers, addresses, arrays and tuples of
+//! them) a segment starts with [`FIRST_LEN`] slots, so that the table's memory follows its
+//! keys, not its capacity (which bounds a segment's length); keys that own memory (`String`)
+//! start at the full length, since each growth would clone every key of the segment again and
+//! scatter their bytes (the guide has the figures).
 //!
 //! The protocol (creation, grants, evictions, rate changes, rebuilds) and its proofs are in
 //! the [`guide`](crate::guide#keyed-the-inline-table); the admission paths that use the table
@@ -56,9 +61,15 @@ pub use slow::Plant;
 #[cfg_attr(not(feature = "std"), allow(dead_code))]
 pub(crate) const SEGMENT: usize = 1024;
 
+/// The slots a segment of keys with no drop glue starts with (or its full length, if that is
+/// less): it grows by rebuilds as its keys arrive, so that the table follows the keys rather
+/// than the capacity.
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
+const FIRST_LEN: usize = 64;
+
 /// Slots per key of capacity, in tenths: 14, so the table is at most 71 % full of live keys
-/// (linear probing: about 2.2 slots read per hit at full capacity) and 24 bytes per slot make
-/// 34 bytes per `u64` key of capacity.
+/// (linear probing: about 2.2 slots read per hit at full capacity) and 16 bytes per slot make
+/// 22.4 bytes per `u64` key of capacity in full-length segments.
 #[cfg_attr(not(feature = "std"), allow(dead_code))]
 const SLOTS_PER_KEY_X10: usize = 14;
 
@@ -115,7 +126,7 @@ pub(crate) const RETIRED: u64 = 2;
 
 impl<K, L: KeyedState> Segment<K, L> {
     /// A segment of `len` FREE slots running on `cfg` (`None` for states kept in the map).
-    fn new(cfg: Arc<L::Config>, len: usize) -> Option<Self> {
+    pub(crate) fn new(cfg: Arc<L::Config>, len: usize) -> Option<Self> {
         let slots = (0..len)
             .map(|_| {
                 Some(Slot {
@@ -147,15 +158,16 @@ pub(crate) enum Probe<'s, K, A: TatWord> {
     Full,
 }
 
-/// The first (and only) slot of `key` that is not DEAD, on its path from `start` in `seg`.
-/// Loads the words with Acquire: a word that says its key is written publishes the key
-/// ([`KeyCell`]), and a creator must see every eviction of the key's earlier states (their
-/// DEAD words) before it reads the floor. (A plain load on x86; on the hit path the Relaxed
-/// load it replaced bought nothing, the key cell's own Acquire flag came after it.)
+/// The first (and only) slot of `key` that is not DEAD, on its path in `seg` from its home,
+/// the slot its `spot` (see [`Table::locate`]) names in a segment of this length. Loads the
+/// words with Acquire: a word that says its key is written publishes the key ([`KeyCell`]),
+/// and a creator must see every eviction of the key's earlier states (their DEAD words)
+/// before it reads the floor. (A plain load on x86; on the hit path the Relaxed load it
+/// replaced bought nothing, the key cell's own Acquire flag came after it.)
 #[inline(always)]
 pub(crate) fn probe<'s, K, L, Q>(
     seg: &'s Segment<K, L>,
-    start: usize,
+    spot: u64,
     key: &Q,
 ) -> Probe<'s, K, L::Word>
 where
@@ -163,7 +175,13 @@ where
     K: Borrow<Q>,
     Q: Eq + ?Sized,
 {
-    probe_with(seg, start, key, Ordering::Acquire, false)
+    probe_with(seg, spot, key, Ordering::Acquire, false)
+}
+
+/// The home slot of a key whose spot is `spot` in a segment of `len` slots (multiply-shift).
+#[inline(always)]
+pub(crate) fn home(spot: u64, len: usize) -> usize {
+    ((spot * len as u64) >> 32) as usize
 }
 
 /// [`probe`] with the loom models' planted bugs: with `pass_claimed`, a slot claimed whose key
@@ -172,7 +190,7 @@ where
 #[inline(always)]
 pub(crate) fn probe_with<'s, K, L, Q>(
     seg: &'s Segment<K, L>,
-    start: usize,
+    spot: u64,
     key: &Q,
     order: Ordering,
     pass_claimed: bool,
@@ -183,10 +201,9 @@ where
     Q: Eq + ?Sized,
 {
     let n = seg.slots.len();
-    let mut i = start;
+    let mut i = home(spot, n);
     for _ in 0..n {
         let slot = &seg.slots[i];
-        // The caller's ordering (see above).
         // The caller's ordering: Acquire (see `probe`), but in a planted bug.
         let w = slot.word.load(order);
         let v = <L::Word as TatWord>::first(w) & inline::V_MASK;
@@ -284,8 +301,10 @@ fn grant_contended<L: KeyedState>(
 /// The inline table: a directory of segments, the hasher, and the base of its times.
 pub(crate) struct Table<K, L: KeyedState, S> {
     segs: Box<[cell::Cell<Segment<K, L>>]>,
-    /// Slots per segment.
-    seg_len: usize,
+    /// The slots a segment starts with ([`FIRST_LEN`], or `max_len` if less).
+    first_len: usize,
+    /// The most slots a segment may have (it grows by rebuilds up to this).
+    max_len: usize,
     hasher: S,
     /// The clock reading at build: words hold times relative to it.
     pub(crate) base: u64,
@@ -300,15 +319,29 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
     /// first key; `None` for states kept in the map (logs, windows).
     pub(crate) fn new(capacity: u64, hasher: S, base: u64) -> Option<Self> {
         let (nseg, seg_len) = shape(capacity);
-        Self::with_shape(nseg, seg_len, hasher, base)
+        // Keys that own memory start at the full length: see the module docs.
+        let first = if core::mem::needs_drop::<K>() {
+            seg_len
+        } else {
+            FIRST_LEN.min(seg_len)
+        };
+        Self::with_shape(nseg, first, seg_len, hasher, base)
     }
 
-    /// A table of `nseg` segments of `seg_len` slots (the loom models' tiny tables).
-    pub(crate) fn with_shape(nseg: usize, seg_len: usize, hasher: S, base: u64) -> Option<Self> {
+    /// A table of `nseg` segments that start with `first_len` slots and grow to at most
+    /// `max_len` (the loom models' tiny tables).
+    pub(crate) fn with_shape(
+        nseg: usize,
+        first_len: usize,
+        max_len: usize,
+        hasher: S,
+        base: u64,
+    ) -> Option<Self> {
         <L::Word as TatWord>::free()?;
         Some(Table {
             segs: (0..nseg).map(|_| cell::Cell::empty()).collect(),
-            seg_len,
+            first_len: first_len.clamp(1, max_len.max(1)),
+            max_len,
             hasher,
             base,
             #[cfg(hotlimit_loom)]
@@ -339,7 +372,7 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
     {
         let guard = Guard::new();
         if self.segment(s, &guard).is_none() {
-            if let Some(seg) = Segment::new(cfg.clone(), self.seg_len) {
+            if let Some(seg) = Segment::new(cfg.clone(), self.first_len) {
                 // Another thread may have been first: then ours is dropped.
                 let _ = self.segs[s].init(seg, &guard);
             }
@@ -355,9 +388,41 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
         }
     }
 
+    /// The length of a segment rebuilt to hold `live` keys: twice the keys and two (half
+    /// full, so that it grows again only after as many new keys again: a segment that fills
+    /// from [`FIRST_LEN`] slots is rebuilt about six times on its way to a thousand keys), at
+    /// least the first length, at most the most, and more slots than keys while that allows (a
+    /// rebuild for want of a FREE slot below the most always makes one).
+    pub(crate) fn rebuilt_len(&self, live: usize) -> usize {
+        live.saturating_mul(2)
+            .saturating_add(2)
+            .max(self.first_len)
+            .min(self.max_len)
+            .max(live)
+    }
+
+    /// Whether `seg` is worth rebuilding after a new key claimed a slot in it: below the most
+    /// slots, once three quarters of its slots are used (it grows, or is compacted if many
+    /// are dead); at the most, once seven eighths are used and an eighth are dead.
+    pub(crate) fn worth_rebuilding(&self, seg: &Segment<K, L>) -> bool {
+        let n = seg.slots.len() as u64;
+        // Relaxed (both): hints.
+        let used = seg.used.load(Ordering::Relaxed);
+        if n < self.max_len as u64 {
+            return used * 4 >= n * 3;
+        }
+        let dead = seg.dead.load(Ordering::Relaxed);
+        used * 8 >= n * 7 && dead * 8 >= n
+    }
+
+    /// Whether `seg` may still grow (it has fewer than the most slots).
+    pub(crate) fn can_grow(&self, seg: &Segment<K, L>) -> bool {
+        seg.slots.len() < self.max_len
+    }
+
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
-    /// The bytes of the slots and segment headers (once every segment has its first key), for
-    /// the memory budget.
+    /// The bytes of the slots and segment headers once every segment has grown to its most
+    /// slots (the table at its capacity), for the memory budget.
     pub(crate) fn bytes(capacity: u64) -> u128 {
         let (nseg, seg_len) = shape(capacity);
         let slot = core::mem::size_of::<Slot<K, L::Word>>() as u128;
@@ -366,14 +431,14 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
 }
 
 impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
-    /// The segment and home slot of `key`.
+    /// The segment of `key` and its spot: the low half of its hash, which names its home
+    /// slot in a segment of any length ([`home`]: a segment's length changes when it grows).
     #[inline(always)]
-    pub(crate) fn locate<Q: Hash + ?Sized>(&self, key: &Q) -> (usize, usize) {
+    pub(crate) fn locate<Q: Hash + ?Sized>(&self, key: &Q) -> (usize, u64) {
         let h = self.hasher.hash_one(key);
         // Multiply-shift: the high half picks the segment, the low half the home slot.
         let seg = ((h >> 32) * self.segs.len() as u64) >> 32;
-        let home = ((h & 0xFFFF_FFFF) * self.seg_len as u64) >> 32;
-        (seg as usize, home as usize)
+        (seg as usize, h & 0xFFFF_FFFF)
     }
 
     /// The hit path: `key`'s live slot, one CAS. `None`: anything else (a new key, a word that
@@ -384,17 +449,17 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (s, home) = self.locate(key);
+        let (s, spot) = self.locate(key);
         let guard = Guard::new();
         let seg = self.segment(s, &guard)?;
         #[cfg(not(hotlimit_loom))]
-        let found = probe(&seg, home, key);
+        let found = probe(&seg, spot, key);
         #[cfg(hotlimit_loom)]
         let found = if self.plant == Plant::RelaxedKeyRead {
             // Planted: the keys read after a Relaxed load of their words.
-            probe_with(&seg, home, key, Ordering::Relaxed, false)
+            probe_with(&seg, spot, key, Ordering::Relaxed, false)
         } else {
-            probe(&seg, home, key)
+            probe(&seg, spot, key)
         };
         let Probe::Found(slot, w) = found else {
             return None;
@@ -426,9 +491,9 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
     /// Puts `key` with word value `w` into a segment being built (no other thread sees it yet):
     /// the first FREE slot on its path.
     fn place(&self, seg: &Segment<K, L>, key: K, w: <L::Word as TatWord>::W) {
-        let (_, home) = self.locate::<K>(&key);
+        let (_, spot) = self.locate::<K>(&key);
         let n = seg.slots.len();
-        let mut i = home;
+        let mut i = home(spot, n);
         loop {
             let slot = &seg.slots[i];
             // Relaxed: the segment is not published yet; its publication (Release) orders
@@ -472,13 +537,4 @@ fn shape(capacity: u64) -> (usize, usize) {
 pub(crate) fn count_dead<K, L: KeyedState>(seg: &Segment<K, L>) {
     // Relaxed: a hint for when to rebuild.
     seg.dead.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Whether `seg` is worth rebuilding: most of its slots used, and an eighth of them dead.
-pub(crate) fn worth_rebuilding<K, L: KeyedState>(seg: &Segment<K, L>) -> bool {
-    let n = seg.slots.len() as u64;
-    // Relaxed (both): hints.
-    let used = seg.used.load(Ordering::Relaxed);
-    let dead = seg.dead.load(Ordering::Relaxed);
-    used * 8 >= n * 7 && dead * 8 >= n
 }

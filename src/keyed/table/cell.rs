@@ -1,6 +1,7 @@
 //! The directory cell of [`Table`](super::Table): one epoch-protected pointer per segment, so
 //! that a rebuild can replace a segment while readers still hold the old one; empty until the
-//! segment's first key (a table's memory grows with its keys, a segment at a time).
+//! segment's first key (a table's memory grows with its keys: segments are allocated, then
+//! grown by rebuilds, as their keys arrive).
 //!
 //! Normally `sdd`'s `AtomicOwned` under an `sdd::Guard` (a thread-local epoch: entering and
 //! leaving it is one `lock xchg` and one store, no shared write; a replaced segment is dropped

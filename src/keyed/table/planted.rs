@@ -41,7 +41,13 @@ impl core::fmt::Debug for ModelTable {
 impl ModelTable {
     /// `slots` slots in one segment, every key at `rate` (burst = its limit), with `plant`.
     pub fn new(rate: Rate, slots: usize, plant: Plant) -> Self {
-        let mut table = Table::with_shape(1, slots, BuildHasherDefault::default(), 0)
+        Self::growing(rate, slots, slots, plant)
+    }
+
+    /// One segment that starts with `first` slots and grows (by the real rebuild, when a new
+    /// key fills three quarters of it) to at most `most`.
+    pub fn growing(rate: Rate, first: usize, most: usize, plant: Plant) -> Self {
+        let mut table = Table::with_shape(1, first, most, BuildHasherDefault::default(), 0)
             .expect("GCRA states sit inline");
         table.plant = plant;
         ModelTable {
@@ -84,6 +90,14 @@ impl ModelTable {
         while !self.table.rebuild(0, None, now) {
             loom::thread::yield_now();
         }
+    }
+
+    /// The slots the segment has now (0 before its first key).
+    pub fn slots(&self) -> usize {
+        let guard = Guard::new();
+        self.table
+            .segment(0, &guard)
+            .map_or(0, |seg| seg.slots.len())
     }
 
     /// The slots of `key` that are not DEAD (at most one, whatever the interleaving).

@@ -1,5 +1,8 @@
-//! Rebuilding a segment of the [`Table`]: its dead slots reclaimed (a compaction), or its live
-//! states carried onto a new default configuration (`set_default_rate`).
+//! Rebuilding a segment of the [`Table`]: its dead slots reclaimed (a compaction), its keys
+//! given more room (a segment starts small and grows with its keys, so that the table's memory
+//! follows the keys rather than the capacity), or its live states carried onto a new default
+//! configuration (`set_default_rate`). One protocol for all three: the new segment is sized
+//! from the keys the rebuild froze ([`Table::rebuilt_len`]), after it froze them.
 //!
 //! One thread at a time per segment (the segment's `state`, CURRENT → REBUILDING by CAS). It
 //! walks the slots in order and closes each with one CAS, whose kind decides what happens:
@@ -14,14 +17,16 @@
 //! - CLAIMED or MOVING (a creator, or a rate change, in the middle of its steps on this slot):
 //!   waited for, then closed as whatever it became.
 //!
-//! Then the new segment replaces the old one in the directory (Release), and the old one is
+//! Then the frozen keys go into a new segment sized for them, which replaces the old one in the directory (Release), and the old one is
 //! marked RETIRED (its slots are all sealed, frozen or dead: nothing can be granted in it). A
 //! request on a key of the segment waits from its key's freeze to the publication: the price
 //! of reclaiming slots that readers may be comparing keys in.
 
 use core::hash::{BuildHasher, Hash};
 
-use super::super::word::{inline, TatWord};
+use alloc::vec::Vec;
+
+use super::super::word::{inline, TatWord, WordOf};
 use super::super::KeyedState;
 use super::{Guard, Segment, Table, CURRENT, REBUILDING, RETIRED};
 use crate::contention::Contention;
@@ -32,6 +37,10 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
     /// live states at `now` (after the base) when the configuration changes. `false` if another
     /// thread is rebuilding it (or has just replaced it): the caller looks again.
     pub(crate) fn rebuild(&self, s: usize, cfg: Option<&Arc<L::Config>>, now: u64) -> bool {
+        if <L::Word as TatWord>::free().is_none() {
+            // States kept in the map have no table (and so no segment to rebuild).
+            return false;
+        }
         let guard = Guard::new();
         let Some(old) = self.segment(s, &guard) else {
             // No key yet: nothing to rebuild (its first key allocates it on the default).
@@ -49,10 +58,8 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         }
         let cfg: Arc<L::Config> = cfg.cloned().unwrap_or_else(|| old.cfg.clone());
         let rerate = !Arc::ptr_eq(&cfg, &old.cfg);
-        let Some(new) = Segment::new(cfg.clone(), old.slots.len()) else {
-            // States kept in the map have no table (and so no segment to rebuild).
-            return false;
-        };
+        // The keys to copy and their words, frozen (every slot of the old segment closed).
+        let mut moved: Vec<(K, WordOf<L>)> = Vec::new();
         for slot in old.slots.iter() {
             let mut contention = Contention::new();
             loop {
@@ -81,9 +88,8 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                     if super::cell::written(v) {
                         // SAFETY: read with Acquire and written (`KeyCell`).
                         #[allow(unsafe_code)]
-                        #[allow(unsafe_code)]
                         let key = unsafe { slot.key.get() };
-                        self.place(&new, key.clone(), w);
+                        moved.push((key.clone(), w));
                     }
                     break;
                 }
@@ -109,16 +115,23 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 // exactly that value): the key was written and published (`KeyCell`).
                 #[allow(unsafe_code)]
                 let key = unsafe { slot.key.get() };
-                let moved = if v == inline::INDIRECT {
+                let carried = if v == inline::INDIRECT {
                     w
                 } else if rerate {
                     L::word_rerate(&old.cfg, &cfg, w, now)
                 } else {
                     w
                 };
-                self.place(&new, key.clone(), moved);
+                moved.push((key.clone(), carried));
                 break;
             }
+        }
+        // Sized for the keys frozen: none can be added to the old segment any more.
+        let Some(new) = Segment::new(cfg, self.rebuilt_len(moved.len())) else {
+            unreachable!("the word sits inline (checked above)");
+        };
+        for (key, w) in moved {
+            self.place(&new, key, w);
         }
         // Relaxed: a late rebuilder of the old segment fails its CAS on either value.
         old.state.store(RETIRED, Ordering::Relaxed);

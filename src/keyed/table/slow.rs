@@ -10,7 +10,7 @@ use core::hash::{BuildHasher, Hash};
 
 use super::super::word::{inline, TatWord, WordOf};
 use super::super::KeyedState;
-use super::{count_dead, grant, probe_with, worth_rebuilding, Guard, Hit, Probe, Segment, Table};
+use super::{count_dead, grant, probe_with, Guard, Hit, Probe, Segment, Table};
 use crate::contention::Contention;
 use crate::error::Denied;
 use crate::sync::{Arc, AtomicU64, Ordering};
@@ -95,7 +95,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let (rel, behind) = self.relative(now);
-        let (s, home) = self.locate(key);
+        let (s, spot) = self.locate(key);
         let mut contention = Contention::new();
         loop {
             let count = host.count();
@@ -121,7 +121,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
             let pass_claimed = self.plant == Plant::PassClaimed;
             // Acquire: a creator must see every eviction of the key's earlier states (their
             // DEAD words) before it reads the floor; and see `probe`.
-            match probe_with(&seg, home, key, Ordering::Acquire, pass_claimed) {
+            match probe_with(&seg, spot, key, Ordering::Acquire, pass_claimed) {
                 Probe::Found(slot, w) => {
                     let first = <L::Word as TatWord>::first(w);
                     if inline::is_live(first) {
@@ -142,7 +142,8 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 }
                 Probe::Busy => contention.snooze(),
                 Probe::Full => {
-                    // No FREE slot left in the segment: reclaim its dead ones, or refuse.
+                    // No FREE slot left in the segment: grow it, reclaim its dead ones, or
+                    // refuse.
                     if !self.reclaim(host, s, &seg, now) {
                         return Err(Denied::after_nanos(SEGMENT_FULL_RETRY_NS).table_full());
                     }
@@ -229,18 +230,19 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         let _ = slot
             .word
             .cas(claimed, committed, Ordering::Release, Ordering::Relaxed);
-        if worth_rebuilding(seg) {
+        if self.worth_rebuilding(seg) {
             self.rebuild(s, None, self.relative(now).0);
         }
         host.created(key, s, now);
         Ok(())
     }
 
-    /// Segment `s` has no FREE slot: rebuild it if it has dead ones (after the host made
-    /// room, if none were dead). `false`: no room in it for a new key.
+    /// Segment `s` has no FREE slot: rebuild it if it may still grow (creators raced past
+    /// the rebuild that `create` starts at three quarters), or if it has dead slots (after
+    /// the host made room, if none were dead). `false`: no room in it for a new key.
     fn reclaim<H: Host<K, L>>(&self, host: &H, s: usize, seg: &Segment<K, L>, now: u64) -> bool {
         // Relaxed: a hint.
-        if seg.dead.load(Ordering::Relaxed) == 0 {
+        if !self.can_grow(seg) && seg.dead.load(Ordering::Relaxed) == 0 {
             // Every slot holds a key that is not dead: only evictions make room.
             host.make_room(now);
             // Relaxed: as above.
