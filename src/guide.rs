@@ -4,7 +4,7 @@
 //!
 //! | you want to | use | its guarantee | its cost |
 //! |---|---|---|---|
-//! | protect a server per user or per IP | [`IntKeyed`] (integer ids, [`IpAddr`](std::net::IpAddr) per /56 or any prefix); [`Keyed`] for other keys (`Keyed<String, _>`, looked up by `&str`) | per key [`Gcra`]'s: at most b + d/I in any interval d; at most `capacity` keys, idle ones evicted, never an admission lost | `IntKeyed`: one cache line and one 16-byte CAS per grant, 32–64 bytes per key of capacity; `Keyed`: one slot probed and one CAS, 34 bytes per `u64` key |
+//! | protect a server per user or per IP | [`IntKeyed`] (integer ids, [`IpAddr`](std::net::IpAddr) per /56 or any prefix); [`Keyed`] for other keys (`Keyed<String, _>`, looked up by `&str`) | per key [`Gcra`]'s: at most b + d/I in any interval d; at most `capacity` keys, idle ones evicted, never an admission lost | `IntKeyed`: one cache line and one 16-byte CAS per grant, 32–64 bytes per key of capacity; `Keyed`: one slot probed and one CAS, 16-byte slots, 23–28 bytes per `u64` key |
 //! | a global cap per window ("500 per 10 minutes", an upstream quota) | [`SlidingWindow`] (exact: [`SlidingLog`]) | at most `limit` in every window of `period`, counted at each grant's effective time (see [what time a grant is counted at](#what-time-a-grant-is-counted-at)); never over-admits | one CAS per grant, 8 bytes × 16 + 512 bytes for 10 buckets; `SlidingLog`: 8 bytes × `limit` |
 //! | pace a load generator | [`Pacer`] | N threads share one target rate: slots one interval apart, each caller returns at its own | one CAS to reserve a slot, then a sleep; 8 bytes |
 //! | rotate API keys | [`KeyPool`] | no key used more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key is spent | one CAS per key handed out; 8 bytes × keys × `max_uses` |
@@ -1466,16 +1466,19 @@
 //! **The layout.** A slot is `{ word, key }`: the state word with its kind in the first half
 //! (`keyed/word.rs`: FREE, CLAIMED, live with a 2-bit grant count, MOVING, INDIRECT, DEAD,
 //! SEALED; times in ns after the table's base, 2^62 ns of range) and the key in a write-once
-//! cell (`OnceLock`): 24 bytes for a `u64` key. Slots are grouped in segments of about 1,024,
-//! each behind an epoch-protected pointer (`sdd`), allocated with the segment's first key; a
-//! key's hash picks its segment and its home slot, and it probes linearly from there. There
-//! are 1.4 slots per key of capacity: 34 bytes per `u64` key at full capacity, and at most
-//! 71 % of the slots live (about 2.2 slots read per hit).
+//! cell with no flag of its own (its publication is the word's kind: below): 16 bytes for a
+//! `u64` key, four slots to a cache line and none across two. Slots are grouped in segments
+//! of at most about 1,024, each behind an epoch-protected pointer (`sdd`), allocated with the
+//! segment's first key; a key's hash picks its segment and its home slot, and it probes
+//! linearly from there. There are at most 1.4 slots per key of capacity (22.4 bytes per `u64`
+//! key in full-length segments) and at most 71 % of the slots live (about 2.2 slots read per
+//! hit). Segments of keys with no drop glue start at 64 slots and grow with their keys (the
+//! third round, below).
 //!
 //! **Slots are written once per segment.** A slot goes FREE → CLAIMED → live (⇄ MOVING ⇄
 //! INDIRECT) → DEAD and never back to FREE while its segment is in the directory, so its key
-//! never changes while readers compare it: no reader can race a writer of a key, in safe
-//! Rust, without a box per key. *Claim: a key has at most one slot that is not DEAD, and it
+//! never changes while readers compare it: no reader can race a writer of a key, and no key
+//! needs a box. *Claim: a key has at most one slot that is not DEAD, and it
 //! lies before the first FREE slot of its path.* A creator probes the key's path (Acquire): if
 //! it finds the key's slot, it uses it (or waits for its claim, freeze or commit); if it finds
 //! a claimed slot whose key is not written yet, it waits (that slot may be this key's: the
@@ -1552,8 +1555,8 @@
 //! keys to `IntKeyed`'s layout by `TypeId` (an API bound for one key type).
 //!
 //! **The second round** (issue 26's follow-up) measured where a hit's instructions and misses
-//! go, tried segments that grow with their keys and a hash tag, kept neither, and kept
-//! `sdd`. Figures: callgrind (`bash benches/callgrind.sh`: one key; `prof WHAT 100000
+//! go, tried segments that grow with their keys and a hash tag, kept neither (the third round
+//! took growth back), and kept `sdd`. Figures: callgrind (`bash benches/callgrind.sh`: one key; `prof WHAT 100000
 //! shuffled` with a simulated 32 KiB L1 and 1 MiB last level: 100,000 keys, capacity 2 ×
 //! keys), and `keyed_compare -- paired` (BENCHMARKS.md's keyed section has the current run).
 //!
@@ -1571,9 +1574,9 @@
 //! - *`sdd` or `seize`.* papaya's own guard (`seize`, already in the tree through papaya) costs
 //!   61 instructions and 5.1 ns to `sdd`'s 48 and 3.0 (rows `seize-guard` and `sdd-guard`,
 //!   50,000,000 calls each timed alternately), and `seize` protects a raw pointer (`protect`
-//!   returns `*mut T`; `retire` and its reclaimers are `unsafe fn`): under this crate's
-//!   `#![forbid(unsafe_code)]` it cannot hold a segment at all. `sdd` hands out references
-//!   tied to its guard, in safe Rust. It stays.
+//!   returns `*mut T`; `retire` and its reclaimers are `unsafe fn`): every segment access
+//!   would be `unsafe`, for a slower guard. `sdd` hands out references tied to its guard, in
+//!   safe Rust. It stays.
 //! - *Where a hit at 100,000 keys goes.* `Keyed<u64>`: 162 instructions, 2.2 L1 and 1.20
 //!   last-level misses a call, 1.04 of them on the slot's word, 0.10 on keys passed on the
 //!   probe; governor 287 instructions, 2.0 and 0.71 (dashmap's entries, 16 bytes, spread over
@@ -1582,8 +1585,8 @@
 //!   those of the keys passed: 0.25, by the tag below), 1.3 on the slot, 1.9 in the harness
 //!   (its key vector and the key's bytes, hashed); governor's `String` 424 instructions and
 //!   5.1 misses.
-//! - *Tried, reverted: segments that grow with their keys* (commit `ac1f5cc`, reverted by the
-//!   next). A segment started at 64 slots; a new key that filled three quarters of it rebuilt
+//! - *Tried, reverted (taken back in the third round, for keys with no drop glue): segments
+//!   that grow with their keys* (commit `ac1f5cc`, reverted by the next). A segment started at 64 slots; a new key that filled three quarters of it rebuilt
 //!   it (the rebuild above, the new segment sized after the walk from the keys it froze: twice
 //!   them, at most the segment's length for the capacity), so that a table at 100,000 keys
 //!   with capacity 200,000 held 3.4 MB of slots instead of 6.7; loom models of a grant and of
@@ -1611,6 +1614,49 @@
 //!   keys: `memcmp`'s misses fell 1.61 → 1.36 a call but the tag's line added 0.55 (5.20 → 5.47
 //!   in all, 230 → 237 instructions; `Keyed-str` on one key 235 → 242): at the table's load a
 //!   hit passes about 0.3 other slots, too few to pay for a second line. Not kept.
+//!
+//! **The third round** (issue 26, 100,000 keys on one thread, the row still behind): the slot
+//! shrank to 16 bytes and segments of plain keys grow again.
+//!
+//! - *What the row was waiting on.* The same row with the capacity set closer to the keys
+//!   (`K_CAP=2 / 1.33 / 1`: 6.7 / 4.5 / 3.4 MB of 24-byte slots) measured 0.68 / 0.97 / 1.23×
+//!   governor in creation order and 0.84 / 0.88 / 1.03× shuffled (one run each, back to back):
+//!   at 100,000 keys the table is past the 1 MiB L2 and the time follows its bytes.
+//! - *A key with no flag of its own.* The key's cell was a `OnceLock` (its own state word:
+//!   16 bytes for a `u64`, so 24-byte slots, a quarter of them across two cache lines). The
+//!   slot's word already says whether its key is written: its creator writes the key right
+//!   after winning the claim (CAS FREE → CLAIMED) and before any other value goes into the word,
+//!   and commits with a Release CAS; every later value of the word is an RMW (in the commit's
+//!   release sequence) or was written before the segment's publication. So a reader that loads
+//!   the word with Acquire and finds it live, MOVING or INDIRECT may read the key; FREE,
+//!   CLAIMED and SEALED say not yet or never, and DEAD slots are passed unread. The cell is an
+//!   `UnsafeCell<MaybeUninit<K>>` (the crate's one `unsafe`: `deny`, allowed at the cell and its
+//!   five uses, each with its `SAFETY`); a segment's drop drops the key of every slot that is
+//!   not FREE or SEALED. The hit path's probe loads with Acquire instead of Relaxed (a plain
+//!   load on x86, and the `OnceLock`'s own Acquire load is gone). Checked three ways: loom's
+//!   `UnsafeCell` records every read and write, and the model
+//!   `a_hit_reads_a_key_only_after_its_publication` runs a hit against its key's creation
+//!   (planted: the hit's words loaded Relaxed, reported as a causality violation); the other
+//!   table models run on the same cell; `tests/keyed_key_cell.rs` drives every path that writes,
+//!   reads, clones or drops a key under Miri (`cargo +nightly miri test --test
+//!   keyed_key_cell`; a planted drop that skips keys is reported as leaks). Gains: 24 → 16
+//!   bytes a `u64` slot; one key (`callgrind.sh`) `Keyed-u64` 171 / 152 → 166 / 147
+//!   instructions allowed / denied, `Keyed-str` 235 / 215 → 231 / 209; at 100,000 keys
+//!   (`prof … 100000 shuffled`, 1 MiB last level) 0.78 last-level misses a call, governor
+//!   0.71 (1.20 with 24-byte slots); bytes per key at a full million 34.1 → 22.9 (`u64`),
+//!   88.6 → 77.4 (`String`).
+//! - *Growth, taken back for keys with no drop glue.* On 16-byte slots the second round's
+//!   growth costs 27.9 bytes per `u64` key at full capacity (governor 36.0), inside the goal,
+//!   and keeps the table at 100,000 keys (capacity 200,000) at 1.3 to 2 slots a key, 2.1 to
+//!   3.2 MB, instead of 2.8 slots, 4.5 MB. `String` keys keep
+//!   full-length segments: a growth clones every key of the segment again (five to seven
+//!   times on the way to a thousand keys) and scatters their bytes, and `mem-all` measured
+//!   84.9 bytes a `String` key growing against 77.4. `GcraPair`'s 32-byte slots pay most for
+//!   growth (45.4 → 55.3 bytes a key at full capacity; no goal there). In time the two
+//!   builds were level within this machine's noise at 100,000 keys (1.04–1.35× governor
+//!   growing, 1.12–1.72× full-length, three builds alternated, runs minutes apart differing
+//!   by 20 %); growth is kept for the memory that follows the keys and the real-cache gain its
+//!   first measurement showed (median 0.76 → 1.18×). The current figures are BENCHMARKS.md's.
 //!
 //! ## Keyed under a flood of new keys
 //!
@@ -1648,12 +1694,14 @@
 //!
 //! ## Memory and speed
 //!
-//! Per `u64` GCRA key: 1.4 slots of 24 bytes of capacity, 34 bytes measured as RSS growth
-//! over a million keys at a capacity of a million (BENCHMARKS.md); a `String` key adds its
-//! heap bytes and 16 more in the cell. A segment starts at 64 slots and grows with its keys
-//! (the second round, below; before it a segment was allocated at its full length, so the
-//! table's memory followed the capacity, not the keys): 1.3 to 2 slots per key held (beyond
-//! a segment's first 64), at most 1.4 per key of capacity. Logs and
+//! Per `u64` GCRA key: at most 1.4 slots of 16 bytes per key of capacity. Segments of keys
+//! with no drop glue (integers, addresses) start at 64 slots and grow with their keys (the
+//! third round of "Keyed: the inline table"): 1.3 to 2 slots per key held beyond a segment's
+//! first 64, 28 bytes per `u64` key measured as RSS growth over a million keys at a capacity
+//! of a million (23 with full-length segments: the segments a segment outgrew stay in the
+//! allocator's free lists); BENCHMARKS.md. Segments of keys that own memory (`String`) are
+//! allocated at full length with their first key, so the table follows the capacity: 77 bytes
+//! per `String` key of 8 to 14 bytes, its heap bytes included. Logs and
 //! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
 //! and table slot.
 //!

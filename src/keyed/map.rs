@@ -125,17 +125,19 @@ pub(super) struct Slot<L: KeyedState> {
 /// outlive), so the memory of both tables is bounded by `capacity`.
 ///
 /// Memory per key. `Gcra` and `GcraPair`: slots of the state word (8 or 16 bytes) beside the
-/// key in a write-once cell (16 bytes for a `u64`, 32 for a `String` plus its heap bytes), in
-/// segments of at most about 1,024 slots; a segment is allocated with its first key at 64
+/// key, which has no flag of its own (a `Gcra` slot is 16 bytes for a `u64` key, 32 for a
+/// `String` plus its heap bytes), in segments of at most about 1,024 slots, at most 1.4 slots
+/// per key of capacity (2.2 MB for `u64` keys at the default capacity of 100,000). For keys
+/// with no drop glue (integers, addresses) a segment is allocated with its first key at 64
 /// slots and grows as its keys arrive (rebuilt at twice its keys once they fill three quarters
-/// of it), so a table holds 1.3 to 2 slots per key it has (beyond a segment's first 64), and
-/// at most 1.4 per key of capacity (3.4 MB with `u64` keys at the default capacity of
-/// 100,000); a key with a rate override also has a map entry. Logs and windows: the key, the
-/// state (for [`SlidingLog`](crate::SlidingLog) a ring of `limit` timestamps and a gate word; for
-/// [`SlidingWindow`](crate::SlidingWindow) its ring of snapshots, the power of two ≥ `buckets +
-/// 1` slots, an unpadded header and a gate word), an 8-byte override pointer and the map's
-/// entry. Measured (`BENCHMARKS.md`, RSS growth over 1,000,000 keys): 34 bytes
-/// per `u64` key for GCRA (governor: 36), 89 per `String` key, 45 for a pair, 278 and 342 for a
+/// of it), so the table holds 1.3 to 2 slots per key it has (beyond a segment's first 64); for
+/// keys that own memory it is allocated at its full length with its first key (a growth would
+/// clone each of its keys again). A key with a rate override also has a map entry. Logs and
+/// windows: the key, the state (for [`SlidingLog`](crate::SlidingLog) a ring of `limit`
+/// timestamps and a gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of
+/// snapshots, the power of two ≥ `buckets + 1` slots, an unpadded header and a gate word), an
+/// 8-byte override pointer and the map's entry. Measured (`BENCHMARKS.md`, RSS growth over 1,000,000 keys): 28 bytes
+/// per `u64` key for GCRA (governor: 36), 77 per `String` key, 55 for a pair, 278 and 342 for a
 /// log of limit 10 and a window of 10 buckets.
 ///
 /// # Examples
