@@ -33,21 +33,31 @@ fn table<K: std::hash::Hash + Eq + Clone + 'static>(
 }
 
 /// Every key's first request is granted and its second, at the same time, denied: the probe
-/// found each key's one slot again, through its segment's growth (u64) and without it
-/// (String).
+/// found each key's one slot again, through its segment's growth (`u64` keys in a table of
+/// 60,000, past the size at which segments grow: about 70 segments, each grown from 64 slots
+/// once it holds 48 keys) and without it (`String` keys, and `u64` keys in a small table).
 #[test]
 fn every_key_is_found_again_with_and_without_growth() {
+    let growing_keys: u32 = if cfg!(miri) { 4_000 } else { 30_000 };
     let strings: Keyed<String, Gcra, ManualClock> = table(KEYS as usize);
-    let ints: Keyed<u64, Gcra, ManualClock> = table(KEYS as usize);
+    let small: Keyed<u64, Gcra, ManualClock> = table(KEYS as usize);
+    let growing: Keyed<u64, Gcra, ManualClock> = table(60_000);
     for i in 0..KEYS {
         assert!(strings.try_acquire(format!("client-{i}").as_str()).is_ok());
-        assert!(ints.try_acquire(&u64::from(i)).is_ok());
+        assert!(small.try_acquire(&u64::from(i)).is_ok());
+    }
+    for i in 0..growing_keys {
+        assert!(growing.try_acquire(&u64::from(i)).is_ok());
     }
     assert_eq!(strings.len(), KEYS as usize);
-    assert_eq!(ints.len(), KEYS as usize);
+    assert_eq!(small.len(), KEYS as usize);
+    assert_eq!(growing.len(), growing_keys as usize);
     for i in 0..KEYS {
         assert!(strings.try_acquire(format!("client-{i}").as_str()).is_err());
-        assert!(ints.try_acquire(&u64::from(i)).is_err());
+        assert!(small.try_acquire(&u64::from(i)).is_err());
+    }
+    for i in 0..growing_keys {
+        assert!(growing.try_acquire(&u64::from(i)).is_err());
     }
 }
 
@@ -98,8 +108,11 @@ fn a_rate_change_carries_every_key() {
 /// on the other.
 #[test]
 fn racing_creators_share_each_key() {
-    let keys = if cfg!(miri) { 40 } else { 2_000 };
-    let ints: Arc<Keyed<u64, Gcra, ManualClock>> = Arc::new(table(keys as usize));
+    let keys = if cfg!(miri) { 40 } else { 8_000 };
+    // Past the size at which segments grow (60,000 keys of capacity): the creators race the
+    // growths their keys start, once a segment holds 48 keys (about 3,400 keys in all; not
+    // reached under Miri).
+    let ints: Arc<Keyed<u64, Gcra, ManualClock>> = Arc::new(table(60_000));
     let strings: Arc<Keyed<String, Gcra, ManualClock>> = Arc::new(table(keys as usize));
     let run = {
         let (ints, strings) = (ints.clone(), strings.clone());
