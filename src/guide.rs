@@ -1472,8 +1472,8 @@
 //! segment's first key; a key's hash picks its segment and its home slot, and it probes
 //! linearly from there. There are at most 1.4 slots per key of capacity (22.4 bytes per `u64`
 //! key in full-length segments) and at most 71 % of the slots live (about 2.2 slots read per
-//! hit). Segments of keys with no drop glue start at 64 slots and grow with their keys (the
-//! third round, below).
+//! hit). Segments of keys with no drop glue, in tables past 1 MiB of slots, start at 64 slots
+//! and grow with their keys (the third round, below).
 //!
 //! **Slots are written once per segment.** A slot goes FREE → CLAIMED → live (⇄ MOVING ⇄
 //! INDIRECT) → DEAD and never back to FREE while its segment is in the directory, so its key
@@ -1655,8 +1655,13 @@
 //!   growth (45.4 → 55.3 bytes a key at full capacity; no goal there). In time the two
 //!   builds were level within this machine's noise at 100,000 keys (1.04–1.35× governor
 //!   growing, 1.12–1.72× full-length, three builds alternated, runs minutes apart differing
-//!   by 20 %); growth is kept for the memory that follows the keys and the real-cache gain its
-//!   first measurement showed (median 0.76 → 1.18×). The current figures are BENCHMARKS.md's.
+//!   by 20 %); alternated four times more at 1,000 and 100,000 keys, growth won the 100,000
+//!   row every time (1.13–1.48× against 0.57–1.19×) and lost at 1,000 shuffled (1.29–1.46×
+//!   against 1.06–1.60×; across 8 processes 18.5–27.0 ns a call against 18.1–20.3 in 7 of
+//!   8, governor 28.5): a table the cache holds whatever its length only pays for the higher
+//!   load of a growing segment (64 % at 1,000 keys against 36 %). So segments grow only in
+//!   tables whose slots at full length would pass 1 MiB (a core's L2): 1.36–1.71× at 1,000
+//!   keys shuffled in 8 processes. The current figures are BENCHMARKS.md's.
 //!
 //! ## Keyed under a flood of new keys
 //!
@@ -1695,12 +1700,13 @@
 //! ## Memory and speed
 //!
 //! Per `u64` GCRA key: at most 1.4 slots of 16 bytes per key of capacity. Segments of keys
-//! with no drop glue (integers, addresses) start at 64 slots and grow with their keys (the
-//! third round of "Keyed: the inline table"): 1.3 to 2 slots per key held beyond a segment's
+//! with no drop glue (integers, addresses), in tables whose slots at full length pass 1 MiB,
+//! start at 64 slots and grow with their keys (the third round of "Keyed: the inline table"): 1.3 to 2 slots per key held beyond a segment's
 //! first 64, 28 bytes per `u64` key measured as RSS growth over a million keys at a capacity
 //! of a million (23 with full-length segments: the segments a segment outgrew stay in the
-//! allocator's free lists); BENCHMARKS.md. Segments of keys that own memory (`String`) are
-//! allocated at full length with their first key, so the table follows the capacity: 77 bytes
+//! allocator's free lists); BENCHMARKS.md. Segments of smaller tables, and of keys that own
+//! memory (`String`), are allocated at full length with their first key, so the table follows
+//! the capacity: 77 bytes
 //! per `String` key of 8 to 14 bytes, its heap bytes included. Logs and
 //! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
 //! and table slot.

@@ -128,11 +128,11 @@ pub(super) struct Slot<L: KeyedState> {
 /// key, which has no flag of its own (a `Gcra` slot is 16 bytes for a `u64` key, 32 for a
 /// `String` plus its heap bytes), in segments of at most about 1,024 slots, at most 1.4 slots
 /// per key of capacity (2.2 MB for `u64` keys at the default capacity of 100,000). For keys
-/// with no drop glue (integers, addresses) a segment is allocated with its first key at 64
-/// slots and grows as its keys arrive (rebuilt at twice its keys once they fill three quarters
-/// of it), so the table holds 1.3 to 2 slots per key it has (beyond a segment's first 64); for
-/// keys that own memory it is allocated at its full length with its first key (a growth would
-/// clone each of its keys again). A key with a rate override also has a map entry. Logs and
+/// with no drop glue (integers, addresses), in a table whose slots at full length pass 1 MiB,
+/// a segment is allocated with its first key at 64 slots and grows as its keys arrive (rebuilt at twice its keys once they fill three quarters
+/// of it), so the table holds 1.3 to 2 slots per key it has (beyond a segment's first 64); in
+/// smaller tables, and for keys that own memory, it is allocated at its full length with its
+/// first key (a growth would clone each of its keys again). A key with a rate override also has a map entry. Logs and
 /// windows: the key, the state (for [`SlidingLog`](crate::SlidingLog) a ring of `limit`
 /// timestamps and a gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of
 /// snapshots, the power of two ≥ `buckets + 1` slots, an unpadded header and a gate word), an
