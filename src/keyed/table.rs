@@ -6,8 +6,9 @@
 //! # Layout
 //!
 //! The table is a directory of segments (at most about [`SEGMENT`] slots each), every one
-//! behind an epoch-protected pointer ([`cell`]). A key's hash picks its segment (high 32 bits) and its
-//! home slot in it (low 32 bits); from there it probes linearly, wrapping in the segment. A
+//! behind an epoch-protected pointer ([`cell`]). A key's hash picks its segment (high 32 bits)
+//! and its home slot in it (low 32 bits); from there it probes linearly, wrapping in the
+//! segment. A
 //! slot is `{ word, key }`: the word is the state with its kind in the first half
 //! ([`inline`](super::word::inline): FREE, CLAIMED, live, MOVING, INDIRECT, DEAD, SEALED), the
 //! key a write-once cell, written by the one creator that claimed the slot.
@@ -15,8 +16,9 @@
 //! # Slots are written once per segment
 //!
 //! A slot goes FREE → CLAIMED → (live ⇄ MOVING ⇄ INDIRECT)* → DEAD, and never back to FREE: its
-//! key never changes while the segment is in the directory. That is what makes a safe inline
-//! key possible (a reader comparing a key never races a writer of it), and it gives the probe
+//! key never changes while the segment is in the directory. That is what makes an inline key
+//! possible (a reader comparing a key never races its one write, which the slot's word
+//! publishes: [`KeyCell`]), and it gives the probe
 //! its invariant: *a key has at most one slot that is not DEAD, and it lies before the first
 //! FREE slot on the key's path*. A new key takes the first FREE slot on its path by CAS; a
 //! creator that loses that CAS looks again from the start, and a racing creator of the same key

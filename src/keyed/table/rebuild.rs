@@ -17,10 +17,11 @@
 //! - CLAIMED or MOVING (a creator, or a rate change, in the middle of its steps on this slot):
 //!   waited for, then closed as whatever it became.
 //!
-//! Then the frozen keys go into a new segment sized for them, which replaces the old one in the directory (Release), and the old one is
-//! marked RETIRED (its slots are all sealed, frozen or dead: nothing can be granted in it). A
-//! request on a key of the segment waits from its key's freeze to the publication: the price
-//! of reclaiming slots that readers may be comparing keys in.
+//! Then the frozen keys go into a new segment sized for them, which replaces the old one in
+//! the directory (Release), and the old one is marked RETIRED (its slots are all sealed,
+//! frozen or dead: nothing can be granted in it). A request on a key of the segment waits from
+//! its key's freeze to the publication: the price of reclaiming slots that readers may be
+//! comparing keys in.
 
 use core::hash::{BuildHasher, Hash};
 
