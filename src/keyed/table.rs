@@ -290,8 +290,8 @@ fn grant_contended<L: KeyedState>(
     now: u64,
 ) -> Hit {
     let mut contention = Contention::new();
-    // Relaxed (a reload after a pause): as the hit path's load; the loop checks the value
-    // again before it decides.
+    // Relaxed (a reload after a pause): the grant needs the word only (its CAS checks it) and
+    // reads no key after it; the loop checks the value again before it decides.
     let mut w = contention.lost(current, now, || word.load(Ordering::Relaxed));
     loop {
         if !inline::is_live(<L::Word as TatWord>::first(w)) {
