@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use hotlimit::{Gcra, IntKeyed, Keyed, Rate};
 
-use crate::keys::{creation, list_from_env, lookups, string_key, Order};
+use crate::keys::{creation, list_from_env, lookups, string_key, with_hot_key, Order};
 
 /// This thread's time on a CPU so far, in ns (Linux: `/proc/thread-self/schedstat`), or
 /// `None` where it cannot be read. Unlike wall time it leaves out the time the thread waited
@@ -69,6 +69,9 @@ fn papaya_filled<V>(
 
 /// `prof WHAT NKEYS [ORDER]`: one thread, one peer, 2,000,000 calls (`PROF_CALLS`) in
 /// `hot_loop`, keys created and looked up in `ORDER` (`seq` or `shuffled`, default shuffled).
+/// `WHAT`: `hotlimit` (`Keyed<u64>`), `hotlimit-string` and `governor-string` (the key read
+/// from a vector), `hotlimit-string-hot` and `governor-string-hot` (the key written into a
+/// reused buffer, `with_hot_key`), `intkeyed`, `governor`, and the components below.
 pub(crate) fn prof(what: &str, n: u64, order: Order) {
     let rate = Rate::per_second(1_000_000_000).unwrap();
     let quota = governor::Quota::per_second(std::num::NonZeroU32::new(1_000_000_000).unwrap());
@@ -95,6 +98,29 @@ pub(crate) fn prof(what: &str, n: u64, order: Order) {
             }
             hot_loop(seq, |i| {
                 let _ = std::hint::black_box(k.try_acquire(strings[i as usize].as_str()));
+            });
+        }
+        "hotlimit-string-hot" => {
+            let k: Keyed<String, Gcra> =
+                Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
+            for &i in &made {
+                k.try_acquire(string_key(i).as_str()).unwrap();
+            }
+            hot_loop(seq, |i| {
+                with_hot_key(i, |key| {
+                    let _ = std::hint::black_box(k.try_acquire(key.as_str()));
+                });
+            });
+        }
+        "governor-string-hot" => {
+            let gl = governor::RateLimiter::keyed(quota);
+            for &i in &made {
+                let _ = gl.check_key(&string_key(i));
+            }
+            hot_loop(seq, |i| {
+                with_hot_key(i, |key| {
+                    let _ = std::hint::black_box(gl.check_key(key));
+                });
             });
         }
         "intkeyed" => {
