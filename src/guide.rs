@@ -411,10 +411,13 @@
 //! ones, and both halves' arithmetic. portable-atomic picks the 16-byte instructions at run
 //! time, so each is an out-of-line call through a function pointer; built with
 //! `-C target-feature=+cmpxchg16b,+avx` (or `target-cpu=native` on such a CPU) they are
-//! inlined. Measured: 116 instructions per granted call and 77 per denial (`Gcra`: 44 and 40;
-//! 87 and 66 with the atomics inlined), and 1.12–1.13× `Gcra`'s time single-threaded when
-//! granting (1.19× when denying), the 16-byte CAS costing about what the 8-byte one does.
-//! Figures in BENCHMARKS.md ("Two rates on one caller").
+//! inlined. Measured (`callgrind.sh`, since issue 24 kept the first attempt inline): 89
+//! instructions per granted call and 54 per denial, 74 and 55 with the atomics inlined
+//! (`Gcra`: 44 and 40; `governor`'s one rate: 50 and 44). So one thread granting stays behind
+//! `governor`'s single-rate loop however it is built: 0.74–0.80× in the scaling harness, and
+//! 0.84× in one run with `cmpxchg16b` inlined (`RUSTFLAGS="-C target-feature=+cmpxchg16b"
+//! cargo bench --bench scaling -- --threads 1 --only GcraPair,governor`, 2 cores). Figures in
+//! BENCHMARKS.md ("Two rates on one caller").
 //!
 //! ## Three or more limits: why not claim, then give back
 //!
@@ -1663,6 +1666,35 @@
 //!   tables whose slots at full length would pass 1 MiB (a core's L2): 1.36–1.71× at 1,000
 //!   keys shuffled in 8 processes. The current figures are BENCHMARKS.md's.
 //!
+//! **The fourth round** (issue 26, measured; no table changed): the `String` rows with the key
+//! where a server has it.
+//!
+//! - *The key read from a vector flattered the ratio.* The paired run read each `String` key
+//!   from a vector of every key: two cache misses a call in the harness (the `String` and its
+//!   bytes), paid alike, which the `u64` rows never pay (their keys are computed from the
+//!   index). It now also writes the key into a reused buffer just before the call (`with_hot_key`
+//!   in `benches/keyed_compare/keys.rs`), as a server has the key it has just parsed. There
+//!   `Keyed<String>` is behind governor at 100,000 keys on one thread: 0.71× in creation order,
+//!   0.89× shuffled (three runs; 1.16× and 1.13× from the vector), 0.96× / 1.08× at a million
+//!   keys, 1.28× / 1.13× at 1,000 (where the buffer costs both about 18 ns). One limiter per
+//!   process (`prof hotlimit-string-hot` / `governor-string-hot 100000 seq`): 203 ns a call
+//!   against 165; from the vector 101 against 152. Writing the key also keeps the CPU from
+//!   starting the next call's misses during this one (the next key's hash waits on its bytes'
+//!   stores), so these rows measure a call's latency more than the throughput of calls that
+//!   overlap: what a server that does other work between two checks gets.
+//! - *Where the time goes.* Callgrind's cache model sees the two level at 100,000 keys (1.96
+//!   last-level misses a call against governor's 1.88, 1 MiB last level, creation order); what
+//!   it leaves out is the TLB and the prefetchers. The table holds 9 MB of 32-byte slots at
+//!   100,000 keys with capacity 200,000 (2,200 pages; keys that own memory keep full-length
+//!   segments), governor's 4.3 MB; with the capacity at the keys (`K_CAP=1`, 4.5 MB) creation
+//!   order went from 0.78× to 0.93× and shuffled stayed at 0.87–0.92× (two runs each). A probe
+//!   also reads the bytes of each key it passes (0.25 a call), where governor's tags skip them.
+//! - *What it would take* (not built): a table for keys that own memory as dense as governor's
+//!   (about 1.3 slots a key against 2.8 here), so keys moved rather than cloned when a segment
+//!   grows (a growth today clones every key: the third round's 84.9 bytes a key), and a tag per
+//!   slot that a probe reads instead of the key (the second round's tags sat beside the slots
+//!   and cost a second line; in the slot they make it 40 bytes).
+//!
 //! ## Keyed under a flood of new keys
 //!
 //! Evicting any idle key keeps every guarantee; which ones go decides who competes for a place
@@ -1933,7 +1965,13 @@
 //! displaced at setup and it ran slower; with 8-way buckets (two lines) 1.2 % were, and two
 //! threads at 100,000 keys fell from 2.05–2.26× governor's throughput to 1.70–1.98×. A table
 //! of exactly 2 × capacity slots instead of the next power of two, and touching the key's slot
-//! before the clock read, made no difference beyond the noise.
+//! before the clock read, made no difference beyond the noise. The price shows on one thread
+//! at 100,000 keys (capacity 125,000: 2^18 slots, 4 MiB, against governor's 2.2 MB): 0.98–0.99×
+//! governor there (three runs, BENCHMARKS.md), and the same table with 60,000 keys and 2 MiB
+//! measured 1.49–1.56× against 0.83–1.00× with 70,000 keys and 4 MiB (`IK_CAP=1.0 KEYS=60000` or
+//! `70000 THREADS=1 ORDER=shuffled cargo bench --bench keyed_compare -- paired`, two runs each).
+//! A table that dense without refusals needs keys moved between their buckets (cuckoo
+//! displacement) under the claim protocol above; not built.
 //!
 //! [`IntKeyed`]: crate::IntKeyed
 //! [`Gcra`]: crate::Gcra
