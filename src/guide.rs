@@ -1694,6 +1694,12 @@
 //!   grows (a growth today clones every key: the third round's 84.9 bytes a key), and a tag per
 //!   slot that a probe reads instead of the key (the second round's tags sat beside the slots
 //!   and cost a second line; in the slot they make it 40 bytes).
+//! - *Tried, not kept: denser growth for `u64` keys* (a segment rebuilt to 1.5 × its keys once
+//!   seven eighths are used, instead of 2 × at three quarters: about 1.3 slots a key instead of
+//!   1.6). Three alternations with the current build (`KEYS=100000,1000000 ROUNDS=9 THREADS=1
+//!   … paired`): 100,000 keys shuffled 1.20–1.32× governor against 0.99–1.36×, creation order
+//!   1.27–1.69× against 1.18–1.83×, a million keys 1.36–2.30× against 2.00–2.31×: nothing
+//!   beyond the noise between processes.
 //!
 //! ## Keyed under a flood of new keys
 //!
