@@ -116,6 +116,7 @@ mod pacer;
 mod rate;
 mod reservation;
 mod sharded;
+mod short_key;
 mod sliding_log;
 mod sliding_window;
 mod sync;
@@ -148,6 +149,7 @@ pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
 pub use reservation::{FairAcquire, Reservation};
 pub use sharded::{ShardedGcra, ShardedGcraBuilder};
+pub use short_key::{KeyTooLong, ShortKey};
 pub use sliding_log::{SlidingLog, SlidingLogBuilder};
 pub use sliding_window::{SlidingWindow, SlidingWindowBuilder};
 #[cfg(feature = "std")]

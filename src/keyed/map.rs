@@ -140,6 +140,12 @@ pub(super) struct Slot<L: KeyedState> {
 /// per `u64` key for GCRA (governor: 36), 77 per `String` key, 55 for a pair, 278 and 342 for a
 /// log of limit 10 and a window of 10 buckets.
 ///
+/// **String keys.** A `Keyed<String>` lookup reads the key's slot and then the key's bytes on
+/// the heap: in a table larger than the caches, two misses, as in governor's keyed limiter. For
+/// ids of at most 23 bytes (user and session ids, tenant names, addresses as text) a
+/// `Keyed<`[`ShortKey`](crate::ShortKey)`>` keeps the bytes in the slot: one miss, a table that
+/// grows with its keys, 55 bytes a key instead of 77 (BENCHMARKS.md has both side by side).
+///
 /// # Examples
 ///
 /// ```
