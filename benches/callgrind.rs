@@ -14,7 +14,7 @@ use std::hash::Hash;
 use std::net::Ipv4Addr;
 
 use hotlimit::{
-    Denied, Gcra, IntKey, IntKeyed, Keyed, Limiter, QuantaClock, ShardedGcra, SlidingLog,
+    Denied, Gcra, IntKey, IntKeyed, Keyed, Limiter, QuantaClock, ShardedGcra, ShortKey, SlidingLog,
     SlidingWindow,
 };
 use rows::*;
@@ -57,6 +57,18 @@ impl Limiter for KeyedStrRow {
     #[inline]
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
         self.0.try_acquire_n(self.1, permits)
+    }
+}
+
+/// As [`KeyedRow`] for a `Keyed<ShortKey, _>`, the key converted from a `&str` on each call
+/// (as a server converts the key it parsed).
+struct KeyedShortRow(Keyed<ShortKey, Gcra>, &'static str);
+
+impl Limiter for KeyedShortRow {
+    #[inline]
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        let key = ShortKey::new(black_box(self.1)).expect("a short key");
+        self.0.try_acquire_n(&key, permits)
     }
 }
 
@@ -196,6 +208,14 @@ fn main() {
         ),
         "Keyed-str" => run(
             KeyedStrRow(
+                Keyed::gcra(s.rate()).burst(s.burst).build().unwrap(),
+                "user-42",
+            ),
+            path,
+            iters,
+        ),
+        "Keyed-short" => run(
+            KeyedShortRow(
                 Keyed::gcra(s.rate()).burst(s.burst).build().unwrap(),
                 "user-42",
             ),

@@ -32,7 +32,7 @@ echo "| row | allowed instr/call | busy instr/call | denied instr/call |"
 echo "|---|---|---|---|"
 ROWS=${ROWS:-"Gcra Gcra+CoarseClock ShardedGcra ShardedGcra16 SlidingWindow SlidingLog GcraPair GcraMulti2 GcraMulti3 Gcra-then-Gcra \
            governor governor-keyed governor-then-governor throttle-net-hybrid2 ratelimit rate-net rate-net+CoarseClock rate-net-keyed \
-           mutex-log mutex-bucket Keyed-u64 Keyed-String Keyed-str IntKeyed-u64 IntKeyed-Ipv4Addr IntKeyed-IpAddr-v6 \
+           mutex-log mutex-bucket Keyed-u64 Keyed-String Keyed-str Keyed-short IntKeyed-u64 IntKeyed-Ipv4Addr IntKeyed-IpAddr-v6 \
            quanta-now coarse-now instant-now fetch-add cas-loop sdd-guard seize-guard"}
 for row in $ROWS; do
     a=$(count "$row" allowed)

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hotlimit::{Gcra, GcraPair, IntKeyed, Keyed, KeyedBuilder, KeyedState, Rate};
+use hotlimit::{Gcra, GcraPair, IntKeyed, Keyed, KeyedBuilder, KeyedState, Rate, ShortKey};
 
 use crate::keys::string_key;
 
@@ -33,6 +33,7 @@ pub(crate) const ROWS: &[(&str, &str)] = &[
     ("mem-governor", "governor keyed, u64"),
     ("mem-ratenet", "rate-net keyed, u64"),
     ("mem-string", "Keyed<String, Gcra>"),
+    ("mem-short", "Keyed<ShortKey, Gcra>"),
     ("mem-governor-string", "governor keyed, String"),
     ("mem-pair", "Keyed<u64, GcraPair>"),
     ("mem-log", "Keyed<u64, SlidingLog> limit 10"),
@@ -80,6 +81,10 @@ pub(crate) fn mem_mode(mode: &str) {
                 k.try_acquire(string_key(i).as_str()).unwrap()
             })
         }
+        "mem-short" => keyed(n, Keyed::<ShortKey, Gcra>::gcra(big), |k, i| {
+            k.try_acquire(&ShortKey::new(&string_key(i)).unwrap())
+                .unwrap()
+        }),
         "mem-pair" => keyed(
             n,
             Keyed::<u64, GcraPair>::gcra_pair(big, Rate::new(1, Duration::from_secs(1)).unwrap()),

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use hotlimit::{Clock, Gcra, GcraPair, IntKeyed, Keyed, Rate, SlidingLog, SlidingWindow};
+use hotlimit::{Clock, Gcra, GcraPair, IntKeyed, Keyed, Rate, ShortKey, SlidingLog, SlidingWindow};
 
 use crate::keys::{creation, list_from_env, lookups, string_key, with_hot_key, Order};
 
@@ -129,7 +129,8 @@ const LOOKUPS: usize = 2_000_000;
 /// keyed limiter on `String` keys, each key twice: read from a vector of every key (two cache
 /// misses a call in the harness, paid alike) and written into a reused buffer, as a server has
 /// the key it parsed ([`with_hot_key`]; the `u64` keys are computed from the index the same
-/// way), interleaved by [`paired`], for every size of `KEYS`
+/// way), and `Keyed<ShortKey, Gcra>` (the hot key converted, against governor's hot `String`
+/// key), interleaved by [`paired`], for every size of `KEYS`
 /// (default 1,000, 100,000 and 1,000,000), thread count of `THREADS` (default 1, 2, 16) and
 /// order of `ORDER` (default sequential and shuffled). Every key exists before timing and the
 /// rate is so high that nothing is denied: the lookup plus the grant.
@@ -147,7 +148,7 @@ where
     let quota = governor::Quota::per_second(std::num::NonZeroU32::new(1_000_000_000).unwrap());
     let ik_cap: f64 = std::env::var("IK_CAP").map_or(1.25, |s| s.parse().unwrap());
     let k_cap: f64 = std::env::var("K_CAP").map_or(2.0, |s| s.parse().unwrap());
-    let ratios = [(0, 2), (1, 2), (4, 5), (6, 7), (0, 3), (1, 3)];
+    let ratios = [(0, 2), (1, 2), (4, 5), (6, 7), (8, 7), (0, 3), (1, 3)];
     let mut printed = false;
     for order in Order::from_env() {
         for n in list_from_env::<u64>("KEYS", "1000,100000,1000000") {
@@ -168,6 +169,11 @@ where
                 .clock(ours.clone())
                 .build()
                 .unwrap();
+            let kshort: Keyed<ShortKey, Gcra, C> = Keyed::gcra(rate)
+                .capacity((n as f64 * k_cap) as usize)
+                .clock(ours.clone())
+                .build()
+                .unwrap();
             let gl = governor::RateLimiter::dashmap_with_clock(quota, theirs.clone());
             let gs = governor::RateLimiter::dashmap_with_clock(quota, theirs.clone());
             let rn = rate_net::RateLimiter::builder()
@@ -182,6 +188,9 @@ where
                 refused += usize::from(il.try_acquire(key).is_err());
                 k.try_acquire(&key).unwrap();
                 ks.try_acquire(strings[i as usize].as_str()).unwrap();
+                kshort
+                    .try_acquire(&ShortKey::new(&strings[i as usize]).unwrap())
+                    .unwrap();
                 let _ = gl.check_key(&key);
                 let _ = gs.check_key(&strings[i as usize]);
                 let _ = rn.check(key);
@@ -245,6 +254,15 @@ where
                     call: Box::new(|i| {
                         with_hot_key(i, |key| {
                             let _ = std::hint::black_box(gs.check_key(key));
+                        });
+                    }),
+                },
+                Row {
+                    name: "Keyed<ShortKey>, key hot",
+                    call: Box::new(|i| {
+                        with_hot_key(i, |key| {
+                            let key = ShortKey::new(key).unwrap();
+                            let _ = std::hint::black_box(kshort.try_acquire(&key));
                         });
                     }),
                 },

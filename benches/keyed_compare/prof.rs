@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use hotlimit::{Gcra, IntKeyed, Keyed, Rate};
+use hotlimit::{Gcra, IntKeyed, Keyed, Rate, ShortKey};
 
 use crate::keys::{creation, list_from_env, lookups, string_key, with_hot_key, Order};
 
@@ -71,7 +71,8 @@ fn papaya_filled<V>(
 /// `hot_loop`, keys created and looked up in `ORDER` (`seq` or `shuffled`, default shuffled).
 /// `WHAT`: `hotlimit` (`Keyed<u64>`), `hotlimit-string` and `governor-string` (the key read
 /// from a vector), `hotlimit-string-hot` and `governor-string-hot` (the key written into a
-/// reused buffer, `with_hot_key`), `intkeyed`, `governor`, and the components below.
+/// reused buffer, `with_hot_key`), `hotlimit-short-hot` (`Keyed<ShortKey>`, the hot key
+/// converted), `intkeyed`, `governor`, and the components below.
 pub(crate) fn prof(what: &str, n: u64, order: Order) {
     let rate = Rate::per_second(1_000_000_000).unwrap();
     let quota = governor::Quota::per_second(std::num::NonZeroU32::new(1_000_000_000).unwrap());
@@ -109,6 +110,20 @@ pub(crate) fn prof(what: &str, n: u64, order: Order) {
             hot_loop(seq, |i| {
                 with_hot_key(i, |key| {
                     let _ = std::hint::black_box(k.try_acquire(key.as_str()));
+                });
+            });
+        }
+        "hotlimit-short-hot" => {
+            let k: Keyed<ShortKey, Gcra> =
+                Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
+            for &i in &made {
+                k.try_acquire(&ShortKey::new(&string_key(i)).unwrap())
+                    .unwrap();
+            }
+            hot_loop(seq, |i| {
+                with_hot_key(i, |key| {
+                    let key = ShortKey::new(key).unwrap();
+                    let _ = std::hint::black_box(k.try_acquire(&key));
                 });
             });
         }
