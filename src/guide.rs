@@ -1694,6 +1694,18 @@
 //!   grows (a growth today clones every key: the third round's 84.9 bytes a key), and a tag per
 //!   slot that a probe reads instead of the key (the second round's tags sat beside the slots
 //!   and cost a second line; in the slot they make it 40 bytes).
+//! - *Built: [`ShortKey`](crate::ShortKey), for string ids of at most 23 bytes.* Where a key
+//!   fits in the slot, the second miss goes: `ShortKey` holds the length and the bytes in 24
+//!   bytes (`Copy`, no drop glue, so its segments grow like an integer key's), hashed as three
+//!   words. `Keyed<ShortKey>` with the hot key converted on each call (`ShortKey::new`, a copy)
+//!   measured 1.53× / 3.32× governor's hot `String` key at 100,000 keys on one thread, 1.16× /
+//!   1.99× at a million, 2.12× / 3.09× on two threads, and 1.09–1.11× at 1,000 keys, where
+//!   the conversion costs about as much as the lookup (BENCHMARKS.md, three runs); 220
+//!   instructions a grant with the conversion, 55.1 bytes a key at a full million (77.5 for
+//!   `String`). It is a key type, not a change to `Keyed<String>`: a longer key (a 32-byte
+//!   token) still takes the heap. The table's own tests and models cover it (the table is
+//!   generic over the key); `tests/keyed_short_key.rs` checks its decisions against a
+//!   `Keyed<String>` on the same traces, through growth, racing creators and eviction.
 //! - *Tried, not kept: denser growth for `u64` keys* (a segment rebuilt to 1.5 × its keys once
 //!   seven eighths are used, instead of 2 × at three quarters: about 1.3 slots a key instead of
 //!   1.6). Three alternations with the current build (`KEYS=100000,1000000 ROUNDS=9 THREADS=1
