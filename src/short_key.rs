@@ -16,12 +16,11 @@ use core::str::FromStr;
 /// it: `Keyed<ShortKey>` 1.5× (keys in creation order) and 3.3× (shuffled) the speed of
 /// governor's keyed limiter on `String` keys, where `Keyed<String>` is 0.78× and 0.88×; at a
 /// million keys 1.2× and 2.0×; 55 bytes a key against 77 and governor's 101 (BENCHMARKS.md,
-/// "Keyed"). User ids, session ids, tenant
-/// names and IP addresses as text fit; a longer key (a 32-byte API token, a URL) needs a
-/// `Keyed<String>`, or a digest of it.
+/// "Keyed"). User ids, session ids, tenant names and IP addresses as text fit; a longer key
+/// (a 32-byte API token, a URL) needs a `Keyed<String>`, or a digest of it.
 ///
-/// Equality, order and hash are those of the bytes (so `ShortKey::new("a")` and
-/// `ShortKey::new("a")` are one key). A lookup takes `&ShortKey`: convert the request's
+/// Equality, order and hash are those of the string: two keys made from the same string are
+/// one key, and `"a"` and `"a\0"` are two. A lookup takes `&ShortKey`: convert the request's
 /// `&str` with [`ShortKey::new`] (a copy of at most 23 bytes) and keep `Keyed<String>` for
 /// keys that may be longer.
 ///
