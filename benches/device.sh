@@ -3,10 +3,12 @@
 # network and no cargo, reached as DEVELOPERS.md says; the device runner carries ignored paths
 # such as target/device/ with the working tree).
 #
-#   bash benches/device.sh build              # here: the harness binary into target/device/
+#   bash benches/device.sh build              # here: the harness binaries into target/device/
 #   bash benches/device.sh run [OUT]          # there (the device runner: run "$OUT"): every
 #                                             #   row, path and thread count in one
 #                                             #   run, into OUT (default target/device-out/)
+#   bash benches/device.sh run-keyed [OUT]    # there: issue 26's keyed table (keyed_compare
+#                                             #   paired, 1, 2 and 16 threads) into OUT/keyed.md
 #
 # `run` writes OUT/machine.txt (cores, CPU, load before and after), OUT/scaling.md (the
 # tables, ratios to governor, the audits of the allowed path's denials, the load at each
@@ -29,13 +31,17 @@ case "${1:-}" in
 build)
     BIN=$(cargo bench --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
     [ -x "$BIN" ] || { echo "could not build the scaling bench target"; exit 1; }
+    KEYED=$(cargo bench --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*keyed_compare-[0-9a-f]*' | tail -1)
+    [ -x "$KEYED" ] || { echo "could not build the keyed_compare bench target"; exit 1; }
     mkdir -p target/device
     cp "$BIN" target/device/scaling
+    cp "$KEYED" target/device/keyed_compare
     # Debug info is not needed there; the device runner carries at most 64 MiB.
-    strip target/device/scaling 2>/dev/null || true
+    strip target/device/scaling target/device/keyed_compare 2>/dev/null || true
     git rev-parse HEAD > target/device/commit
     ls -l target/device
     echo "now run: bash benches/device.sh run   (on the many-core machine, carrying target/device)"
+    echo "     and: bash benches/device.sh run-keyed"
     ;;
 run)
     OUT=${2:-target/device-out}
@@ -61,8 +67,25 @@ run)
     echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
     cat "$OUT/machine.txt"
     ;;
+run-keyed)
+    # Issue 26's table on this machine's cores: IntKeyed, Keyed<u64>, Keyed<String> (key from a
+    # vector and hot) and Keyed<ShortKey> against governor, paired in rounds; ROUNDS, THREADS,
+    # KEYS and ORDER as in benches/keyed_compare.rs (defaults here: 9 rounds, 1, 2 and 16
+    # threads; about 4 minutes on 2 cores at 16 threads, less on 16).
+    OUT=${2:-target/device-out}
+    BIN=target/device/keyed_compare
+    [ -x "$BIN" ] || { echo "$BIN missing: run 'bash benches/device.sh build' first and carry target/device"; exit 1; }
+    mkdir -p "$OUT"
+    {
+        echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown)"
+        echo "cores: $(nproc)"
+        echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+        ROUNDS=${ROUNDS:-9} THREADS=${THREADS:-1,2,16} "$BIN" paired
+        echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    } 2>&1 | tee "$OUT/keyed.md"
+    ;;
 *)
-    echo "usage: bash benches/device.sh build | run [OUT]"
+    echo "usage: bash benches/device.sh build | run [OUT] | run-keyed [OUT]"
     exit 2
     ;;
 esac
