@@ -10,7 +10,7 @@
 //! # Files
 //!
 //! This file holds the table and its protocol (claim, resolve, grant, evict: one algorithm,
-//! kept whole); `int_keyed/key.rs` where a key lives ([`IntKey`], the hash, the two buckets
+//! kept whole); `int_keyed/key.rs` where a key lives ([`IntKey`], the hash, the buckets
 //! and the candidate slots); `int_keyed/builder.rs` the builder and the table's allocation,
 //! `int_keyed/ip.rs` the IP address keys and their prefixes, `int_keyed/read.rs` the calls
 //! with the clock read, the read-back, [`Decide`](crate::Decide) and `Debug`;
@@ -18,7 +18,7 @@
 //!
 //! # Layout
 //!
-//! The table is `2^m` buckets of four slots; a bucket is one 64-byte line. A slot is one
+//! The table is buckets of four slots; a bucket is one 64-byte line. A slot is one
 //! `AtomicU128`:
 //!
 //! ```text
@@ -31,7 +31,19 @@
 //! ```
 //!
 //! A key hashes (two folded multiplies, seeded at random per limiter) to two buckets, b1 and
-//! b2; its eight slots are its *candidates*, ordered by their index in the table.
+//! b2, in the table's *primary area*; a table whose *secondary area* is not empty gives it two
+//! more there, b3 and b4. The slots of its buckets (eight, or sixteen) are its *candidates*,
+//! ordered by their index in the table; an insert tries b1 first, then b2, then the secondary
+//! buckets, so most keys sit in b1, where a hit looks first.
+//!
+//! Two layouts (`int_keyed/builder.rs`, `layout`): a table of at most 1 MiB is *sparse*, the
+//! power of two ≥ 2·`capacity` slots and no secondary area (at most half full; the cache holds
+//! it whatever its load, and at low load most keys sit at their home way). A larger one is
+//! *dense*: a primary area of `capacity` / 0.85 slots (a multiply-shift maps the hash onto
+//! it) and a secondary area of 0.12 slots per key of capacity, which takes the keys whose
+//! primary buckets are full (about 6 % of them at capacity): 20.8 bytes per key of capacity
+//! instead of 32 to 64, and fewer new keys refused below capacity than the sparse layout at
+//! its fullest (the guide has the figures).
 //!
 //! # Protocol
 //!
@@ -94,7 +106,7 @@ use change::KeyParams;
 use insert::later;
 pub use ip::IpKey;
 pub use key::IntKey;
-use key::{fold_mul, sealed, Candidates};
+use key::{fold_mul, sealed, Candidates, CANDIDATES};
 
 /// The value bits of a slot's meta word: a TAT or a tag.
 const VALUE: u64 = (1 << 62) - 1;
@@ -107,6 +119,11 @@ const COMMITTED: u64 = 2 << 62;
 const PARITY: u64 = 1 << 62;
 /// Slots per bucket (one 64-byte line of 16-byte slots).
 const WAYS: usize = 4;
+/// The bytes of a bucket (one cache line).
+const BUCKET_BYTES: u64 = 64;
+/// The table size (bytes, in the sparse layout) above which a table is dense: 1 MiB, a core's
+/// L2 on common server parts (see [`builder::layout`]).
+const DENSE_ABOVE: u64 = 1 << 20;
 /// Buckets an inserter sweeps for idle keys when the table holds `capacity` keys.
 const SWEEP: usize = 8;
 
@@ -176,9 +193,11 @@ pub enum Plant {
 ///   are evicted and re-created: at most one state per key exists at any time, and a grant is
 ///   a CAS of the whole slot, key included (proof in the
 ///   [`guide`](crate::guide#intkeyed-integer-keys-inline)).
-/// - **Bounded memory**: never more than `capacity` keys. The table has the power of two ≥
-///   2·`capacity` slots (at least 4), 16 bytes each, allocated at build: 32 to 64 bytes per
-///   key of capacity, however many keys arrive.
+/// - **Bounded memory**: never more than `capacity` keys, in a table allocated at build,
+///   however many keys arrive: up to a capacity of 32,768, the power of two ≥ 2·`capacity`
+///   slots of 16 bytes (at most 1 MiB; 32 to 64 bytes per key of capacity); above it, 1.3
+///   slots per key of capacity (20.8 bytes: a primary area for `capacity` / 0.85 keys and a
+///   secondary area for the keys whose primary buckets are full).
 /// - **Idle keys are evicted automatically**: a key whose TAT < now (its state equals a fresh
 ///   one) may be replaced by a new key that needs room. No background thread, no sweep call.
 /// - **One rate, changed live**: [`set_rate`](IntKeyed::set_rate) retunes every key while
@@ -187,7 +206,8 @@ pub enum Plant {
 ///
 /// # When there is no room
 ///
-/// A new key needs a place among its eight candidate slots (two buckets of four) and, unless
+/// A new key needs a place among its candidate slots (two buckets of four, and two more in
+/// the secondary area of a table over 1 MiB) and, unless
 /// it replaces an idle key, `len() < capacity`. It takes a FREE candidate, else replaces an
 /// idle candidate, else (when the table holds `capacity` keys) evicts the idle keys of a few
 /// other buckets and tries once more. If that fails it is **denied**, with `retry_after` the
@@ -196,11 +216,13 @@ pub enum Plant {
 /// in the table are never affected. Denying a new key, rather than evicting a busy one, keeps
 /// the per-key guarantee: evicting a busy key would hand it a fresh burst.
 ///
-/// A new key can be denied below capacity when both its buckets are full of busy keys: with
-/// load ≤ ½ this is rare (measured with random and with consecutive keys: 0 to 2 of the first
-/// 100,000 keys below half the capacity, 0.06–0.08 % of new keys while the table fills to
-/// capacity; `tests/int_keyed.rs`). Keys are placed by a seeded hash, so a
-/// flood of chosen keys cannot target one bucket.
+/// A new key can be denied below capacity when all its buckets are full of busy keys. That is
+/// rare: filling a table to capacity with busy keys (random and consecutive keys,
+/// `tests/int_keyed.rs`), 0.012–0.031 % of new keys were refused in tables over 1 MiB
+/// (capacity 32,769 to 1,000,000, none below half the capacity), 0.010–0.015 % at capacity
+/// 20,000, and 0.2–0.4 % in a sparse table that capacity makes exactly half full (1,000 or
+/// 32,768; 0 to 2 below half the capacity). Keys are placed by a seeded hash, so a flood of
+/// chosen keys cannot target one bucket.
 ///
 /// Time that goes backwards never frees permits (as for `Gcra`; a re-created key starts at
 /// the floor, the latest time any eviction used). Times before the limiter's build are treated
@@ -230,9 +252,13 @@ pub enum Plant {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct IntKeyed<K = u64, C = DefaultClock> {
+    /// The primary area's buckets, then the secondary area's.
     table: alloc::boxed::Box<[Bucket]>,
-    /// Buckets − 1 (a power of two minus one).
-    mask: usize,
+    /// Buckets in the primary area (b1 and b2 of every key): a power of two in the sparse
+    /// layout (no secondary area).
+    primary: usize,
+    /// Buckets in the secondary area (b3 and b4), after the primary's; 0 for none.
+    secondary: usize,
     /// Hash seeds.
     seed: [u64; 2],
     /// The two parameter sets (interval I, τ = b·I ≤ 2^62 − 1, τ − I, burst b, rate): a
@@ -341,7 +367,8 @@ impl<K, C> IntKeyed<K, C> {
         self.acquire(self.key_bits(key), 1, now)
     }
 
-    /// The hit path: the key's committed slot in b1, then b2; the slow path otherwise.
+    /// The hit path: the key's committed slot in b1, then b2 (then the secondary buckets, out
+    /// of line); the slow path otherwise.
     #[inline(always)]
     fn acquire(&self, key: u64, permits: u32, now: u64) -> Result<(), Denied> {
         let h = self.hash(key);
@@ -365,7 +392,46 @@ impl<K, C> IntKeyed<K, C> {
             }
             b = self.b2(h);
         }
+        self.acquire_secondary(key, h, permits, now)
+    }
+
+    /// The hit path's end, out of line: the key's committed slot in its secondary buckets
+    /// (few keys live there: those whose primary buckets were full when they came), else the
+    /// slow path.
+    #[cold]
+    #[inline(never)]
+    fn acquire_secondary(&self, key: u64, h: u64, permits: u32, now: u64) -> Result<(), Denied> {
+        if let Some((slot, v)) = self.probe_secondary(h, key) {
+            if let Some(r) = self.grant(slot, v, key, permits, self.relative(now)) {
+                return r.map_err(|d| later(d, self.base.saturating_sub(now)));
+            }
+        }
         self.acquire_slow(key, h, permits, now)
+    }
+
+    /// `key`'s committed slot in bucket `b` and the value loaded, looking from the home way.
+    #[inline(always)]
+    fn probe(&self, b: usize, home: usize, key: u64) -> Option<(&AtomicU128, u128)> {
+        let bucket = &self.table[b];
+        for w in 0..WAYS {
+            let slot = &bucket.0[(home + w) % WAYS];
+            // SeqCst: every slot access is SeqCst, so that the insert protocol's proof can
+            // reason about one total order (on x86-64 this load is the same instruction).
+            let v = slot.load(Ordering::SeqCst);
+            if holds(v, key) {
+                return Some((slot, v));
+            }
+        }
+        None
+    }
+
+    /// [`probe`](IntKeyed::probe) in the secondary buckets.
+    #[inline]
+    fn probe_secondary(&self, h: u64, key: u64) -> Option<(&AtomicU128, u128)> {
+        let [b3, b4] = self.secondary_of(h)?;
+        let home = Self::home(h);
+        self.probe(b3, home, key)
+            .or_else(|| self.probe(b4, home, key))
     }
 
     /// GCRA on the committed `slot` last seen as `v`, with the parameter set its parity names:

@@ -243,6 +243,101 @@ fn fill_and_count_refusals(mut next_key: impl FnMut() -> u64, what: &str) {
     assert!(rate < 0.01, "{rate}");
 }
 
+/// A table over 1 MiB (sparse) is built dense: a primary area for `capacity` / 0.85 keys and a
+/// secondary area of 0.12 slots per key, for keys whose two primary buckets are full. Its size
+/// is what `max_memory` accepts: at capacity 40,000, 11,765 primary and 1,200 secondary
+/// buckets of 64 bytes (20.7 bytes per key of capacity); at 32,768, still the sparse 2^16
+/// slots of 16 bytes.
+#[test]
+fn a_large_table_is_dense_and_its_size_is_what_the_budget_checks() {
+    let build = |capacity: usize, bytes: usize| {
+        IntKeyed::<u64>::builder(Rate::per_second(1).unwrap())
+            .capacity(capacity)
+            .max_memory(bytes)
+            .clock(ManualClock::new())
+            .build()
+    };
+    assert!(build(40_000, 12_965 * 64).is_ok());
+    let e = build(40_000, 12_965 * 64 - 1).unwrap_err();
+    assert!(e.to_string().contains("needs 829760 bytes"), "{e}");
+    assert!(build(32_768, 1 << 20).is_ok());
+    assert!(build(32_768, (1 << 20) - 1).is_err());
+}
+
+/// A dense table filled to capacity with busy keys (about 6 % of them in the secondary area):
+/// every key's state stays exact through grants, denials, read-back, a rate change and the
+/// eviction of idle keys.
+#[test]
+fn a_full_dense_table_keeps_every_key_exact() {
+    let capacity = 40_000;
+    let clock = ManualClock::new();
+    let l: IntKeyed<u64, _> = IntKeyed::builder(Rate::per_second(1).unwrap())
+        .burst(2)
+        .capacity(capacity)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let (mut keys, mut refused) = (Vec::new(), 0);
+    let mut next = 3u64;
+    while l.len() < capacity {
+        next += 7_919;
+        match l.try_acquire(next) {
+            Ok(()) => keys.push(next),
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(
+        refused * 1_000 < capacity,
+        "{refused} new keys refused below capacity"
+    );
+    for &k in &keys {
+        assert_eq!(l.remaining(k), 1, "key {k}");
+        assert!(l.try_acquire(k).is_ok(), "key {k}");
+        let d = l.try_acquire(k).unwrap_err();
+        assert_eq!(d.retry_after(), Some(Duration::from_secs(1)), "key {k}");
+        assert_eq!(l.reset(k), Duration::from_secs(2), "key {k}");
+        // The read-back a response's headers use looks where the hit path looks.
+        let peeked = hotlimit::Decide::peek(&l, &k).unwrap();
+        assert_eq!(
+            (peeked.remaining(), peeked.reset()),
+            (0, Duration::from_secs(2)),
+            "key {k}"
+        );
+    }
+    // Full of busy keys: a new key waits for the first to go idle.
+    assert!(l.try_acquire(1).is_err());
+    use hotlimit::Limiter as _;
+    // Twice the rate: each key's state is carried by `Gcra`'s rule, so each key reads what a
+    // `Gcra` that lived the same calls reads.
+    let reference = hotlimit::Gcra::builder(Rate::per_second(1).unwrap())
+        .burst(2)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    assert!(reference.try_acquire_n(2).is_ok());
+    l.set_rate(Rate::per_second(2).unwrap()).unwrap();
+    reference.set_rate(Rate::per_second(2).unwrap()).unwrap();
+    for step in 0..6 {
+        clock.advance(Duration::from_millis(250));
+        let expected = reference.remaining();
+        for &k in &keys {
+            assert_eq!(
+                l.remaining(k),
+                expected,
+                "key {k}, step {step} after the rate change"
+            );
+            let peeked = hotlimit::Decide::peek(&l, &k).unwrap().remaining();
+            assert_eq!(peeked, expected, "key {k}, step {step}, read back");
+        }
+    }
+    // Every key idle: new keys replace them, the table never over its capacity.
+    clock.advance(Duration::from_secs(2));
+    for k in 0..1_000u64 {
+        assert!(l.try_acquire(k * 2 + 1).is_ok(), "new key {k}");
+    }
+    assert_eq!(l.len(), capacity);
+}
+
 #[test]
 fn bucket_full_refusals_are_rare_random_keys() {
     let mut x = 0x2545_F491_4F6C_DD1Du64;

@@ -168,28 +168,30 @@ fn key_pool_largest_settings_are_errors_not_aborts() {
 #[test]
 fn int_keyed_refuses_a_table_over_the_budget() {
     // Accepted (MAX_CAPACITY) and then `memory allocation of 68719476736 bytes failed`, an
-    // abort, before the budget.
+    // abort, before the budget. (The dense layout has since made that table 44,546,390,272
+    // bytes: 631,612,838 primary buckets and 64,424,510 secondary ones of 64 bytes.)
     let e = IntKeyed::<u64>::builder(Rate::per_second(1).unwrap())
         .capacity(IntKeyed::<u64>::MAX_CAPACITY)
         .build()
         .unwrap_err();
     assert_eq!(e.field(), "capacity");
-    assert!(e.to_string().contains("needs 68719476736 bytes"), "{e}");
+    assert!(e.to_string().contains("needs 44546390272 bytes"), "{e}");
     let e = IntKeyed::<u64>::builder(Rate::per_second(1).unwrap())
         .capacity(usize::MAX)
         .build()
         .unwrap_err();
     assert_eq!(e.field(), "capacity");
-    // The largest capacity the default budget takes (1 GiB: 2^26 slots of 16 bytes).
+    // The largest capacity the default budget takes (1 GiB: 15,224,334 primary and 1,552,882
+    // secondary buckets of 64 bytes, 2^24 in all).
     let k = IntKeyed::<u64>::builder(Rate::per_second(1).unwrap())
-        .capacity(1 << 25)
+        .capacity(51_762_733)
         .clock(ManualClock::new())
         .build()
         .unwrap();
     assert!(k.try_acquire_at(7, 0).is_ok());
     drop(k);
     let e = IntKeyed::<u64>::builder(Rate::per_second(1).unwrap())
-        .capacity((1 << 25) + 1)
+        .capacity(51_762_734)
         .build()
         .unwrap_err();
     assert_eq!(e.field(), "capacity");

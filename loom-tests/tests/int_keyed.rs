@@ -12,11 +12,15 @@
 //! - A grant races a rate change (`set_rate`): exactly what one state allows is granted. The
 //!   planted change that stores the carried value instead of a CAS loses the grant and must
 //!   fail.
+//! - The dense layout (tables over 1 MiB: a primary area and a secondary one, so a key has
+//!   four buckets, 16 candidate slots): two threads insert one new key whose primary buckets
+//!   are full of busy keys, so both claim in its secondary bucket: exactly one grant, one
+//!   state. The planted `resolve` without kills must fail there too.
 #![cfg(hotlimit_loom)]
 
 use std::time::Duration;
 
-use hotlimit::__planted_int_keyed::{buckets_of, plant, Plant};
+use hotlimit::__planted_int_keyed::{buckets_of, build_dense, candidate_slots, plant, Plant};
 use hotlimit::{IntKeyed, ManualClock, Rate};
 use loom::sync::Arc;
 use loom::thread;
@@ -165,4 +169,70 @@ fn a_grant_racing_a_rate_change_is_carried() {
 #[should_panic(expected = "over-admission across a rate change")]
 fn planted_carry_by_store_loses_a_grant() {
     grant_races_rate_change(Plant::CarryByStore);
+}
+
+/// A table in the dense layout (built so whatever its size): capacity 20, so 6 primary
+/// buckets and 1 secondary bucket; burst 1, one permit per 10 ns.
+fn dense_table(p: Plant) -> IntKeyed<u64, ManualClock> {
+    let b = IntKeyed::builder(Rate::new(1, Duration::from_nanos(10)).unwrap())
+        .burst(1)
+        .capacity(20)
+        .clock(ManualClock::new());
+    plant(build_dense(b).unwrap(), p)
+}
+
+/// Two threads insert key `x` (home way 3, so the second claim can land below the first) at a
+/// frozen time, after eight busy keys filled x's two primary buckets: both claims go to x's
+/// secondary bucket, and the protocol must still leave one state and one grant.
+fn new_key_in_the_secondary(p: Plant, preemptions: usize) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b.check(move || {
+        let l = Arc::new(dense_table(p));
+        let x = (0..).find(|&k| buckets_of(&l, k).2 == 3).unwrap();
+        assert_eq!(
+            candidate_slots(&l, x).len(),
+            12,
+            "two primary buckets, one secondary"
+        );
+        let (xb1, xb2, _) = buckets_of(&l, x);
+        // Keys whose first bucket is one of x's land there while it has a free way.
+        let mut filled = [0; 2];
+        for k in x + 1.. {
+            if filled == [4, 4] {
+                break;
+            }
+            let b1 = buckets_of(&l, k).0;
+            for (i, xb) in [xb1, xb2].into_iter().enumerate() {
+                if b1 == xb && filled[i] < 4 {
+                    assert!(l.try_acquire_at(k, 0).is_ok());
+                    filled[i] += 1;
+                }
+            }
+        }
+        let l2 = l.clone();
+        let t = thread::spawn(move || l2.try_acquire_at(x, 0).is_ok());
+        let granted = u32::from(l.try_acquire_at(x, 0).is_ok()) + u32::from(t.join().unwrap());
+        assert_eq!(
+            granted, 1,
+            "one new key in the secondary: exactly one grant"
+        );
+        assert_eq!(l.remaining_at(x, 0), 0, "its state holds exactly one grant");
+        assert_eq!(
+            l.len(),
+            9,
+            "eight busy keys and the new key: exactly one grant and one state"
+        );
+    });
+}
+
+#[test]
+fn two_inserters_of_one_key_in_the_secondary_grant_once() {
+    new_key_in_the_secondary(Plant::None, 3);
+}
+
+#[test]
+#[should_panic(expected = "exactly one grant")]
+fn planted_resolve_without_kills_commits_twice_in_the_secondary() {
+    new_key_in_the_secondary(Plant::NoKill, 3);
 }

@@ -108,7 +108,9 @@ impl<K, C> IntKeyedBuilder<K, C> {
     }
 
     /// The most keys held at once. Default: 100,000. The table (allocated at build) has the
-    /// power of two ≥ 2·`capacity` slots of 16 bytes.
+    /// power of two ≥ 2·`capacity` slots of 16 bytes up to a capacity of 32,768 (at most
+    /// 1 MiB), and about 1.3 slots per key of capacity above it (20.8 bytes a key; see
+    /// [`IntKeyed`]).
     ///
     /// # Examples
     ///
@@ -155,9 +157,11 @@ impl<K, C> IntKeyedBuilder<K, C> {
         }
     }
 
-    /// The most memory the table may take, in bytes: 16 bytes × the power of two ≥
-    /// 2 × `capacity` (32–64 bytes per key of capacity), allocated at `build()`. Default: 1 GiB
-    /// (a `capacity` of up to 33,554,432). `build()` reports a larger table as a
+    /// The most memory the table may take, in bytes, allocated at `build()`: 64 bytes a bucket,
+    /// the power of two ≥ 2 × `capacity` slots (four a bucket) up to a capacity of 32,768, and
+    /// ⌈`capacity` / 3.4⌉ + ⌈`capacity` · 0.03⌉ buckets above it (20.8 bytes per key of
+    /// capacity). Default: 1 GiB (a `capacity` of up to 51,762,733). `build()` reports a larger
+    /// table as a
     /// [`ConfigError`] naming `capacity` and the bytes, and a table whose allocation fails
     /// likewise: never an abort.
     ///
@@ -172,7 +176,7 @@ impl<K, C> IntKeyedBuilder<K, C> {
     ///     .build()
     ///     .unwrap_err();
     /// assert_eq!(err.field(), "capacity");
-    /// assert!(err.to_string().contains("needs 68719476736 bytes"), "{err}");
+    /// assert!(err.to_string().contains("needs 44546390272 bytes"), "{err}");
     /// let ok = IntKeyed::<u64>::builder(Rate::per_second(1)?)
     ///     .capacity(1 << 20)
     ///     .max_memory(32 << 20)
@@ -212,6 +216,13 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<IntKeyed<K, C>, ConfigError> {
+        self.build_with(None)
+    }
+
+    /// [`build`](IntKeyedBuilder::build) with the layout forced (`Some(true)`: dense, with a
+    /// secondary area, whatever the size; for the loom models' small tables) or chosen by the
+    /// size (`None`).
+    pub(super) fn build_with(self, dense: Option<bool>) -> Result<IntKeyed<K, C>, ConfigError> {
         let params = super::change::checked_params(self.rate, self.burst)?;
         if self.capacity == 0 || self.capacity > IntKeyed::<K>::MAX_CAPACITY {
             return Err(ConfigError::new(
@@ -234,8 +245,8 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
                 "must be between 1 and 64 bits (a key is 64 bits; /48, /56 and /64 are usual)",
             ));
         }
-        let slots = (2 * self.capacity).next_power_of_two().max(WAYS);
-        let buckets = slots / WAYS;
+        let (primary, secondary) = layout(self.capacity, dense);
+        let buckets = primary + secondary;
         let need = core::mem::size_of::<Bucket>() as u128 * buckets as u128;
         let capacity = self.capacity as u128;
         crate::memory::within("capacity", capacity, need, self.max_memory)?;
@@ -248,7 +259,8 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
         let table = table.into_boxed_slice();
         Ok(IntKeyed {
             table,
-            mask: buckets - 1,
+            primary,
+            secondary,
             seed: random_seed(),
             params: [
                 KeyParams::new(params, self.rate),
@@ -273,6 +285,27 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
             _key: PhantomData,
         })
     }
+}
+
+/// The table's buckets for `capacity` keys, `(primary, secondary)`. A table whose sparse
+/// layout (the power of two ≥ 2·`capacity` slots, no secondary area: at most half full, so a
+/// new key rarely finds both its buckets full) fits in [`DENSE_ABOVE`] keeps it: the cache
+/// holds it whatever its load, and lookups are faster where most keys sit at their home way.
+/// A larger one is dense: primary slots for `capacity` / 0.85 keys and a secondary area of
+/// 0.12 slots per key of capacity for the keys whose two primary buckets are full (about 6 %
+/// of them at capacity), 20.8 bytes per key of capacity instead of 32 to 64. The secondary
+/// area keeps refusals below capacity rarer than the sparse layout's (guide).
+/// `capacity` ≤ [`IntKeyed::MAX_CAPACITY`] (2^31), so every product fits in a `u64`.
+pub(super) fn layout(capacity: usize, dense: Option<bool>) -> (usize, usize) {
+    let cap = capacity as u64;
+    let sparse = (2 * cap).next_power_of_two().max(WAYS as u64) / WAYS as u64;
+    if !dense.unwrap_or(sparse * BUCKET_BYTES > DENSE_ABOVE) {
+        return (sparse as usize, 0);
+    }
+    // ⌈cap / (0.85 · WAYS)⌉ and ⌈cap · 0.12 / WAYS⌉ buckets.
+    let primary = (cap * 20).div_ceil(17 * WAYS as u64);
+    let secondary = (cap * 12).div_ceil(100 * WAYS as u64);
+    (primary as usize, secondary as usize)
 }
 
 /// Two random 64-bit hash seeds (from std's per-process random keys), so that nobody can

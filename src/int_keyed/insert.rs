@@ -21,11 +21,10 @@ impl<K, C> IntKeyed<K, C> {
             // More than a new key's burst: refused before it takes a place.
             return Err(Denied::never());
         }
-        let (b1, b2, home) = (self.b1(h), self.b2(h), Self::home(h));
         // A wait is measured from the base; a `now` before it adds the difference.
         let behind = self.base.saturating_sub(now);
         let now = self.relative(now);
-        let c = self.candidates(b1, b2);
+        let c = self.candidates(&self.place(h));
         let mut contention = Contention::new();
         let mut swept = false;
         loop {
@@ -42,7 +41,7 @@ impl<K, C> IntKeyed<K, C> {
                 self.resolve(key, &c, None, now);
                 continue;
             }
-            match self.claim(key, &c, &snap, now, b1, home) {
+            match self.claim(key, &c, &snap, now) {
                 Claim::Mine(i, v) => self.resolve(key, &c, Some((i, v)), now),
                 // A lost claim: the loop scans afresh.
                 Claim::Lost => contention.lost_then_reload(now),
@@ -66,20 +65,11 @@ impl<K, C> IntKeyed<K, C> {
 
     /// Claim a candidate slot as `{key, PENDING, tag}`: a FREE one if a place under the
     /// capacity can be reserved, else an idle key's.
-    fn claim(
-        &self,
-        key: u64,
-        c: &Candidates,
-        snap: &[u128; 2 * WAYS],
-        now: u64,
-        b1: usize,
-        home: usize,
-    ) -> Claim {
-        // b1's ways first (a hit then costs one line), each bucket from the home way on.
-        let first = if c.idx[0] / WAYS == b1 { 0 } else { WAYS };
-        let order = (0..c.n).map(|k| (first + k / WAYS * WAYS) % c.n + (k + home) % WAYS);
-        let (mut free, mut n_free, mut idle, mut wait) = ([0; 2 * WAYS], 0, None, u64::MAX);
-        for k in order {
+    fn claim(&self, key: u64, c: &Candidates, snap: &[u128; CANDIDATES], now: u64) -> Claim {
+        // b1's ways first (a hit then costs one line), then b2's, then the secondary's, each
+        // bucket from the home way on.
+        let (mut free, mut n_free, mut idle, mut wait) = ([0; CANDIDATES], 0, None, u64::MAX);
+        for k in c.claim_order[..c.n].iter().map(|&k| usize::from(k)) {
             let v = snap[k];
             let meta = meta_of(v);
             if meta & FLAGS == 0 {
@@ -151,7 +141,7 @@ impl<K, C> IntKeyed<K, C> {
     /// one does. `mine`: our own claim (slot, exact value), which ends committed or killed.
     fn resolve(&self, key: u64, c: &Candidates, mine: Option<(usize, u128)>, now: u64) {
         let mut contention = Contention::new();
-        let mut prev: Option<[u128; 2 * WAYS]> = None;
+        let mut prev: Option<[u128; CANDIDATES]> = None;
         loop {
             let snap = self.scan(c);
             if let Some(k) = (0..c.n).find(|&k| holds(snap[k], key)) {
@@ -233,8 +223,9 @@ impl<K, C> IntKeyed<K, C> {
         let start = fold_mul(key ^ now, self.seed[1]) as usize;
         let mut wait = u64::MAX - 1;
         let mut evicted = false;
-        for b in 0..SWEEP.min(self.mask + 1) {
-            let b = (start + b) & self.mask;
+        let buckets = self.table.len();
+        for b in 0..SWEEP.min(buckets) {
+            let b = (start.wrapping_add(b)) % buckets;
             for j in 0..WAYS {
                 let i = b * WAYS + j;
                 // SeqCst: see `acquire`.

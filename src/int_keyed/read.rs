@@ -23,8 +23,7 @@ impl<K: IntKey, C> IntKeyed<K, C> {
     /// ```
     pub fn reset_at(&self, key: K, now: u64) -> Duration {
         let key = self.key_bits(key);
-        let (b1, b2, _) = self.buckets_of(key);
-        let c = self.candidates(b1, b2);
+        let c = self.candidates(&self.place(self.hash(key)));
         let snap = self.scan(&c);
         let tat = (0..c.n)
             .find(|&k| holds(snap[k], key))
@@ -118,28 +117,19 @@ impl<K: IntKey, C> IntKeyed<K, C> {
     }
 
     /// The meta word of `key`'s committed slot, `None` when it has none: its candidates in the
-    /// hit path's order (b1 then b2, each from the home way), stopping at the first that holds
-    /// it. A key has at most one committed slot, so the order does not change the answer; it
-    /// makes most read-backs one load where a scan of all eight candidates took 342
+    /// hit path's order (b1, b2, then the secondary buckets, each from the home way), stopping
+    /// at the first that holds it. A key has at most one committed slot, so the order does not
+    /// change the answer; it makes most read-backs one load where a scan of all eight
+    /// candidates (two buckets) took 342
     /// instructions per decision in the HTTP layer's per-IP row (132 this way).
     #[inline]
     fn meta_of_key(&self, key: u64) -> Option<u64> {
         let h = self.hash(key);
         let home = Self::home(h);
-        let mut b = self.b1(h);
-        for _ in 0..2 {
-            let bucket = &self.table[b];
-            for w in 0..WAYS {
-                // SeqCst: as every slot access (the insert protocol's one total order); a
-                // read-back needs only a snapshot of the slot.
-                let v = bucket.0[(home + w) % WAYS].load(Ordering::SeqCst);
-                if holds(v, key) {
-                    return Some(meta_of(v));
-                }
-            }
-            b = self.b2(h);
-        }
-        None
+        self.probe(self.b1(h), home, key)
+            .or_else(|| self.probe(self.b2(h), home, key))
+            .or_else(|| self.probe_secondary(h, key))
+            .map(|(_, v)| meta_of(v))
     }
 
     /// `(remaining, reset, next)` of `key` at `now`, from one look at its slot: what
@@ -184,9 +174,8 @@ impl<K, C> IntKeyed<K, C> {
         K: IntKey,
     {
         let key = self.key_bits(key);
-        let (b1, b2, _) = self.buckets_of(key);
         let now = self.relative(now);
-        let c = self.candidates(b1, b2);
+        let c = self.candidates(&self.place(self.hash(key)));
         let snap = self.scan(&c);
         // A committed key on its slot's parameter set; an absent one as a fresh state on the
         // current set.
