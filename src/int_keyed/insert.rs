@@ -35,29 +35,42 @@ impl<K, C> IntKeyed<K, C> {
                     None => continue,
                 }
             }
-            if (0..c.n).any(|k| is_pending_of(snap[k], key)) {
+            let settled = if (0..c.n).any(|k| is_pending_of(snap[k], key)) {
                 // Another thread is inserting this key: help it rather than claim a second
                 // slot.
-                self.resolve(key, &c, None, now);
-                continue;
-            }
-            match self.claim(key, &c, &snap, now) {
-                Claim::Mine(i, v) => self.resolve(key, &c, Some((i, v)), now),
-                // A lost claim: the loop scans afresh.
-                Claim::Lost => contention.lost_then_reload(now),
-                Claim::Full { wait, free_seen } => {
-                    if free_seen && !swept {
-                        // The table holds `capacity` keys: evict idle keys elsewhere, then
-                        // try once more.
-                        swept = true;
-                        let wait2 = self.sweep(key, now);
-                        if wait2 == 0 {
-                            continue;
-                        }
-                        return Err(Denied::after_nanos(wait.min(wait2).saturating_add(behind))
-                            .table_full());
+                self.resolve(key, &c, None, now)
+            } else {
+                match self.claim(key, &c, &snap, now) {
+                    Claim::Mine(i, v) => self.resolve(key, &c, Some((i, v)), now),
+                    // A lost claim: the loop scans afresh.
+                    Claim::Lost => {
+                        contention.lost_then_reload(now);
+                        None
                     }
-                    return Err(Denied::after_nanos(wait.saturating_add(behind)).table_full());
+                    Claim::Full { wait, free_seen } => {
+                        if free_seen && !swept {
+                            // The table holds `capacity` keys: evict idle keys elsewhere, then
+                            // try once more.
+                            swept = true;
+                            let wait2 = self.sweep(key, now);
+                            if wait2 == 0 {
+                                continue;
+                            }
+                            return Err(Denied::after_nanos(
+                                wait.min(wait2).saturating_add(behind),
+                            )
+                            .table_full());
+                        }
+                        return Err(Denied::after_nanos(wait.saturating_add(behind)).table_full());
+                    }
+                }
+            };
+            // The key's committed slot as the resolve saw or wrote it: grant there as a hit
+            // would (a CAS from that exact value, which fails if the slot changed since),
+            // without scanning the candidates again.
+            if let Some((i, v)) = settled {
+                if let Some(r) = self.grant(self.slot(i), v, key, permits, now) {
+                    return r.map_err(|d| later(d, behind));
                 }
             }
         }
@@ -139,7 +152,15 @@ impl<K, C> IntKeyed<K, C> {
 
     /// Settle `key`'s inserts among its candidates until a COMMITTED slot exists or no PENDING
     /// one does. `mine`: our own claim (slot, exact value), which ends committed or killed.
-    fn resolve(&self, key: u64, c: &Candidates, mine: Option<(usize, u128)>, now: u64) {
+    /// Returns the committed slot and the value it was seen or written with, or `None` when
+    /// no pending claim is left (the caller looks again).
+    fn resolve(
+        &self,
+        key: u64,
+        c: &Candidates,
+        mine: Option<(usize, u128)>,
+        now: u64,
+    ) -> Option<(usize, u128)> {
         let mut contention = Contention::new();
         let mut prev: Option<[u128; CANDIDATES]> = None;
         loop {
@@ -150,12 +171,12 @@ impl<K, C> IntKeyed<K, C> {
                         self.kill(i, v);
                     }
                 }
-                return;
+                return Some((c.idx[k], snap[k]));
             }
             let mut pend = (0..c.n).filter(|&k| is_pending_of(snap[k], key));
             let Some(low) = pend.next() else {
                 // No pending left (ours was killed): the caller looks again.
-                return;
+                return None;
             };
             // The committer's scan must come after the claim it commits: true of our own
             // claim; for another's, the previous scan saw this very claim (tags are unique).
@@ -182,19 +203,15 @@ impl<K, C> IntKeyed<K, C> {
                 // On the current parameter set, held until the commit is in (a rate change
                 // waits for it: see `change.rs`).
                 let (p, flags) = self.enter_commit();
+                let state = pack(key, flags | tat0);
                 // SeqCst: the commit; fails if the claim was killed meanwhile.
                 let committed = self
                     .slot(c.idx[low])
-                    .compare_exchange(
-                        snap[low],
-                        pack(key, flags | tat0),
-                        Ordering::SeqCst,
-                        Ordering::SeqCst,
-                    )
+                    .compare_exchange(snap[low], state, Ordering::SeqCst, Ordering::SeqCst)
                     .is_ok();
                 self.leave_commit(p);
                 if committed {
-                    return;
+                    return Some((c.idx[low], state));
                 }
             }
             prev = Some(snap);
