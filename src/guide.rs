@@ -4,7 +4,7 @@
 //!
 //! | you want to | use | its guarantee | its cost |
 //! |---|---|---|---|
-//! | protect a server per user or per IP | [`IntKeyed`] (integer ids, [`IpAddr`](std::net::IpAddr) per /56 or any prefix); `Keyed<`[`ShortKey`](crate::ShortKey)`>` for string ids of at most 23 bytes (inline in the table); [`Keyed`] for other keys (`Keyed<String, _>`, looked up by `&str`) | per key [`Gcra`]'s: at most b + d/I in any interval d; at most `capacity` keys, idle ones evicted, never an admission lost | `IntKeyed`: one cache line and one 16-byte CAS per grant, 32–64 bytes per key of capacity; `Keyed`: one slot probed and one CAS, 16-byte slots, 23–28 bytes per `u64` key, 55 per `ShortKey`; a `String` key's bytes are a second read |
+//! | protect a server per user or per IP | [`IntKeyed`] (integer ids, [`IpAddr`](std::net::IpAddr) per /56 or any prefix); `Keyed<`[`ShortKey`](crate::ShortKey)`>` for string ids of at most 23 bytes (inline in the table); [`Keyed`] for other keys (`Keyed<String, _>`, looked up by `&str`) | per key [`Gcra`]'s: at most b + d/I in any interval d; at most `capacity` keys, idle ones evicted, never an admission lost | `IntKeyed`: one cache line and one 16-byte CAS per grant, 20.8 bytes per key of capacity in tables over 1 MiB (32–64 below); `Keyed`: one slot probed and one CAS, 16-byte slots, 23–28 bytes per `u64` key, 55 per `ShortKey`; a `String` key's bytes are a second read |
 //! | a global cap per window ("500 per 10 minutes", an upstream quota) | [`SlidingWindow`] (exact: [`SlidingLog`]) | at most `limit` in every window of `period`, counted at each grant's effective time (see [what time a grant is counted at](#what-time-a-grant-is-counted-at)); never over-admits | one CAS per grant, 8 bytes × 16 + 512 bytes for 10 buckets; `SlidingLog`: 8 bytes × `limit` |
 //! | pace a load generator | [`Pacer`] | N threads share one target rate: slots one interval apart, each caller returns at its own | one CAS to reserve a slot, then a sleep; 8 bytes |
 //! | rotate API keys | [`KeyPool`] | no key used more than `max_uses` times in any window of `period`; denied (with the exact wait) only when every key is spent | one CAS per key handed out; 8 bytes × keys × `max_uses` |
@@ -1875,7 +1875,9 @@
 //! (value: a tag unique to the claim, from a counter) or COMMITTED (value: the key's TAT
 //! relative to the limiter's base; the second flag bit, its parity, names the parameter set it
 //! runs on: see [rate changes](#intkeyed-rate-changes)). A key has eight candidate slots (its two buckets of four,
-//! from a seeded hash), totally ordered by table index. Every slot access is `SeqCst`, so the
+//! from a seeded hash), or sixteen in a table with a secondary area (two more buckets there:
+//! see [capacity and refusals](#capacity-and-refusals)), totally ordered by table index; the
+//! argument below holds for any fixed candidate set so ordered. Every slot access is `SeqCst`, so the
 //! argument below reasons about one total order S of all slot operations.
 //!
 //! Transitions: FREE → PENDING(k, tag) (a claim, by an inserter of k);
@@ -1973,26 +1975,73 @@
 //! or an eviction returns one. A new key is refused when it finds no FREE candidate it may take
 //! and no idle one (after sweeping eight other buckets for idle keys when the table is at
 //! capacity); its `retry_after` is the wait until the earliest busy slot it looked at can go
-//! (TAT − now + 1: evictable once its TAT is in the past). With the table at most half full (2·`capacity` slots rounded up to a power of two),
-//! a refusal below capacity needs both of a key's buckets full of busy keys: measured with
-//! random and with consecutive keys (`bucket_full_refusals_are_rare_*`, capacity 200,000),
-//! 0 to 2 of the 100,000 keys inserted below half the capacity were refused (about 10⁻⁵), and
-//! 0.06–0.08 % of new keys while the table fills to capacity.
-//! The hash is two seeded folded multiplies: with one, consecutive keys fell into related
-//! bucket pairs and 16 were refused below half the capacity (in one run).
+//! (TAT − now + 1: evictable once its TAT is in the past).
 //!
-//! The table stays at most half full on purpose. A denser table like governor's (load 0.76,
-//! 2 MiB at 100,000 keys instead of 4) was measured: with 4-way buckets 3.5 % of the keys were
-//! displaced at setup and it ran slower; with 8-way buckets (two lines) 1.2 % were, and two
-//! threads at 100,000 keys fell from 2.05–2.26× governor's throughput to 1.70–1.98×. A table
-//! of exactly 2 × capacity slots instead of the next power of two, and touching the key's slot
-//! before the clock read, made no difference beyond the noise. The price shows on one thread
-//! at 100,000 keys (capacity 125,000: 2^18 slots, 4 MiB, against governor's 2.2 MB): 0.98–0.99×
-//! governor there (three runs, BENCHMARKS.md), and the same table with 60,000 keys and 2 MiB
-//! measured 1.49–1.56× against 0.83–1.00× with 70,000 keys and 4 MiB (`IK_CAP=1.0 KEYS=60000` or
-//! `70000 THREADS=1 ORDER=shuffled cargo bench --bench keyed_compare -- paired`, two runs each).
-//! A table that dense without refusals needs keys moved between their buckets (cuckoo
-//! displacement) under the claim protocol above; not built.
+//! **Two layouts.** A table of at most 1 MiB is *sparse*: the power of two ≥ 2·`capacity`
+//! slots, at most half full, buckets picked by masking the hash's halves (the cache holds such
+//! a table whatever its load, and at low load most keys sit at their home way). A larger table
+//! is *dense*: a primary area of ⌈`capacity` / 3.4⌉ buckets (`capacity` / 0.85 slots; each
+//! half of the hash mapped onto it by a multiply and a shift) and a secondary area of
+//! ⌈0.03·`capacity`⌉ buckets (0.12 slots per key of capacity), where a key has two more
+//! buckets, b3 and b4, from a third folded multiply of its hash: 20.8 bytes per key of
+//! capacity instead of 32 to 64. An insert tries b1, then b2, then b3 and b4, so a key sits
+//! in the secondary area only when its two primary buckets were full when it came (about 6 %
+//! of the keys at capacity; in a prototype at 100,000 keys of 125,000, 90 % sat in b1, 8 % in
+//! b2, 2 % in the secondary area); the hit path looks there last, out of line. The protocol
+//! and the proof above are unchanged (they reason about a key's candidates, whatever they
+//! are); the loom model `two_inserters_of_one_key_in_the_secondary_grant_once` races two
+//! inserters of one key whose primary buckets are full of busy keys on the dense layout
+//! (`build_dense`), and the planted resolve without kills fails there as it does in one
+//! bucket.
+//!
+//! A refusal below capacity needs every bucket of the key full of busy keys. Filling tables to
+//! capacity with busy keys (random and consecutive keys; `bucket_full_refusals_are_rare_*` and
+//! a scratch run over capacities): dense tables (capacity 32,769 to 1,000,000) refused
+//! 0.012–0.031 % of new keys, none below half the capacity; sparse ones 0.010–0.015 % at
+//! capacity 20,000 (under a third full at capacity), and 0.2–0.4 % where the capacity makes
+//! them exactly half full (1,000; 32,768), 0 to 2 of those below half the capacity. Simulated
+//! before building (a million keys, the insert's order): two-choice buckets of four with no
+//! secondary area refuse 0.38 % of new keys filling to half full, 1.97 % to two thirds, 4.3 %
+//! to 0.8; three and four choices 1.25 % and 0.45 % at 0.75; a secondary area of 0.12 slots a
+//! key beside a primary at 0.85 refuses 0.015 % (1.30 slots a key), 0.12 slots beside 0.9,
+//! 0.026 %. The hash is two seeded folded multiplies: with one, consecutive keys fell into
+//! related bucket pairs and 16 were refused below half the capacity (in one run).
+//!
+//! *How the dense layout came.* The table used to be sparse at every size: at 100,000 keys
+//! (capacity 125,000) 4 MiB, twice governor's 2.2 MB and past this machine's 2 MiB L2, and
+//! 0.83–1.18× governor on one thread, while the same table with 60,000 keys and 2 MiB measured
+//! 1.49–1.56× (`IK_CAP=1.0 KEYS=60000 THREADS=1 ORDER=shuffled cargo bench --bench
+//! keyed_compare -- paired`). A denser table like governor's (load 0.76) without a secondary
+//! area refused keys: with 4-way buckets 3.5 % of the keys were displaced at setup and it ran
+//! slower; with 8-way buckets (two lines) 1.2 % were, and two threads at 100,000 keys fell from
+//! 2.05–2.26× governor's throughput to 1.70–1.98×. A table of exactly 2 × capacity slots
+//! instead of the next power of two, and touching the key's slot before the clock read, made
+//! no difference beyond the noise. Moving keys between their buckets (cuckoo displacement)
+//! under the claim protocol would have needed a frozen state and helpers; the secondary area
+//! gets the density without moving a key. A prototype of the hit path (a scratch crate, one
+//! process, chunks interleaved with `IntKeyed` and governor) measured the layouts before the
+//! build: at 100,000 keys on one thread the dense layout took 0.72–0.90 of the time of a
+//! sparse one (2 × capacity slots) in six runs, on two threads 0.91–1.01, and at 1,000 keys
+//! 1.2–1.7× it (a branchier probe at higher load, in a table the cache holds anyway): hence
+//! the 1 MiB threshold. As built, alternating the two
+//! builds (`ab.sh`: `KEYS=… THREADS=… ROUNDS=15 keyed_compare paired`, the warm chunks'
+//! ratio to governor, seven alternations at 100,000 keys on one thread in two sittings):
+//! 0.83–1.24× governor before, 1.05–1.37× after (creation order 1.17–1.37, shuffled
+//! 1.05–1.27), and steadier (the old table's runs ranged 0.83 to 1.24 within minutes); at 1,000
+//! keys (sparse either way) 1.56–1.78× both; at a million keys 2.22–2.63× before and
+//! 2.05–2.45× after (two alternations, within the noise: both tables are past the caches);
+//! on two threads at 100,000 keys 1.49–2.14× before and 1.54–1.87× after: there both cores'
+//! caches hold the sparse table too, and the dense one pays for the keys in b2 and the
+//! secondary area. One key's grant (`callgrind.sh`) costs 152 / 127 instructions allowed /
+//! denied, 142 / 118 before: the layout's branch in b1 and the hit path's way out to the
+//! secondary area. A new key costs more: 2,841 instructions to insert into a dense table
+//! against 1,668 into a sparse one (callgrind, 1,000 keys into an empty table: sixteen
+//! candidates on four lines instead of eight on two; 3,300 and 1,941 before the insert stopped
+//! scanning its candidates a third time to find the slot it had just committed). Through the
+//! HTTP layer (`layer_callgrind`, 20,000 requests from 256 clients, inserts included) the
+//! per-IP row costs 4,266 instructions a request against 4,199 before, in builds whose `Keyed`
+//! row moved by 40 with no change to `Keyed` (inlining): about 14 of the difference in the
+//! decision and 17 in the 256 inserts.
 //!
 //! [`IntKeyed`]: crate::IntKeyed
 //! [`Gcra`]: crate::Gcra

@@ -135,8 +135,8 @@ const LOOKUPS: usize = 2_000_000;
 /// order of `ORDER` (default sequential and shuffled). Every key exists before timing and the
 /// rate is so high that nothing is denied: the lookup plus the grant.
 ///
-/// `IntKeyed` gets capacity `IK_CAP` × keys (default 1.25: its table is the power of two ≥
-/// 2 × capacity slots), `Keyed` and rate-net 2 × keys (`K_CAP`).
+/// `IntKeyed` gets capacity `IK_CAP` × keys (default 1.25; its table is dense above a capacity
+/// of 32,768: 1.3 slots per key of capacity), `Keyed` and rate-net 2 × keys (`K_CAP`).
 pub(crate) fn paired_mode<C, G, R>(ours: C, theirs: G, rate_net_clock: R)
 where
     C: Clock + Clone + Send + Sync,
