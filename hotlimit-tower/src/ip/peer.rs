@@ -46,7 +46,7 @@ impl PeerIp {
     ///
     /// **Which table.** An IP policy's limiter is best an [`IntKeyed<IpAddr>`](IntKeyed): each
     /// key lives inline in a 16-byte slot of a table allocated at build (21 bytes per key of
-    /// capacity at the default 100,000), one cache line per lookup, 1.3 to 3.2 times governor's
+    /// capacity at the default 100,000), one cache line per lookup, 1.2 to 3.2 times governor's
     /// keyed limiter at 100,000 keys on 1 to 16 threads (see the workspace's BENCHMARKS.md). Take a `Keyed<IpAddr, _>` with
     /// [`Policy::new`] instead for a sliding window or log, per-key rate overrides, IPv6
     /// prefixes longer than 64 bits, a table that grows with its keys rather than one
