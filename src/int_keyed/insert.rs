@@ -237,12 +237,17 @@ impl<K, C> IntKeyed<K, C> {
     /// time); 0 if one was evicted, else the wait until the earliest slot seen goes idle.
     #[cold]
     fn sweep(&self, key: u64, now: u64) -> u64 {
-        let start = fold_mul(key ^ now, self.seed[1]) as usize;
+        let buckets = self.table.len();
+        // The first bucket: the mixed value mapped onto the table by a multiply and a shift
+        // (the table's length need not be a power of two), then the next ones, wrapping.
+        let mixed = fold_mul(key ^ now, self.seed[1]);
+        let mut b = ((u128::from(mixed) * buckets as u128) >> 64) as usize;
         let mut wait = u64::MAX - 1;
         let mut evicted = false;
-        let buckets = self.table.len();
-        for b in 0..SWEEP.min(buckets) {
-            let b = (start.wrapping_add(b)) % buckets;
+        for _ in 0..SWEEP.min(buckets) {
+            if b == buckets {
+                b = 0;
+            }
             for j in 0..WAYS {
                 let i = b * WAYS + j;
                 // SeqCst: see `acquire`.
@@ -268,6 +273,7 @@ impl<K, C> IntKeyed<K, C> {
                     evicted = true;
                 }
             }
+            b += 1;
         }
         if evicted {
             0
