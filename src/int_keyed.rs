@@ -373,22 +373,10 @@ impl<K, C> IntKeyed<K, C> {
     fn acquire(&self, key: u64, permits: u32, now: u64) -> Result<(), Denied> {
         let h = self.hash(key);
         let home = Self::home(h);
-        let rel = self.relative(now);
         let mut b = self.b1(h);
         for _ in 0..2 {
-            let bucket = &self.table[b];
-            for w in 0..WAYS {
-                let way = (home + w) % WAYS;
-                // SeqCst: every slot access is SeqCst, so that the insert protocol's proof can
-                // reason about one total order (on x86-64 this load is the same instruction).
-                let v = bucket.0[way].load(Ordering::SeqCst);
-                if holds(v, key) {
-                    if let Some(r) = self.grant(&bucket.0[way], v, key, permits, rel) {
-                        return r.map_err(|d| later(d, self.base.saturating_sub(now)));
-                    }
-                    // The key left this slot between the load and the CAS: insert it again.
-                    return self.acquire_slow(key, h, permits, now);
-                }
+            if let Some((slot, v)) = self.probe(b, home, key) {
+                return self.grant_or_insert(slot, v, key, h, permits, now);
             }
             b = self.b2(h);
         }
@@ -401,12 +389,28 @@ impl<K, C> IntKeyed<K, C> {
     #[cold]
     #[inline(never)]
     fn acquire_secondary(&self, key: u64, h: u64, permits: u32, now: u64) -> Result<(), Denied> {
-        if let Some((slot, v)) = self.probe_secondary(h, key) {
-            if let Some(r) = self.grant(slot, v, key, permits, self.relative(now)) {
-                return r.map_err(|d| later(d, self.base.saturating_sub(now)));
-            }
+        match self.probe_secondary(h, key) {
+            Some((slot, v)) => self.grant_or_insert(slot, v, key, h, permits, now),
+            None => self.acquire_slow(key, h, permits, now),
         }
-        self.acquire_slow(key, h, permits, now)
+    }
+
+    /// A grant on the committed `slot` the hit path found as `v`; the slow path if the key left
+    /// it between the load and the CAS.
+    #[inline(always)]
+    fn grant_or_insert(
+        &self,
+        slot: &AtomicU128,
+        v: u128,
+        key: u64,
+        h: u64,
+        permits: u32,
+        now: u64,
+    ) -> Result<(), Denied> {
+        match self.grant(slot, v, key, permits, self.relative(now)) {
+            Some(r) => r.map_err(|d| later(d, self.base.saturating_sub(now))),
+            None => self.acquire_slow(key, h, permits, now),
+        }
     }
 
     /// `key`'s committed slot in bucket `b` and the value loaded, looking from the home way.
