@@ -2032,7 +2032,7 @@
 //! 2.05–2.45× after (two alternations, within the noise: both tables are past the caches);
 //! on two threads at 100,000 keys 1.49–2.14× before and 1.54–1.87× after: there both cores'
 //! caches hold the sparse table too, and the dense one pays for the keys in b2 and the
-//! secondary area. One key's grant (`callgrind.sh`) costs 152 / 127 instructions allowed /
+//! secondary area. One key's grant (`callgrind.sh`) costs 153 / 126 instructions allowed /
 //! denied, 142 / 118 before: the layout's branch in b1 and the hit path's way out to the
 //! secondary area. A new key costs more: 2,841 instructions to insert into a dense table
 //! against 1,668 into a sparse one (callgrind, 1,000 keys into an empty table: sixteen
