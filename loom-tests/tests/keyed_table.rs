@@ -277,3 +277,88 @@ fn creators_racing_growth_share_one_slot() {
         assert_eq!(t.live_slots(1), 1, "two slots for one key");
     });
 }
+
+/// `String` keys: the table keeps each as a `StrKey` (a key of at most 23 bytes in the slot
+/// itself, a longer one boxed), written and read through the same cell. A short and a long
+/// key, so that both forms are written, read and copied.
+const SHORT: &str = "user:0000000001";
+const LONG: &str = "a token of forty bytes: 0123456789abcdef";
+
+/// A table of `String` keys: `slots` slots growing to at most `most`, with `plant`, shared.
+fn string_table(slots: usize, most: usize, plant: Option<TablePlant>) -> Arc<ModelTable<String>> {
+    Arc::new(ModelTable::growing(
+        one_per_10ns(),
+        slots,
+        most,
+        plant.unwrap_or(TablePlant::None),
+    ))
+}
+
+/// [`hit_racing_a_creation`] on a `String` key (`key`): the asker compares its `&str` with
+/// the slot's `StrKey` only after a load that orders the key's write before the read;
+/// planted: the Relaxed load, which loom reports.
+fn string_hit_racing_a_creation(key: &'static str, planted: bool) {
+    loom::model(move || {
+        let t = string_table(2, 2, planted.then_some(TablePlant::RelaxedKeyRead));
+        let t2 = t.clone();
+        let creator = thread::spawn(move || t2.acquire_at(key.to_owned(), 0));
+        let mine = t.acquire_at(key.to_owned(), 0);
+        let theirs = creator.join().unwrap();
+        assert_eq!(u32::from(mine) + u32::from(theirs), 1, "two grants");
+        assert_eq!(t.live_slots(key.to_owned()), 1);
+    });
+}
+
+#[test]
+fn a_hit_reads_a_short_string_key_only_after_its_publication() {
+    string_hit_racing_a_creation(SHORT, false);
+}
+
+#[test]
+fn a_hit_reads_a_long_string_key_only_after_its_publication() {
+    string_hit_racing_a_creation(LONG, false);
+}
+
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn planted_hit_reading_a_string_key_after_a_relaxed_load_races_the_write() {
+    string_hit_racing_a_creation(SHORT, true);
+}
+
+/// [`grant_racing_growth`] on `String` keys: the growth copies the short key's bytes and
+/// clones the long key's box into the new segment while a grant races it: one grant, and each
+/// key found in one slot of the grown segment (planted: a copy without the freeze).
+fn string_grant_racing_growth(planted: bool) {
+    loom::model(move || {
+        let t = string_table(2, 4, planted.then_some(TablePlant::CopyWithoutFreeze));
+        assert!(t.acquire_at(SHORT.to_owned(), 0));
+        let t2 = t.clone();
+        let asker = thread::spawn(move || t2.acquire_at(SHORT.to_owned(), 10));
+        assert!(t.acquire_at(LONG.to_owned(), 10));
+        let mine = t.acquire_at(SHORT.to_owned(), 10);
+        let theirs = asker.join().unwrap();
+        assert_eq!(
+            u32::from(mine) + u32::from(theirs),
+            1,
+            "a grant lost in a growth"
+        );
+        assert_eq!(t.slots(), 4, "the segment grew");
+        assert_eq!(
+            (
+                t.live_slots(SHORT.to_owned()),
+                t.live_slots(LONG.to_owned())
+            ),
+            (1, 1)
+        );
+        assert!(
+            !t.acquire_at(LONG.to_owned(), 10),
+            "the long key's state was carried"
+        );
+    });
+}
+
+common::real_and_planted! {
+    "a grant lost in a growth";
+    string_growth_never_loses_a_grant, planted_string_growth_copying_without_freeze_over_admits
+        => string_grant_racing_growth;
+}

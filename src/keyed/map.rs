@@ -126,12 +126,13 @@ pub(super) struct Slot<L: KeyedState> {
 ///
 /// Memory per key. `Gcra` and `GcraPair`: slots of the state word (8 or 16 bytes) beside the
 /// key, which has no flag of its own (a `Gcra` slot is 16 bytes for a `u64` key, 32 for a
-/// `String` plus its heap bytes), in segments of at most about 1,024 slots, at most 1.4 slots
+/// `String`, whose bytes sit in the slot when it has at most 23 of them and on the heap
+/// otherwise), in segments of at most about 1,024 slots, at most 1.4 slots
 /// per key of capacity (2.2 MB for `u64` keys at the default capacity of 100,000). For keys
-/// with no drop glue (integers, addresses), in a table whose slots at full length pass 1 MiB,
+/// with no drop glue (integers, addresses) and `String` keys, in a table whose slots at full length pass 1 MiB,
 /// a segment is allocated with its first key at 64 slots and grows as its keys arrive (rebuilt at twice its keys once they fill three quarters
 /// of it), so the table holds 1.3 to 2 slots per key it has (beyond a segment's first 64); in
-/// smaller tables, and for keys that own memory, it is allocated at its full length with its
+/// smaller tables, and for other keys that own memory, it is allocated at its full length with its
 /// first key (a growth would clone each of its keys again). A key with a rate override also has a map entry. Logs and
 /// windows: the key, the state (for [`SlidingLog`](crate::SlidingLog) a ring of `limit`
 /// timestamps and a gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of
@@ -140,11 +141,13 @@ pub(super) struct Slot<L: KeyedState> {
 /// per `u64` key for GCRA (governor: 36), 77 per `String` key, 55 for a pair, 278 and 342 for a
 /// log of limit 10 and a window of 10 buckets.
 ///
-/// **String keys.** A `Keyed<String>` lookup reads the key's slot and then the key's bytes on
-/// the heap: in a table larger than the caches, two misses, as in governor's keyed limiter. For
-/// ids of at most 23 bytes (user and session ids, tenant names, addresses as text) a
-/// `Keyed<`[`ShortKey`](crate::ShortKey)`>` keeps the bytes in the slot: one miss, a table that
-/// grows with its keys, 55 bytes a key instead of 77 (BENCHMARKS.md has both side by side).
+/// **String keys.** A `String` key of at most 23 bytes (user and session ids, tenant names,
+/// addresses as text) sits in its slot: a lookup by `&str` reads one slot and no heap bytes,
+/// and the table's segments grow with their keys. A longer key (a token) is kept on the heap:
+/// its lookup reads the slot, then the key's bytes (two misses in a table larger than the
+/// caches, as in governor's keyed limiter). [`ShortKey`](crate::ShortKey) is the same layout
+/// as a `Copy` key type that refuses a longer id up front (BENCHMARKS.md has both side by
+/// side).
 ///
 /// # Examples
 ///

@@ -26,12 +26,17 @@
 //! Dead slots are reclaimed, and a segment grows, by rebuilding it ([`rebuild`]): its live
 //! keys are frozen and copied into a fresh segment sized for them, which replaces the old one
 //! in the directory. For keys with no drop glue (integers, addresses, arrays and tuples of
-//! them), in a table whose slots at full length would pass [`GROW_ABOVE`] (a core's L2), a
-//! segment starts with [`FIRST_LEN`] slots, so that the table's memory follows its keys, not
-//! its capacity (which bounds a segment's length). Keys that own memory (`String`) start at
-//! the full length, since each growth would clone every key of the segment again and scatter
-//! their bytes; so do small tables, which the cache holds whatever their length and whose
-//! lookups are faster at the lower load (the guide has the figures).
+//! them) and for `String` keys, in a table whose slots at full length would pass
+//! [`GROW_ABOVE`] (a core's L2), a segment starts with [`FIRST_LEN`] slots, so that the table's
+//! memory follows its keys, not its capacity (which bounds a segment's length). Other keys that
+//! own memory start at the full length, since each growth would clone every key of the segment
+//! again and scatter their bytes; so do small tables, which the cache holds whatever their
+//! length and whose lookups are faster at the lower load (the guide has the figures).
+//!
+//! A `String` key is kept as a [`StrKey`](str_key): its bytes in the slot when it has at most
+//! 23 (a lookup then reads no heap bytes, and a growth copies them), else a `Box<str>` (cloned
+//! by a growth). The rest of the table sees keys only through [`KeyCell`]'s `matches`,
+//! `duplicate` and [`Stored`].
 //!
 //! The protocol (creation, grants, evictions, rate changes, rebuilds) and its proofs are in
 //! the [`guide`](crate::guide#keyed-the-inline-table); the admission paths that use the table
@@ -50,8 +55,9 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 mod cell;
 mod rebuild;
 mod slow;
+mod str_key;
 
-pub(crate) use cell::{Guard, KeyCell, SegRef};
+pub(crate) use cell::{Guard, KeyCell, SegRef, Stored};
 pub(crate) use slow::Host;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
@@ -107,6 +113,9 @@ pub(crate) struct Segment<K, L: KeyedState> {
     pub(crate) dead: AtomicU64,
     /// [`CURRENT`], [`REBUILDING`] (one thread holds it) or [`RETIRED`] (replaced).
     pub(crate) state: AtomicU64,
+    /// Its keys are `String`s, kept as `StrKey`s ([`cell::is_string`]): for its drop, which
+    /// cannot ask the key type.
+    strs: bool,
 }
 
 impl<K, L: KeyedState> Drop for Segment<K, L> {
@@ -122,7 +131,7 @@ impl<K, L: KeyedState> Drop for Segment<K, L> {
                 // and a segment is dropped once.
                 #[allow(unsafe_code)]
                 unsafe {
-                    slot.key.drop_key();
+                    slot.key.drop_key(self.strs);
                 }
             }
         }
@@ -136,7 +145,7 @@ pub(crate) const REBUILDING: u64 = 1;
 /// A segment replaced by its rebuild: its slots are all frozen, sealed or dead.
 pub(crate) const RETIRED: u64 = 2;
 
-impl<K, L: KeyedState> Segment<K, L> {
+impl<K: 'static, L: KeyedState> Segment<K, L> {
     /// A segment of `len` FREE slots running on `cfg` (`None` for states kept in the map).
     pub(crate) fn new(cfg: Arc<L::Config>, len: usize) -> Option<Self> {
         let slots = (0..len)
@@ -153,6 +162,7 @@ impl<K, L: KeyedState> Segment<K, L> {
             used: AtomicU64::new(0),
             dead: AtomicU64::new(0),
             state: AtomicU64::new(CURRENT),
+            strs: cell::is_string::<K>(),
         })
     }
 }
@@ -184,8 +194,8 @@ pub(crate) fn probe<'s, K, L, Q>(
 ) -> Probe<'s, K, L::Word>
 where
     L: KeyedState,
-    K: Borrow<Q>,
-    Q: Eq + ?Sized,
+    K: Borrow<Q> + 'static,
+    Q: Hash + Eq + ?Sized,
 {
     probe_with(seg, spot, key, Ordering::Acquire, false)
 }
@@ -209,8 +219,8 @@ pub(crate) fn probe_with<'s, K, L, Q>(
 ) -> Probe<'s, K, L::Word>
 where
     L: KeyedState,
-    K: Borrow<Q>,
-    Q: Eq + ?Sized,
+    K: Borrow<Q> + 'static,
+    Q: Hash + Eq + ?Sized,
 {
     let n = seg.slots.len();
     let mut i = home(spot, n);
@@ -226,8 +236,7 @@ where
             // SAFETY: the word, loaded with Acquire, is live, MOVING or INDIRECT: the key was
             // written and its write happens before this read (`KeyCell`).
             #[allow(unsafe_code)]
-            let k = unsafe { slot.key.get() };
-            if k.borrow() == key {
+            if unsafe { slot.key.matches(key) } {
                 return Probe::Found(slot, w);
             }
         } else if v != inline::DEAD && (!pass_claimed || v != inline::CLAIMED) {
@@ -329,18 +338,22 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
     /// A table for `capacity` keys, its times after `base`, every segment empty until its
     /// first key; `None` for states kept in the map (logs, windows).
-    pub(crate) fn new(capacity: u64, hasher: S, base: u64) -> Option<Self> {
+    pub(crate) fn new(capacity: u64, hasher: S, base: u64) -> Option<Self>
+    where
+        K: 'static,
+    {
         let (nseg, seg_len) = shape(capacity);
-        // Keys that own memory, and tables that fit a core's cache at full length, start at
-        // the full length: see the module docs.
+        // Keys that own memory (but `String`s, kept as `StrKey`s), and tables that fit a
+        // core's cache at full length, start at the full length: see the module docs.
         let full = nseg
             .saturating_mul(seg_len)
             .saturating_mul(core::mem::size_of::<Slot<K, L::Word>>());
-        let first = if core::mem::needs_drop::<K>() || full <= GROW_ABOVE {
-            seg_len
-        } else {
-            FIRST_LEN.min(seg_len)
-        };
+        let first =
+            if (core::mem::needs_drop::<K>() && !cell::is_string::<K>()) || full <= GROW_ABOVE {
+                seg_len
+            } else {
+                FIRST_LEN.min(seg_len)
+            };
         Self::with_shape(nseg, first, seg_len, hasher, base)
     }
 
@@ -506,8 +519,8 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
 
     /// Puts `key` with word value `w` into a segment being built (no other thread sees it yet):
     /// the first FREE slot on its path.
-    fn place(&self, seg: &Segment<K, L>, key: K, w: <L::Word as TatWord>::W) {
-        let (_, spot) = self.locate::<K>(&key);
+    fn place(&self, seg: &Segment<K, L>, key: Stored<K>, w: <L::Word as TatWord>::W) {
+        let spot = key.hash_with(&self.hasher) & 0xFFFF_FFFF;
         let n = seg.slots.len();
         let mut i = home(spot, n);
         loop {

@@ -12,6 +12,14 @@
 // The key cell below is the crate's one `unsafe`: a key without a flag of its own.
 #![allow(unsafe_code)]
 
+use alloc::string::String;
+use core::any::{Any, TypeId};
+use core::borrow::Borrow;
+use core::hash::{BuildHasher, Hash};
+use core::mem::MaybeUninit;
+
+use super::str_key::StrKey;
+
 #[cfg(not(hotlimit_loom))]
 mod imp {
     use crate::sync::Ordering;
@@ -144,6 +152,11 @@ pub(crate) use imp::{Cell, Guard, SegRef};
 /// ([`written`]). Under loom the cell is loom's, which checks that every read happens after
 /// the write.
 ///
+/// A `String` table's cells hold [`StrKey`]s in the bytes of a `String` ([`is_string`]: a
+/// short key's bytes sit in the slot); every other table's hold `K`. Nothing outside this file
+/// reads a cell as either: a probe asks [`matches`](KeyCell::matches), a rebuild
+/// [`duplicate`](KeyCell::duplicate)s, and keys go in as [`Stored`].
+///
 /// The protocol that makes the reads sound (the table's module docs): a slot's key is written
 /// by the winner of the slot's claim (CAS FREE → CLAIMED), right after it and before any other
 /// value is stored in the word, or by the builder of a segment no other thread sees yet; it
@@ -198,22 +211,20 @@ impl<K> KeyCell<K> {
     /// builds a segment no other thread can read yet; and it writes before storing any other
     /// value in the slot's word.
     #[inline(always)]
-    pub(crate) unsafe fn write(&self, key: K) {
+    pub(crate) unsafe fn write(&self, key: Stored<K>) {
         #[cfg(not(hotlimit_loom))]
         // SAFETY: the caller's contract: no other thread reads or writes the cell now.
         unsafe {
-            (*self.0.get()).write(key);
+            key.write_to(self.0.get());
         }
         #[cfg(hotlimit_loom)]
         self.0.with_mut(|p| {
             // SAFETY: as above; loom checks it.
-            unsafe {
-                (*p).write(key);
-            }
+            unsafe { key.write_to(p) }
         });
     }
 
-    /// The key.
+    /// Whether the key is `key`.
     ///
     /// # Safety
     ///
@@ -221,35 +232,182 @@ impl<K> KeyCell<K> {
     /// slot's word with Acquire and its kind is [`written`] (or the segment is the caller's
     /// own, or every other thread that used it has been joined).
     #[inline(always)]
-    pub(crate) unsafe fn get(&self) -> &K {
+    pub(crate) unsafe fn matches<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q> + 'static,
+        Q: Hash + Eq + ?Sized,
+    {
         #[cfg(not(hotlimit_loom))]
         // SAFETY: the caller's contract: written once, before, and never written again while
         // the cell lives.
         unsafe {
-            (*self.0.get()).assume_init_ref()
+            matches_at(self.0.get(), key)
         }
         #[cfg(hotlimit_loom)]
         self.0.with(|p| {
             // SAFETY: as above; loom checks the order of the write and this read.
-            unsafe { (*p).assume_init_ref() }
+            unsafe { matches_at(p, key) }
         })
     }
 
-    /// Drops the key.
+    /// A copy of the key, for a rebuild to place in a new segment.
+    ///
+    /// # Safety
+    ///
+    /// As for [`matches`](Self::matches).
+    pub(crate) unsafe fn duplicate(&self) -> Stored<K>
+    where
+        K: Clone + 'static,
+    {
+        #[cfg(not(hotlimit_loom))]
+        // SAFETY: as for `matches`.
+        unsafe {
+            duplicate_at(self.0.get())
+        }
+        #[cfg(hotlimit_loom)]
+        self.0.with(|p| {
+            // SAFETY: as above; loom checks the order of the write and this read.
+            unsafe { duplicate_at(p) }
+        })
+    }
+
+    /// Drops the key; `strs`: the segment's keys are `String`s, kept as [`StrKey`]s
+    /// ([`is_string`], recorded when the segment was made: a segment's drop cannot ask).
     ///
     /// # Safety
     ///
     /// The key was written ([`holds_key`]) and is not dropped twice.
-    pub(crate) unsafe fn drop_key(&mut self) {
+    pub(crate) unsafe fn drop_key(&mut self, strs: bool) {
         #[cfg(not(hotlimit_loom))]
         // SAFETY: the caller's contract; `&mut self`: no reader left.
         unsafe {
-            self.0.get_mut().assume_init_drop();
+            drop_at(self.0.get_mut(), strs);
         }
         #[cfg(hotlimit_loom)]
         self.0.with_mut(|p| {
             // SAFETY: as above.
-            unsafe { (*p).assume_init_drop() }
+            unsafe { drop_at(p, strs) }
         });
+    }
+}
+
+/// Whether `K` is `String`: its keys are kept as [`StrKey`]s (a short key's bytes in the slot).
+/// Both sides are constants: the compiler keeps one branch.
+#[inline(always)]
+pub(crate) fn is_string<K: 'static>() -> bool {
+    TypeId::of::<K>() == TypeId::of::<String>()
+}
+
+/// A key as a slot keeps it: the key itself, or a `String` key as a [`StrKey`]. Made only by
+/// [`Stored::new`] and [`KeyCell::duplicate`], so that a [`StrKey`] is only ever stored for
+/// `K = String`, whose bytes it fits.
+pub(crate) struct Stored<K>(Form<K>);
+
+enum Form<K> {
+    Key(K),
+    Str(StrKey),
+}
+
+impl<K: 'static> Stored<K> {
+    /// `key` as a slot keeps it. Made before a claim, so that a short `String`'s free (or a
+    /// `Clone` that blocks) holds no slot.
+    pub(crate) fn new(key: K) -> Self {
+        let mut key = Some(key);
+        let string = (&mut key as &mut dyn Any)
+            .downcast_mut::<Option<String>>()
+            .and_then(Option::take);
+        match (string, key) {
+            (Some(s), _) => Stored(Form::Str(StrKey::new(s))),
+            (None, Some(k)) => Stored(Form::Key(k)),
+            (None, None) => unreachable!("the key is taken out only as a String"),
+        }
+    }
+
+    /// The key's hash under `hasher`: the one a lookup of it computes (a `String`'s `Hash` is
+    /// its `str`'s).
+    pub(crate) fn hash_with<S: BuildHasher>(&self, hasher: &S) -> u64
+    where
+        K: Hash,
+    {
+        match &self.0 {
+            Form::Key(k) => hasher.hash_one(k),
+            Form::Str(s) => hasher.hash_one(s.as_str()),
+        }
+    }
+}
+
+impl<K> Stored<K> {
+    /// Writes the key into `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is valid for writes and nobody else reads or writes it now.
+    #[inline(always)]
+    unsafe fn write_to(self, p: *mut MaybeUninit<K>) {
+        match self.0 {
+            // SAFETY: the caller's contract.
+            Form::Key(k) => unsafe {
+                (*p).write(k);
+            },
+            // SAFETY: the caller's contract, and a `Form::Str` exists only for `K = String`
+            // (`Stored::new`, `duplicate_at`), whose size and alignment `StrKey` fits (asserted
+            // in `str_key`).
+            Form::Str(s) => unsafe { p.cast::<StrKey>().write(s) },
+        }
+    }
+}
+
+/// [`KeyCell::matches`] on the cell's contents.
+///
+/// # Safety
+///
+/// `p`'s key was written and its write happens before this read.
+#[inline(always)]
+unsafe fn matches_at<K, Q>(p: *const MaybeUninit<K>, key: &Q) -> bool
+where
+    K: Borrow<Q> + 'static,
+    Q: Hash + Eq + ?Sized,
+{
+    if is_string::<K>() {
+        // SAFETY: the caller's contract; a `String` table's cells hold `StrKey`s (`write_to`).
+        let s = unsafe { &*p.cast::<StrKey>() };
+        s.matches(key)
+    } else {
+        // SAFETY: the caller's contract; any other table's cells hold `K`s.
+        let k = unsafe { (*p).assume_init_ref() };
+        k.borrow() == key
+    }
+}
+
+/// [`KeyCell::duplicate`] on the cell's contents.
+///
+/// # Safety
+///
+/// As for [`matches_at`].
+unsafe fn duplicate_at<K: Clone + 'static>(p: *const MaybeUninit<K>) -> Stored<K> {
+    if is_string::<K>() {
+        // SAFETY: as in `matches_at`.
+        let s = unsafe { &*p.cast::<StrKey>() };
+        Stored(Form::Str(s.clone()))
+    } else {
+        // SAFETY: as in `matches_at`.
+        let k = unsafe { (*p).assume_init_ref() };
+        Stored(Form::Key(k.clone()))
+    }
+}
+
+/// [`KeyCell::drop_key`] on the cell's contents.
+///
+/// # Safety
+///
+/// `p`'s key was written, nobody else can reach it, and it is not dropped twice; `strs` is
+/// [`is_string`] of `K`.
+unsafe fn drop_at<K>(p: *mut MaybeUninit<K>, strs: bool) {
+    if strs {
+        // SAFETY: the caller's contract; a `String` table's cells hold `StrKey`s.
+        unsafe { core::ptr::drop_in_place(p.cast::<StrKey>()) }
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { (*p).assume_init_drop() }
     }
 }

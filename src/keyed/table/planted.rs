@@ -25,20 +25,21 @@ impl Hasher for FirstSlot {
     fn write(&mut self, _: &[u8]) {}
 }
 
-/// A one-segment table of `Gcra` states on `u64` keys, its floor and its configuration.
-pub struct ModelTable {
-    table: Table<u64, Gcra, BuildHasherDefault<FirstSlot>>,
+/// A one-segment table of `Gcra` states on `K` keys (`u64`, or `String`, whose keys the table
+/// keeps as `StrKey`s), its floor and its configuration.
+pub struct ModelTable<K = u64> {
+    table: Table<K, Gcra, BuildHasherDefault<FirstSlot>>,
     floor: AtomicU64,
     cfg: Arc<GcraConfig>,
 }
 
-impl core::fmt::Debug for ModelTable {
+impl<K> core::fmt::Debug for ModelTable<K> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ModelTable").finish_non_exhaustive()
     }
 }
 
-impl ModelTable {
+impl<K: core::hash::Hash + Eq + Clone + Send + Sync + 'static> ModelTable<K> {
     /// `slots` slots in one segment, every key at `rate` (burst = its limit), with `plant`.
     pub fn new(rate: Rate, slots: usize, plant: Plant) -> Self {
         Self::growing(rate, slots, slots, plant)
@@ -59,7 +60,7 @@ impl ModelTable {
 
     /// `Keyed::try_acquire_at` on the table: the hit path, else the slow path (which creates
     /// the key). `true` if granted.
-    pub fn acquire_at(&self, key: u64, now: u64) -> bool {
+    pub fn acquire_at(&self, key: K, now: u64) -> bool {
         match self.table.hit(&key, 1, now) {
             Some(decided) => decided.is_ok(),
             None => self.table.acquire_slow(self, &key, 1, now).is_ok(),
@@ -101,7 +102,7 @@ impl ModelTable {
     }
 
     /// The slots of `key` that are not DEAD (at most one, whatever the interleaving).
-    pub fn live_slots(&self, key: u64) -> usize {
+    pub fn live_slots(&self, key: K) -> usize {
         let guard = Guard::new();
         let Some(seg) = self.table.segment(0, &guard) else {
             return 0;
@@ -114,14 +115,14 @@ impl ModelTable {
                     & inline::V_MASK;
                 // SAFETY: every thread that wrote a key has been joined.
                 #[allow(unsafe_code)]
-                let holds = super::cell::written(v) && unsafe { slot.key.get() } == &key;
+                let holds = super::cell::written(v) && unsafe { slot.key.matches(&key) };
                 holds && v != inline::MOVING
             })
             .count()
     }
 }
 
-impl Host<u64, Gcra> for ModelTable {
+impl<K: core::hash::Hash + Eq + Clone + Send + Sync + 'static> Host<K, Gcra> for ModelTable<K> {
     fn count(&self) -> u64 {
         0
     }
@@ -140,22 +141,22 @@ impl Host<u64, Gcra> for ModelTable {
     }
     fn commit<Q>(&self, _: &Q, claimed: u64, floor: u64, _: u64) -> u64
     where
-        u64: core::borrow::Borrow<Q>,
-        Q: core::hash::Hash + Eq + alloc::borrow::ToOwned<Owned = u64> + ?Sized,
+        K: core::borrow::Borrow<Q>,
+        Q: core::hash::Hash + Eq + alloc::borrow::ToOwned<Owned = K> + ?Sized,
     {
         <AtomicU64 as TatWord>::set(claimed, inline::live(floor, 0), 0)
     }
     fn indirect<Q>(&self, _: &Q, _: u32, _: u64) -> Option<Result<(), Denied>>
     where
-        u64: core::borrow::Borrow<Q>,
+        K: core::borrow::Borrow<Q>,
         Q: core::hash::Hash + Eq + ?Sized,
     {
         None
     }
     fn created<Q>(&self, _: &Q, _: usize, _: u64)
     where
-        u64: core::borrow::Borrow<Q>,
-        Q: core::hash::Hash + Eq + alloc::borrow::ToOwned<Owned = u64> + ?Sized,
+        K: core::borrow::Borrow<Q>,
+        Q: core::hash::Hash + Eq + alloc::borrow::ToOwned<Owned = K> + ?Sized,
     {
     }
 }

@@ -12,7 +12,8 @@
 //! - live or INDIRECT → MOVING (frozen): a grant racing the freeze either lands first (the CAS
 //!   then reads its value, which is the one copied) or fails on MOVING and looks again from
 //!   the directory; the frozen value is copied into the new segment (carried onto the new
-//!   configuration if it differs), with a clone of the key;
+//!   configuration if it differs), with a copy of the key (a `String` key's `StrKey`: a short
+//!   key's bytes, or a clone of its box);
 //! - DEAD: dropped (a DEAD slot never changes again);
 //! - CLAIMED or MOVING (a creator, or a rate change, in the middle of its steps on this slot):
 //!   waited for, then closed as whatever it became.
@@ -29,7 +30,7 @@ use alloc::vec::Vec;
 
 use super::super::word::{inline, TatWord, WordOf};
 use super::super::KeyedState;
-use super::{Guard, Segment, Table, CURRENT, REBUILDING, RETIRED};
+use super::{Guard, Segment, Stored, Table, CURRENT, REBUILDING, RETIRED};
 use crate::contention::Contention;
 use crate::sync::{Arc, Ordering};
 
@@ -60,7 +61,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         let cfg: Arc<L::Config> = cfg.cloned().unwrap_or_else(|| old.cfg.clone());
         let rerate = !Arc::ptr_eq(&cfg, &old.cfg);
         // The keys to copy and their words, frozen (every slot of the old segment closed).
-        let mut moved: Vec<(K, WordOf<L>)> = Vec::new();
+        let mut moved: Vec<(Stored<K>, WordOf<L>)> = Vec::new();
         for slot in old.slots.iter() {
             let mut contention = Contention::new();
             loop {
@@ -89,8 +90,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                     if super::cell::written(v) {
                         // SAFETY: read with Acquire and written (`KeyCell`).
                         #[allow(unsafe_code)]
-                        let key = unsafe { slot.key.get() };
-                        moved.push((key.clone(), w));
+                        moved.push((unsafe { slot.key.duplicate() }, w));
                     }
                     break;
                 }
@@ -115,7 +115,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 // SAFETY: `w`, loaded with Acquire, is live or INDIRECT (the CAS above froze
                 // exactly that value): the key was written and published (`KeyCell`).
                 #[allow(unsafe_code)]
-                let key = unsafe { slot.key.get() };
+                let key = unsafe { slot.key.duplicate() };
                 let carried = if v == inline::INDIRECT {
                     w
                 } else if rerate {
@@ -123,7 +123,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 } else {
                     w
                 };
-                moved.push((key.clone(), carried));
+                moved.push((key, carried));
                 break;
             }
         }

@@ -10,7 +10,7 @@ use core::hash::{BuildHasher, Hash};
 
 use super::super::word::{inline, TatWord, WordOf};
 use super::super::KeyedState;
-use super::{count_dead, grant, probe_with, Guard, Hit, Probe, Segment, Table};
+use super::{count_dead, grant, probe_with, Guard, Hit, Probe, Segment, Stored, Table};
 use crate::contention::Contention;
 use crate::error::Denied;
 use crate::sync::{Arc, AtomicU64, Ordering};
@@ -181,7 +181,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let owned = key.to_owned();
+        let owned = Stored::new(key.to_owned());
         let slot = &seg.slots[at];
         // Relaxed: the CAS below checks the value.
         let free = slot.word.load(Ordering::Relaxed);

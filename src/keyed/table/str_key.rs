@@ -1,0 +1,190 @@
+//! How the [`Table`](super::Table) keeps a `String` key: [`StrKey`], the key's bytes in the
+//! slot itself when it has at most [`INLINE`] of them (a user id, an IP address, a route), else
+//! a `Box<str>`, in the 24 bytes a `String` takes. A lookup of a short key then reads one slot
+//! and no heap bytes: the second cache miss of a `String` key (its slot, then its bytes) goes,
+//! as it does for [`ShortKey`](crate::ShortKey), without a key type of the user's choosing.
+//!
+//! A lookup compares the key it is given (`&Q`, where `String: Borrow<Q>`: a `str`, a `String`)
+//! with a slot's bytes through [`Matcher`], a [`Hasher`] that checks the bytes `Q`'s `Hash`
+//! writes against the slot's, in the form `str`'s `Hash` writes them (the bytes, then `0xff`).
+//! `Borrow`'s contract (a borrowed form hashes and compares as the owned key does) makes that
+//! the same answer as `Q`'s `==` on the key, for every `Q` a `String` can be borrowed as; it is
+//! what lets a table read a key it never turned back into a `String`.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::hash::{Hash, Hasher};
+
+/// The longest key kept in the slot: 23 bytes, with its length the 24 bytes of a `String`.
+pub(crate) const INLINE: usize = 23;
+
+/// The length of a key kept in the slot: 0 to 23. An enum, so that the values 24 to 255 are a
+/// niche in which [`StrKey`] keeps its variant, and it stays 24 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+#[rustfmt::skip]
+pub(crate) enum Len {
+    L0, L1, L2, L3, L4, L5, L6, L7, L8, L9, L10, L11, L12, L13, L14, L15, L16, L17, L18, L19, L20,
+    L21, L22, L23,
+}
+
+impl Len {
+    /// Every length, in order: `ALL[n]` is `n`.
+    #[rustfmt::skip]
+    const ALL: [Len; INLINE + 1] = [
+        Len::L0, Len::L1, Len::L2, Len::L3, Len::L4, Len::L5, Len::L6, Len::L7, Len::L8, Len::L9,
+        Len::L10, Len::L11, Len::L12, Len::L13, Len::L14, Len::L15, Len::L16, Len::L17, Len::L18,
+        Len::L19, Len::L20, Len::L21, Len::L22, Len::L23,
+    ];
+}
+
+/// A `String` key as a slot keeps it: its bytes inline (at most [`INLINE`]), or boxed.
+#[derive(Clone)]
+pub(crate) enum StrKey {
+    /// The key's length and bytes, then zeros.
+    Inline(Len, [u8; INLINE]),
+    /// A longer key, on the heap (its capacity trimmed to its length).
+    Heap(Box<str>),
+}
+
+// The cell stores a `StrKey` in the bytes of a `String` (`KeyCell`): it must fit them.
+const _: () = assert!(core::mem::size_of::<StrKey>() == core::mem::size_of::<String>());
+const _: () = assert!(core::mem::align_of::<StrKey>() <= core::mem::align_of::<String>());
+
+impl StrKey {
+    /// `key` as a slot keeps it (a short key's heap bytes are freed).
+    pub(crate) fn new(key: String) -> StrKey {
+        match Len::ALL.get(key.len()) {
+            Some(&len) => {
+                let mut bytes = [0; INLINE];
+                bytes[..key.len()].copy_from_slice(key.as_bytes());
+                StrKey::Inline(len, bytes)
+            }
+            None => StrKey::Heap(key.into_boxed_str()),
+        }
+    }
+
+    /// The key's bytes.
+    #[inline(always)]
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            StrKey::Inline(len, bytes) => &bytes[..*len as usize],
+            StrKey::Heap(key) => key.as_bytes(),
+        }
+    }
+
+    /// The key as a `str`: to hash it when a rebuild places it, and to hand it back as a
+    /// `String`. (The bytes came from a `String`: always UTF-8.)
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            StrKey::Inline(..) => core::str::from_utf8(self.as_bytes()).unwrap_or_default(),
+            StrKey::Heap(key) => key,
+        }
+    }
+
+    /// Whether `key` is this key: `key`'s `Hash` writes this key's bytes and `0xff`, as
+    /// `str`'s does ([`Matcher`]).
+    #[inline(always)]
+    pub(crate) fn matches<Q: Hash + ?Sized>(&self, key: &Q) -> bool {
+        let mut m = Matcher {
+            key: self.as_bytes(),
+            at: 0,
+            same: true,
+        };
+        key.hash(&mut m);
+        m.same && m.at == m.key.len() + 1
+    }
+}
+
+/// A [`Hasher`] that compares what it is fed with `key`'s bytes followed by `0xff` (what
+/// `str`'s `Hash` writes: `write_str`, whose default is the bytes and then `write_u8(0xff)`).
+struct Matcher<'k> {
+    key: &'k [u8],
+    /// How much of `key` and its `0xff` has been matched.
+    at: usize,
+    /// Nothing fed so far differed.
+    same: bool,
+}
+
+impl Hasher for Matcher<'_> {
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        let n = self.key.len();
+        let mut bytes = bytes;
+        if self.at < n {
+            let take = bytes.len().min(n - self.at);
+            let (head, tail) = bytes.split_at(take);
+            if self.key.get(self.at..self.at + take) != Some(head) {
+                self.same = false;
+            }
+            self.at += take;
+            bytes = tail;
+        }
+        match bytes {
+            [] => {}
+            [0xff] if self.at == n => self.at = n + 1,
+            _ => self.same = false,
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec::Vec;
+
+    fn key(n: usize) -> String {
+        (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect()
+    }
+
+    #[test]
+    fn keys_of_every_length_round_trip_and_short_ones_sit_inline() {
+        for n in 0..40 {
+            let k = StrKey::new(key(n));
+            assert_eq!(k.as_str(), key(n));
+            assert_eq!(k.as_bytes(), key(n).as_bytes());
+            assert_eq!(matches!(k, StrKey::Inline(..)), n <= INLINE, "length {n}");
+            assert_eq!(k.clone().as_str(), key(n));
+        }
+        let multibyte = "é".repeat(11); // 22 bytes
+        assert_eq!(StrKey::new(multibyte.clone()).as_str(), multibyte);
+    }
+
+    #[test]
+    fn a_key_matches_itself_borrowed_as_str_or_string_and_nothing_else() {
+        let keys: Vec<String> = (0..40)
+            .map(key)
+            .chain(["user:1", "user:10", "", "\u{ff}", "a\u{0}"].map(ToString::to_string))
+            .collect();
+        for a in &keys {
+            let k = StrKey::new(a.clone());
+            for b in &keys {
+                assert_eq!(k.matches(b.as_str()), a == b, "{a:?} vs {b:?}");
+                assert_eq!(k.matches(b), a == b, "{a:?} vs String {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_that_is_not_a_str_does_not_match() {
+        let k = StrKey::new("ab".to_string());
+        // The same bytes without the terminator, or with more after it.
+        assert!(!k.matches(&[b'a', b'b'][..]));
+        assert!(!k.matches(&("ab", 1u8)));
+        // The same bytes in two writes, then the terminator: a `str`'s stream.
+        struct Split;
+        impl Hash for Split {
+            fn hash<H: Hasher>(&self, h: &mut H) {
+                h.write(b"a");
+                h.write(b"b");
+                h.write_u8(0xff);
+            }
+        }
+        assert!(k.matches(&Split));
+    }
+}
