@@ -57,7 +57,7 @@ mod rebuild;
 mod slow;
 mod str_key;
 
-pub(crate) use cell::{Guard, KeyCell, SegRef, Stored};
+pub(crate) use cell::{Guard, KeyCell, Lines, SegRef, Stored};
 pub(crate) use slow::Host;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
@@ -106,7 +106,7 @@ const _: () = assert!(core::mem::size_of::<Slot<u64, AtomicU64>>() == 16);
 /// was built), and its counters.
 pub(crate) struct Segment<K, L: KeyedState> {
     pub(crate) cfg: Arc<L::Config>,
-    pub(crate) slots: Box<[Slot<K, L::Word>]>,
+    pub(crate) slots: Lines<Slot<K, L::Word>>,
     /// Slots claimed since the segment was built (no longer FREE).
     pub(crate) used: AtomicU64,
     /// Slots that went DEAD since the segment was built.
@@ -148,14 +148,12 @@ pub(crate) const RETIRED: u64 = 2;
 impl<K: 'static, L: KeyedState> Segment<K, L> {
     /// A segment of `len` FREE slots running on `cfg` (`None` for states kept in the map).
     pub(crate) fn new(cfg: Arc<L::Config>, len: usize) -> Option<Self> {
-        let slots = (0..len)
-            .map(|_| {
-                Some(Slot {
-                    word: <L::Word as TatWord>::free()?,
-                    key: KeyCell::new(),
-                })
+        let slots = Lines::try_new(len, || {
+            Some(Slot {
+                word: <L::Word as TatWord>::free()?,
+                key: KeyCell::new(),
             })
-            .collect::<Option<Box<[_]>>>()?;
+        })?;
         Some(Segment {
             cfg,
             slots,
