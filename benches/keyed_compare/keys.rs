@@ -85,14 +85,23 @@ pub(crate) fn lookups(order: Order, n: u64, len: usize) -> Vec<u32> {
     }
 }
 
-/// The `String` key of index `i`: a user id as a service would see it (15 bytes).
+/// The length of the `String` keys (`KEY_LEN`, default 15, at least 15): `user:` and the
+/// index, zero-padded. 15 bytes is a user id as a service would see it; 40 a token.
+pub(crate) fn key_len() -> usize {
+    static LEN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LEN.get_or_init(|| {
+        std::env::var("KEY_LEN").map_or(15, |s| s.parse::<usize>().unwrap().max(15))
+    })
+}
+
+/// The `String` key of index `i`: `user:` and `i` zero-padded to [`key_len`] bytes.
 pub(crate) fn string_key(i: u32) -> String {
-    format!("user:{i:010}")
+    format!("user:{i:0w$}", w = key_len() - 5)
 }
 
 std::thread_local! {
     /// Each thread's key buffer for [`with_hot_key`]: reused, so its bytes stay in L1.
-    static HOT_KEY: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(16));
+    static HOT_KEY: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(64));
 }
 
 /// Calls `f` with [`string_key`]`(i)` written into this thread's reused buffer: the key where
@@ -104,6 +113,9 @@ pub(crate) fn with_hot_key<R>(i: u32, f: impl FnOnce(&String) -> R) -> R {
         let mut buf = buf.borrow_mut();
         buf.clear();
         buf.push_str("user:");
+        for _ in 15..key_len() {
+            buf.push('0');
+        }
         let mut digits = [b'0'; 10];
         let mut rest = i;
         for d in digits.iter_mut().rev() {
