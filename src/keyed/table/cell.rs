@@ -415,9 +415,8 @@ unsafe fn drop_at<K>(p: *mut MaybeUninit<K>, strs: bool) {
     }
 }
 
-/// A segment's slots: a slice whose first slot starts a cache line (64 bytes), so that slots of
-/// 32 bytes (a `String` or `ShortKey` key beside a `Gcra` word, a `u64` beside a `GcraPair`
-/// word) never straddle two lines. A `Box<[T]>` is only aligned to `T` (8 or 16), and the
+/// A segment's slots: a slice aligned so that slots of 32 bytes (a `String` or `ShortKey` key
+/// beside a `Gcra` word, a `u64` beside a `GcraPair` word) never straddle two cache lines. A `Box<[T]>` is only aligned to `T` (8 or 16), and the
 /// allocator's 16-byte alignment put every other 32-byte slot of half the segments across a
 /// line: two misses for one lookup (callgrind, `prof hotlimit-string-hot 100000 seq`: 1.52
 /// last-level misses a call).
@@ -435,10 +434,22 @@ unsafe impl<T: Send> Send for Lines<T> {}
 unsafe impl<T: Sync> Sync for Lines<T> {}
 
 impl<T> Lines<T> {
-    /// The alignment of the first slot: a cache line.
-    const ALIGN: usize = 64;
+    /// The alignment of the first slot: the slot's size rounded up to a power of two, at most
+    /// a cache line (64 bytes). A slot of 16 or 32 bytes aligned to its size never straddles
+    /// two lines (and 16 is what the allocator gives anyway: no over-aligned allocation for
+    /// a `u64` key's slots); a larger one starts a line.
+    const ALIGN: usize = {
+        let size = core::mem::size_of::<T>().next_power_of_two();
+        let align = core::mem::align_of::<T>();
+        let want = if size < 64 { size } else { 64 };
+        if want > align {
+            want
+        } else {
+            align
+        }
+    };
 
-    /// The allocation of `len` slots (its size is the slice's, its alignment a line's).
+    /// The allocation of `len` slots (its size is the slice's, its alignment [`Self::ALIGN`]).
     fn layout(len: usize) -> Layout {
         match Layout::array::<T>(len).and_then(|l| l.align_to(Self::ALIGN)) {
             Ok(layout) => layout,
@@ -521,13 +532,31 @@ mod tests {
     use core::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
-    fn slots_start_a_cache_line_whatever_their_size() {
+    fn no_slot_straddles_a_cache_line() {
+        fn check<T>(lines: &Lines<T>) {
+            let size = core::mem::size_of::<T>();
+            if size > 64 {
+                // Larger than a line: the first starts one.
+                assert_eq!(lines.as_ptr() as usize % 64, 0);
+                return;
+            }
+            for slot in lines.iter() {
+                let at = slot as *const T as usize;
+                assert_eq!(
+                    at / 64,
+                    (at + size - 1) / 64,
+                    "a {size}-byte slot across a line"
+                );
+            }
+        }
         for len in [1, 2, 3, 64, 1000] {
             let a = Lines::try_new(len, || Some([0u64; 4])).unwrap();
-            assert_eq!(a.as_ptr() as usize % 64, 0);
             assert_eq!(a.len(), len);
+            check(&a);
+            check(&Lines::try_new(len, || Some([0u64; 2])).unwrap());
+            check(&Lines::try_new(len, || Some([0u64; 8])).unwrap());
+            check(&Lines::try_new(len, || Some([0u64; 12])).unwrap());
             let b = Lines::try_new(len, || Some(7u8)).unwrap();
-            assert_eq!(b.as_ptr() as usize % 64, 0);
             assert!(b.iter().all(|&x| x == 7));
         }
         let empty = Lines::try_new(0, || Some(1u64)).unwrap();
