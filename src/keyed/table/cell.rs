@@ -326,6 +326,11 @@ impl<K: 'static> Stored<K> {
         }
     }
 
+    /// Whether this is a `String` key too long for its slot (its bytes on the heap).
+    pub(crate) fn is_boxed(&self) -> bool {
+        matches!(&self.0, Form::Str(s) if !s.is_inline())
+    }
+
     /// The key's hash under `hasher`: the one a lookup of it computes (a `String`'s `Hash` is
     /// its `str`'s).
     pub(crate) fn hash_with<S: BuildHasher>(&self, hasher: &S) -> u64

@@ -64,6 +64,11 @@ impl StrKey {
         }
     }
 
+    /// Whether the key's bytes sit in the slot.
+    pub(crate) fn is_inline(&self) -> bool {
+        matches!(self, StrKey::Inline(..))
+    }
+
     /// The key's bytes.
     #[inline(always)]
     pub(crate) fn as_bytes(&self) -> &[u8] {
