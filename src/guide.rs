@@ -1475,8 +1475,8 @@
 //! segment's first key; a key's hash picks its segment and its home slot, and it probes
 //! linearly from there. There are at most 1.4 slots per key of capacity (22.4 bytes per `u64`
 //! key in full-length segments) and at most 71 % of the slots live (about 2.2 slots read per
-//! hit). Segments of keys with no drop glue, in tables past 1 MiB of slots, start at 64 slots
-//! and grow with their keys (the third round, below).
+//! hit). Segments of keys with no drop glue and of `String` keys, in tables past 1 MiB of
+//! slots, start at 64 slots and grow with their keys (the third and fifth rounds, below).
 //!
 //! **Slots are written once per segment.** A slot goes FREE → CLAIMED → live (⇄ MOVING ⇄
 //! INDIRECT) → DEAD and never back to FREE while its segment is in the directory, so its key
@@ -1689,7 +1689,7 @@
 //!   segments), governor's 4.3 MB; with the capacity at the keys (`K_CAP=1`, 4.5 MB) creation
 //!   order went from 0.78× to 0.93× and shuffled stayed at 0.87–0.92× (two runs each). A probe
 //!   also reads the bytes of each key it passes (0.25 a call), where governor's tags skip them.
-//! - *What it would take* (not built): a table for keys that own memory as dense as governor's
+//! - *What it would take* (built in the fifth round, differently): a table for keys that own memory as dense as governor's
 //!   (about 1.3 slots a key against 2.8 here), so keys moved rather than cloned when a segment
 //!   grows (a growth today clones every key: the third round's 84.9 bytes a key), and a tag per
 //!   slot that a probe reads instead of the key (the second round's tags sat beside the slots
@@ -1715,6 +1715,54 @@
 //!   … paired`): 100,000 keys shuffled 1.20–1.32× governor against 0.99–1.36×, creation order
 //!   1.27–1.69× against 1.18–1.83×, a million keys 1.36–2.30× against 2.00–2.31×: nothing
 //!   beyond the noise between processes.
+//!
+//! **The fifth round** (issue 26, the `String` rows): a short `String` key in its slot.
+//!
+//! - *The idea.* `ShortKey` showed that the second miss goes when a key's bytes sit in the
+//!   slot, and a `String` is 24 bytes: room for 23 bytes and a length. The table now keeps every
+//!   `String` key as a `StrKey` (`keyed/table/str_key.rs`): `Inline(len, [u8; 23])` for a key of
+//!   at most 23 bytes, `Heap(Box<str>)` for a longer one, 24 bytes in safe code (the length is
+//!   an enum of 24 values, whose niche holds the variant). The form is chosen per table by
+//!   `TypeId` (`K = String`; keys are `'static` already); the cast of a cell's bytes to a
+//!   `StrKey` stays in `table/cell.rs`, the crate's one unsafe file, sized by a const
+//!   assertion, and nothing outside that file reads a cell: a probe asks `matches`, a rebuild
+//!   `duplicate`s, keys go in as `Stored`. A user's `Keyed<String>` is unchanged.
+//! - *Comparing without a `String`.* A lookup holds `&Q` where `String: Borrow<Q>` (a `str`,
+//!   a `String`, or a caller's type) and the slot holds no `String` to borrow. The probe feeds
+//!   `Q`'s `Hash` into a hasher that compares the stream with the slot's bytes and `0xff`
+//!   (what `str`'s `Hash` writes: the bytes, then `write_u8(0xff)`); `Borrow`'s contract (the
+//!   borrowed form hashes and compares as the owned key) makes that `Q`'s `==`. A rebuild
+//!   hashes a `StrKey` as its `str`, the hash a lookup computes.
+//! - *Growth.* A growth copies a short key, so `String` segments now grow with their keys in
+//!   tables past 1 MiB, as integer keys do (the third round kept them at full length because
+//!   each growth cloned every key). A segment whose rebuild finds a key longer than 23 bytes
+//!   goes to its full length at once: growing cloned such a key's box at every growth and left
+//!   its bytes in rebuild order (40-byte keys in creation order at a million keys: 0.84–0.95×
+//!   governor before, 0.61–0.72× growing, 0.87–0.88× with the rule).
+//! - *Two misses the layout added.* Under callgrind's cache model (1 MiB last level, `prof
+//!   hotlimit-string-hot 100000 seq`) the first build took 1.55 last-level misses a lookup
+//!   against 1.19 for `ShortKey` in the same table. A `Box<[Slot]>` is aligned to the slot
+//!   only (8), so the allocator's 16-byte alignment put every other 32-byte slot of half the
+//!   segments across two lines: segments are now allocated aligned to their slot's size
+//!   (`Lines`; 64 for larger slots). And `memcmp`'s vector loads read past a 15-byte key into
+//!   the next line: a short key is now compared with two or three overlapping word loads
+//!   (`same_bytes`). 1.19 misses after both. In time, creation order at 100,000 keys, key hot:
+//!   1.18–1.63× governor before the alignment, 1.40–1.56× after (four alternations); the
+//!   word compare was level at 1,000 keys and ahead at 100,000 (two). Instructions (`Keyed-str`,
+//!   allowed) 231 → 256: the hasher's compare and its fast path.
+//! - *Measured* (BENCHMARKS.md's keyed table, three runs): `Keyed<String>` with the key hot
+//!   1.27× / 1.32× governor at 1,000 keys on one thread (creation order / shuffled), 1.36× /
+//!   2.51× at 100,000 (0.83× / 0.91× before), 1.24× / 2.15× at a million (0.90× / 1.05×),
+//!   1.38–2.80× on two threads; read from a vector of keys 1.30–1.82× on one thread (1.11–1.73×
+//!   before). 55 bytes a 15-byte key at a million, against 77 (governor 101).
+//! - *Left.* A key longer than 23 bytes still reads the slot and then its bytes, two misses as
+//!   governor's: 40-byte keys (`KEY_LEN=40`) measured 0.79–0.97× governor at 100,000 and a
+//!   million keys with the key hot, as before this round, and 1.04–1.14× at 1,000 where they
+//!   were 1.13–1.24× (each comparison now goes through the borrowed key's `Hash`). In creation
+//!   order at a million keys on one thread the short-key row sits at 1.1–1.2×: every lookup
+//!   reads one line at random, as governor's does (its key bytes come in creation order,
+//!   prefetched), and writing the key just before the call keeps two calls from overlapping.
+//!   `ShortKey` stays: the same layout as a `Copy` key type that refuses a longer id up front.
 //!
 //! ## Keyed under a flood of new keys
 //!
@@ -1757,10 +1805,12 @@
 //! start at 64 slots and grow with their keys (the third round of "Keyed: the inline table"): 1.3 to 2 slots per key held beyond a segment's
 //! first 64, 28 bytes per `u64` key measured as RSS growth over a million keys at a capacity
 //! of a million (23 with full-length segments: the segments a segment outgrew stay in the
-//! allocator's free lists); BENCHMARKS.md. Segments of smaller tables, and of keys that own
-//! memory (`String`), are allocated at full length with their first key, so the table follows
-//! the capacity: 77 bytes
-//! per `String` key of 8 to 14 bytes, its heap bytes included. Logs and
+//! allocator's free lists); BENCHMARKS.md. `String` keys of at most 23 bytes sit in their
+//! slots (32 bytes with a `Gcra` word) and their segments grow the same way: 55 bytes per
+//! 15-byte key at a million (governor 101); a longer key adds its heap bytes, and its segment
+//! goes to full length at its first growth. Segments of smaller tables, and of other keys
+//! that own memory, are allocated at full length with their first key, so the table follows
+//! the capacity. Logs and
 //! windows in the map: the key, the state, an 8-byte override pointer and papaya's boxed entry
 //! and table slot.
 //!

@@ -8,16 +8,16 @@ use core::str::FromStr;
 /// A string key of at most [`ShortKey::MAX_LEN`] (23) bytes, stored inline in 24 bytes: no
 /// heap, `Copy`.
 ///
-/// A `Keyed<String>` keeps each key's bytes on the heap, so a lookup in a table larger than
-/// the caches misses twice, on the slot and then on the key's bytes, as governor's keyed
-/// limiter does. A `Keyed<ShortKey>` keeps the bytes in the table's slot (32 bytes with its
-/// `Gcra` state): one miss. And with no drop glue its table grows with its keys, as a table
-/// of integers does. Measured at 100,000 keys on one thread, the key in cache as a server has
-/// it: `Keyed<ShortKey>` 1.5× (keys in creation order) and 3.3× (shuffled) the speed of
-/// governor's keyed limiter on `String` keys, where `Keyed<String>` is 0.78× and 0.88×; at a
-/// million keys 1.2× and 2.0×; 55 bytes a key against 77 and governor's 101 (BENCHMARKS.md,
-/// "Keyed"). User ids, session ids, tenant names and IP addresses as text fit; a longer key
-/// (a 32-byte API token, a URL) needs a `Keyed<String>`, or a digest of it.
+/// A `Keyed<ShortKey>` keeps the key's bytes in the table's slot (32 bytes with its `Gcra`
+/// state): a lookup in a table larger than the caches misses once, where a map of `String`
+/// keys (governor's keyed limiter) misses on the entry and then on the key's bytes. A
+/// `Keyed<String>` does the same for its keys of at most 23 bytes (and keeps a longer one on
+/// the heap); `ShortKey` is that layout as a key type of its own: `Copy`, no allocation when a
+/// key is first seen, and an id longer than 23 bytes refused up front ([`KeyTooLong`]) rather
+/// than kept on the heap. The two measure alike (BENCHMARKS.md, "Keyed": 1.1–3.6× governor's
+/// keyed limiter on `String` keys at 1,000 to 1,000,000 keys, 55 bytes a key against
+/// governor's 101). User ids, session ids, tenant names and IP addresses as text fit; a longer
+/// key (a 32-byte API token, a URL) needs a `Keyed<String>`, or a digest of it.
 ///
 /// Equality, order and hash are those of the string: two keys made from the same string are
 /// one key, and `"a"` and `"a\0"` are two. A lookup takes `&ShortKey`: convert the request's

@@ -1,8 +1,9 @@
 //! The inline table's key cell, the crate's one `unsafe`: keys written once by a slot's
-//! creator, read by probes after a load of the slot's word, cloned by rebuilds (compaction,
+//! creator, read by probes after a load of the slot's word, copied by rebuilds (compaction,
 //! growth, a default-rate change) and dropped with their segment. Every path that touches a
-//! key, with keys that own memory (`String`) and keys that do not (`u64`, whose segments
-//! grow), checked for exact decisions here and, under Miri, for undefined behaviour and leaks:
+//! key, with `String` keys (kept as `StrKey`s: a short key in the slot, a long one boxed) and
+//! `u64` keys, in tables whose segments grow and tables whose segments do not, checked for
+//! exact decisions here and, under Miri, for undefined behaviour and leaks:
 //!
 //! ```text
 //! cargo +nightly miri test --test keyed_key_cell
@@ -33,21 +34,32 @@ fn table<K: std::hash::Hash + Eq + Clone + 'static>(
 }
 
 /// Every key's first request is granted and its second, at the same time, denied: the probe
-/// found each key's one slot again, through its segment's growth (`u64` keys in a table of
-/// 60,000, past the size at which segments grow: about 70 segments, each grown from 64 slots
-/// once it holds 48 keys) and without it (`String` keys, and `u64` keys in a small table).
+/// found each key's one slot again, through its segment's growth (`u64` and `String` keys in
+/// tables of 60,000, past the size at which segments grow: each segment grown from 64 slots
+/// once it holds 48 keys) and without it (both in a small table).
 #[test]
 fn every_key_is_found_again_with_and_without_growth() {
     let growing_keys: u32 = if cfg!(miri) { 4_000 } else { 30_000 };
     let strings: Keyed<String, Gcra, ManualClock> = table(KEYS as usize);
     let small: Keyed<u64, Gcra, ManualClock> = table(KEYS as usize);
     let growing: Keyed<u64, Gcra, ManualClock> = table(60_000);
+    // `String` segments grow too (short keys copied; a segment that holds a long key goes to
+    // its full length at once).
+    let growing_strings: Keyed<String, Gcra, ManualClock> = table(60_000);
+    let string_key = |i: u32| {
+        if i.is_multiple_of(3) {
+            format!("a-token-longer-than-23-bytes-{i}")
+        } else {
+            format!("user:{i}")
+        }
+    };
     for i in 0..KEYS {
         assert!(strings.try_acquire(format!("client-{i}").as_str()).is_ok());
         assert!(small.try_acquire(&u64::from(i)).is_ok());
     }
     for i in 0..growing_keys {
         assert!(growing.try_acquire(&u64::from(i)).is_ok());
+        assert!(growing_strings.try_acquire(string_key(i).as_str()).is_ok());
     }
     assert_eq!(strings.len(), KEYS as usize);
     assert_eq!(small.len(), KEYS as usize);
@@ -58,12 +70,14 @@ fn every_key_is_found_again_with_and_without_growth() {
     }
     for i in 0..growing_keys {
         assert!(growing.try_acquire(&u64::from(i)).is_err());
+        assert!(growing_strings.try_acquire(&string_key(i)).is_err());
     }
+    assert_eq!(growing_strings.len(), growing_keys as usize);
 }
 
-/// A full table of `String` keys churned for several capacities' worth of new keys: sweeps
-/// evict idle keys (DEAD slots), rebuilds compact the segments and clone the live keys,
-/// and the table's drop frees every key once (Miri reports a leak or a double free).
+/// A full table of `String` keys, short and long, churned for several capacities' worth of new
+/// keys: sweeps evict idle keys (DEAD slots), rebuilds compact the segments and copy the live
+/// keys, and the table's drop frees every key once (Miri reports a leak or a double free).
 #[test]
 fn churned_string_keys_are_cloned_and_dropped_once() {
     let capacity = 32;
@@ -71,7 +85,12 @@ fn churned_string_keys_are_cloned_and_dropped_once() {
     let rounds = if cfg!(miri) { 4 } else { 40 };
     for round in 0..rounds {
         for i in 0..capacity {
-            let key = format!("round-{round}-key-{i}");
+            // Short keys sit in their slots, long ones (past 23 bytes) on the heap.
+            let key = if i.is_multiple_of(2) {
+                format!("round-{round}-key-{i}")
+            } else {
+                format!("round-{round}-a-key-too-long-for-its-slot-{i}")
+            };
             assert!(keyed.try_acquire(key.as_str()).is_ok(), "{key}");
             assert!(keyed.try_acquire(key.as_str()).is_err(), "{key}");
         }

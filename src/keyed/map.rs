@@ -138,7 +138,7 @@ pub(super) struct Slot<L: KeyedState> {
 /// timestamps and a gate word; for [`SlidingWindow`](crate::SlidingWindow) its ring of
 /// snapshots, the power of two ≥ `buckets + 1` slots, an unpadded header and a gate word), an
 /// 8-byte override pointer and the map's entry. Measured (`BENCHMARKS.md`, RSS growth over 1,000,000 keys): 28 bytes
-/// per `u64` key for GCRA (governor: 36), 77 per `String` key, 55 for a pair, 278 and 342 for a
+/// per `u64` key for GCRA (governor: 36), 55 per 15-byte `String` key (governor: 101), 55 for a pair, 278 and 342 for a
 /// log of limit 10 and a window of 10 buckets.
 ///
 /// **String keys.** A `String` key of at most 23 bytes (user and session ids, tenant names,

@@ -9,7 +9,8 @@
 //! `Mutex<Arc<T>>` stands in for it: the models check the slot words and the order of a
 //! rebuild's steps around its publication (every store to the cell is one lock, as the real
 //! swap is one atomic), not `sdd`'s reclamation, which is `sdd`'s own, tested by its authors.
-// The key cell below is the crate's one `unsafe`: a key without a flag of its own.
+// The crate's one `unsafe` file: the key cell below (a key without a flag of its own, and a
+// `String` key kept in the cell's bytes as a `StrKey`) and a segment's aligned slots (`Lines`).
 #![allow(unsafe_code)]
 
 use alloc::alloc::Layout;
