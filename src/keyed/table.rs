@@ -419,8 +419,14 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
     /// full, so that it grows again only after as many new keys again: a segment that fills
     /// from [`FIRST_LEN`] slots is rebuilt about six times on its way to a thousand keys), at
     /// least the first length, at most the most, and more slots than keys while that allows (a
-    /// rebuild for want of a FREE slot below the most always makes one).
-    pub(crate) fn rebuilt_len(&self, live: usize) -> usize {
+    /// rebuild for want of a FREE slot below the most always makes one). `boxed`: one of the
+    /// keys is a `String` too long for its slot; then the most at once, since each growth
+    /// would clone that key's bytes again, scattering them (and leaving the old copies to the
+    /// allocator).
+    pub(crate) fn rebuilt_len(&self, live: usize, boxed: bool) -> usize {
+        if boxed {
+            return self.max_len.max(live);
+        }
         live.saturating_mul(2)
             .saturating_add(2)
             .max(self.first_len)

@@ -127,16 +127,9 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, S: BuildHasher> Table<K, L, 
                 break;
             }
         }
-        // Sized for the keys frozen: none can be added to the old segment any more. A segment
-        // holding a `String` key too long for its slot goes to its full length at once: each
-        // growth would clone that key's bytes again, scattering them (and leaving the old
-        // copies to the allocator).
-        let len = if moved.iter().any(|(key, _)| key.is_boxed()) {
-            self.max_len.max(moved.len())
-        } else {
-            self.rebuilt_len(moved.len())
-        };
-        let Some(new) = Segment::new(cfg, len) else {
+        // Sized for the keys frozen: none can be added to the old segment any more.
+        let boxed = moved.iter().any(|(key, _)| key.is_boxed());
+        let Some(new) = Segment::new(cfg, self.rebuilt_len(moved.len(), boxed)) else {
             unreachable!("the word sits inline (checked above)");
         };
         for (key, w) in moved {
