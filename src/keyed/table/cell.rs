@@ -121,6 +121,8 @@ mod imp {
     pub(crate) type SegRef<'g, T> = Arc<T>;
 
     /// One directory entry: empty until its segment's first key.
+    // A lock, under loom only (`--cfg hotlimit_loom`, never in a build of the crate): it stands
+    // in for `sdd`'s one-atomic swap, which loom cannot model; admission paths hold no lock.
     pub(crate) struct Cell<T>(loom::sync::Mutex<Option<Arc<T>>>);
 
     impl<T> Cell<T> {
