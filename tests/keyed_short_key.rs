@@ -4,27 +4,14 @@
 //! every key found again through its segments' growth (a `ShortKey` has no drop glue, so its
 //! segments grow), racing creators of the same keys, and eviction at the capacity.
 
-use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
 
-use hotlimit::{Clock, Gcra, Keyed, ManualClock, Rate, ShortKey};
+use hotlimit::{Clock, Gcra, Keyed, ManualClock, ShortKey};
 use proptest::prelude::*;
 
-/// `rate` per second, burst `burst`, at most `capacity` keys, on `clock`.
-fn table<K: std::hash::Hash + Eq + Clone + Send + Sync + 'static>(
-    rate: u64,
-    burst: u64,
-    capacity: usize,
-    clock: ManualClock,
-) -> Keyed<K, Gcra, ManualClock> {
-    Keyed::gcra(Rate::per_second(rate).unwrap())
-        .burst(burst)
-        .capacity(capacity)
-        .clock(clock)
-        .build()
-        .unwrap()
-}
+mod keyed_scenarios;
+
+use keyed_scenarios::table;
 
 /// A key of the trace: a few distinct ids of different lengths, 0 to 23 bytes.
 fn key_text(i: u8) -> String {
@@ -108,70 +95,28 @@ fn every_key_is_found_again_through_growth() {
 /// granted exactly twice in all, never more (one state per key, whoever created it).
 #[test]
 fn racing_creators_share_one_state_per_key() {
-    let keys: Arc<Keyed<ShortKey, Gcra, ManualClock>> =
-        Arc::new(table(1, 2, 4_000, ManualClock::new()));
-    let n = 2_000u32;
-    let handles: Vec<_> = (0..4)
-        .map(|t| {
-            let keys = Arc::clone(&keys);
-            thread::spawn(move || {
-                let mut granted = vec![0u32; n as usize];
-                for round in 0..2 {
-                    for j in 0..n {
-                        // Each thread walks the keys from a different place.
-                        let i = (j + t * 500 + round * 7) % n;
-                        let key = ShortKey::new(&format!("k{i}")).unwrap();
-                        if keys.try_acquire(&key).is_ok() {
-                            granted[i as usize] += 1;
-                        }
-                    }
-                }
-                granted
-            })
-        })
-        .collect();
-    let mut total = vec![0u32; n as usize];
-    for h in handles {
-        for (t, g) in total.iter_mut().zip(h.join().unwrap()) {
-            *t += g;
-        }
-    }
-    assert!(total.iter().all(|&g| g == 2), "{:?}", &total[..20]);
-    assert_eq!(keys.len(), n as usize);
+    keyed_scenarios::racing_creators_share_one_state_per_key(
+        table(1, 2, 4_000, ManualClock::new()),
+        2_000,
+        |keys, i| {
+            keys.try_acquire(&ShortKey::new(&format!("k{i}")).unwrap())
+                .is_ok()
+        },
+    );
 }
 
 /// At the capacity, idle keys make room for new ones, and a key evicted and created again
-/// never gets more than its rate allows: 30 clients, each asking every 30 ms, share a table
-/// of 20 at 10 per second (burst 1) each, so no client's grants come closer than 100 ms.
+/// never gets more than its rate allows (30 clients asking every 30 ms, a table of 20 at 10
+/// per second, burst 1).
 #[test]
 fn eviction_at_the_capacity_loses_no_admission() {
     let clock = ManualClock::new();
-    let keys: Keyed<ShortKey, Gcra, ManualClock> = table(10, 1, 20, clock.clone());
-    let mut granted = std::collections::HashMap::new();
-    for step in 0..3_000u32 {
-        clock.advance(Duration::from_millis(1));
-        let key = ShortKey::new(&format!("client-{}", step % 30)).unwrap();
-        if keys.try_acquire(&key).is_ok() {
-            granted
-                .entry(key)
-                .or_insert_with(Vec::new)
-                .push(clock.now());
-        }
-        assert!(keys.len() <= 20);
-    }
-    let total: usize = granted.values().map(Vec::len).sum();
-    assert!(
-        total > 100,
-        "only {total} grants: the table stopped admitting"
+    keyed_scenarios::eviction_at_the_capacity_loses_no_admission(
+        table(10, 1, 20, clock.clone()),
+        &clock,
+        |keys, i| {
+            keys.try_acquire(&ShortKey::new(&format!("client-{i}")).unwrap())
+                .is_ok()
+        },
     );
-    for (key, times) in granted {
-        for w in times.windows(2) {
-            assert!(
-                w[1] - w[0] >= 100_000_000,
-                "{key} granted at {} and {}",
-                w[0],
-                w[1]
-            );
-        }
-    }
 }

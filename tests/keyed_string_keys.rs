@@ -8,32 +8,51 @@
 //! memory is freed once (churn, growth, rate changes, drop).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicIsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
 
-use hotlimit::{Clock, Gcra, Keyed, ManualClock, Rate};
+use hotlimit::{Clock, Gcra, ManualClock, Rate};
 use proptest::prelude::*;
 
-/// The process's heap: bytes allocated and not yet freed.
+mod keyed_scenarios;
+
+use keyed_scenarios::{table, Table};
+
+/// The heap of the threads that set `TRACKED`: bytes they allocated and did not free yet.
+/// Per thread, so that the test harness and the other tests, running on their own threads,
+/// do not count.
 struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+std::thread_local! {
+    /// Whether this thread's allocations count in `LIVE`.
+    static TRACKED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn tracked() -> bool {
+    // `try_with`: an allocation while the thread's locals are torn down does not count.
+    TRACKED.try_with(Cell::get).unwrap_or(false)
+}
 
 // SAFETY: every call is forwarded to `System` unchanged; the counter is a side record.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // Relaxed: a statistic, read by the one test that runs alone (`ALONE`).
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        if tracked() {
+            // Relaxed: a statistic, read on the one thread that counts.
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        }
         // SAFETY: the caller's contract, forwarded.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // Relaxed: as above.
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        if tracked() {
+            // Relaxed: as above.
+            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        }
         // SAFETY: the caller's contract, forwarded.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -41,28 +60,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static HEAP: Counting = Counting;
-
-/// Held by every test of this file: the heap tests read `LIVE` with nothing else running.
-static ALONE: Mutex<()> = Mutex::new(());
-
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    ALONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `rate` per second, burst `burst`, at most `capacity` keys, on `clock`.
-fn table(
-    rate: u64,
-    burst: u64,
-    capacity: usize,
-    clock: ManualClock,
-) -> Keyed<String, Gcra, ManualClock> {
-    Keyed::gcra(Rate::per_second(rate).unwrap())
-        .burst(burst)
-        .capacity(capacity)
-        .clock(clock)
-        .build()
-        .unwrap()
-}
 
 /// Key `i` of a trace: lengths from 0 to 40 bytes, ASCII and multi-byte, some one byte
 /// either side of 23.
@@ -95,9 +92,8 @@ proptest! {
     fn decides_as_one_gcra_per_key(
         trace in proptest::collection::vec((0u8..60, 1u32..4, 0u64..400_000_000, any::<bool>()), 1..300),
     ) {
-        let _alone = alone();
-        let clock = ManualClock::new();
-        let keyed = table(5, 3, 128, clock.clone());
+            let clock = ManualClock::new();
+        let keyed: Table<String> = table(5, 3, 128, clock.clone());
         let mut model: HashMap<String, Gcra<ManualClock>> = HashMap::new();
         for (k, permits, step, by_string) in trace {
             clock.advance(Duration::from_nanos(step));
@@ -130,8 +126,7 @@ proptest! {
 /// denied, and `remaining` reads each key's own state.
 #[test]
 fn every_key_is_found_again_through_growth() {
-    let _alone = alone();
-    let keyed = table(1, 1, 60_000, ManualClock::new());
+    let keyed: Table<String> = table(1, 1, 60_000, ManualClock::new());
     let n = 30_000u32;
     for i in 0..n {
         assert!(
@@ -153,42 +148,18 @@ fn every_key_is_found_again_through_growth() {
 /// 2, in a growing table: each key is granted exactly twice in all (one state per key).
 #[test]
 fn racing_creators_share_one_state_per_key() {
-    let _alone = alone();
-    let keyed = Arc::new(table(1, 2, 60_000, ManualClock::new()));
-    let n = 3_000u32;
-    let handles: Vec<_> = (0..4)
-        .map(|t| {
-            let keyed = Arc::clone(&keyed);
-            thread::spawn(move || {
-                let mut granted = vec![0u32; n as usize];
-                for round in 0..2 {
-                    for j in 0..n {
-                        let i = (j + t * 700 + round * 7) % n;
-                        if keyed.try_acquire(big_key(i).as_str()).is_ok() {
-                            granted[i as usize] += 1;
-                        }
-                    }
-                }
-                granted
-            })
-        })
-        .collect();
-    let mut total = vec![0u32; n as usize];
-    for h in handles {
-        for (t, g) in total.iter_mut().zip(h.join().unwrap()) {
-            *t += g;
-        }
-    }
-    assert!(total.iter().all(|&g| g == 2), "{:?}", &total[..20]);
-    assert_eq!(keyed.len(), n as usize);
+    keyed_scenarios::racing_creators_share_one_state_per_key(
+        table(1, 2, 60_000, ManualClock::new()),
+        3_000,
+        |keyed, i| keyed.try_acquire(big_key(i).as_str()).is_ok(),
+    );
 }
 
 /// A default-rate change rebuilds every segment (each key copied or cloned onto the new
 /// rate): every key is still found, with its state carried.
 #[test]
 fn a_rate_change_carries_short_and_long_keys() {
-    let _alone = alone();
-    let keyed = table(1, 1, 40_000, ManualClock::new());
+    let keyed: Table<String> = table(1, 1, 40_000, ManualClock::new());
     let n = 4_000u32;
     for i in 0..n {
         assert!(keyed.try_acquire(big_key(i).as_str()).is_ok());
@@ -211,33 +182,12 @@ fn a_rate_change_carries_short_and_long_keys() {
 /// ms share a table of 20 at 10 per second (burst 1).
 #[test]
 fn eviction_at_the_capacity_loses_no_admission() {
-    let _alone = alone();
     let clock = ManualClock::new();
-    let keyed = table(10, 1, 20, clock.clone());
-    let mut granted: HashMap<String, Vec<u64>> = HashMap::new();
-    for step in 0..3_000u32 {
-        clock.advance(Duration::from_millis(1));
-        let key = big_key(step % 30);
-        if keyed.try_acquire(key.as_str()).is_ok() {
-            granted.entry(key).or_default().push(clock.now());
-        }
-        assert!(keyed.len() <= 20);
-    }
-    let total: usize = granted.values().map(Vec::len).sum();
-    assert!(
-        total > 100,
-        "only {total} grants: the table stopped admitting"
+    keyed_scenarios::eviction_at_the_capacity_loses_no_admission(
+        table(10, 1, 20, clock.clone()),
+        &clock,
+        |keyed, i| keyed.try_acquire(big_key(i).as_str()).is_ok(),
     );
-    for (key, times) in granted {
-        for w in times.windows(2) {
-            assert!(
-                w[1] - w[0] >= 100_000_000,
-                "{key} granted at {} and {}",
-                w[0],
-                w[1]
-            );
-        }
-    }
 }
 
 /// Short keys live in their slots: 2,000 of them add no heap memory beyond the table's
@@ -247,12 +197,13 @@ fn eviction_at_the_capacity_loses_no_admission() {
 /// back all the memory they took.
 #[test]
 fn short_keys_take_no_heap_and_every_key_is_freed() {
-    let _alone = alone();
-    // Relaxed (all loads of `LIVE`): nothing else runs (`ALONE`).
+    // Only this thread counts from here (the test ends on this thread, with the tables).
+    TRACKED.with(|t| t.set(true));
+    // Relaxed (all loads of `LIVE`): only this thread writes it.
     let before = LIVE.load(Ordering::Relaxed);
     let clock = ManualClock::new();
     {
-        let short = table(1, 1, 2_000, clock.clone());
+        let short: Table<String> = table(1, 1, 2_000, clock.clone());
         let empty = LIVE.load(Ordering::Relaxed);
         for i in 0..2_000u32 {
             assert!(short.try_acquire(format!("user:{i:010}").as_str()).is_ok());
@@ -266,7 +217,7 @@ fn short_keys_take_no_heap_and_every_key_is_freed() {
             with_keys - empty
         );
 
-        let long = table(1, 1, 2_000, clock.clone());
+        let long: Table<String> = table(1, 1, 2_000, clock.clone());
         let empty = LIVE.load(Ordering::Relaxed);
         for i in 0..2_000u32 {
             assert!(long.try_acquire(format!("token-{i:034}").as_str()).is_ok());
@@ -286,7 +237,7 @@ fn short_keys_take_no_heap_and_every_key_is_freed() {
                 let _ = long.try_acquire(format!("round-{round}-token-{i:026}").as_str());
             }
         }
-        let growing = table(1, 1, 60_000, clock.clone());
+        let growing: Table<String> = table(1, 1, 60_000, clock.clone());
         for i in 0..20_000u32 {
             assert!(growing.try_acquire(big_key(i).as_str()).is_ok());
         }
@@ -303,7 +254,7 @@ fn short_keys_take_no_heap_and_every_key_is_freed() {
         if after <= before + 16 * 1024 {
             break;
         }
-        let nudge = table(1, 1, 10, ManualClock::new());
+        let nudge: Table<String> = table(1, 1, 10, ManualClock::new());
         for _ in 0..10_000 {
             let _ = nudge.try_acquire("nudge");
         }
