@@ -9,6 +9,14 @@
 #                                             #   run, into OUT (default target/device-out/)
 #   bash benches/device.sh run-keyed [OUT]    # there: issue 26's keyed table (keyed_compare
 #                                             #   paired, 1, 2 and 16 threads) into OUT/keyed.md
+#   bash benches/device.sh build-ab           # here: the scaling harness once more for each
+#                                             #   candidate contention policy of POLICIES
+#                                             #   (default "backoff_reload immediate"), the
+#                                             #   crate built with --cfg hotlimit_policy=…
+#   bash benches/device.sh run-ab [OUT]       # there: the real single-word limiters and the
+#                                             #   GCRA loops under the default policy and each
+#                                             #   candidate, one after another, governor in
+#                                             #   every run, into OUT/ab-<policy>.md
 #
 # `run` writes OUT/machine.txt (cores, CPU, load before and after), OUT/scaling.md (the
 # tables, ratios to governor, the audits of the allowed path's denials, the load at each
@@ -84,8 +92,42 @@ run-keyed)
         echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
     } 2>&1 | tee "$OUT/keyed.md"
     ;;
+build-ab)
+    # Each candidate in its own target directory: the cfg changes every crate's flags, and a
+    # shared one would rebuild the default build's dependencies each time.
+    mkdir -p target/device
+    for p in ${POLICIES:-backoff_reload immediate}; do
+        BIN=$(RUSTFLAGS="--cfg hotlimit_policy=\"$p\"" CARGO_TARGET_DIR="target/ab-$p" \
+            cargo bench --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
+        [ -x "$BIN" ] || { echo "could not build the scaling bench with policy $p"; exit 1; }
+        cp "$BIN" "target/device/scaling-$p"
+        strip "target/device/scaling-$p" 2>/dev/null || true
+    done
+    git rev-parse HEAD > target/device/commit
+    ls -l target/device
+    echo "now run: bash benches/device.sh run-ab   (on the many-core machine, carrying target/device)"
+    ;;
+run-ab)
+    # The default build (`build`) and every candidate, one after another, each on the rows a
+    # policy changes; MS, REPS and THREADS as for `run` (defaults here: 40 ms x 3 reps, about
+    # 50 s a policy on 16 cores).
+    OUT=${2:-target/device-out}
+    [ -x target/device/scaling ] || { echo "target/device/scaling missing: run 'bash benches/device.sh build' first"; exit 1; }
+    mkdir -p "$OUT"
+    ONLY=${ONLY:-'Gcra,Sliding,governor,GCRA loop: immediate retry,GCRA loop: Backoff+jitter, reload,GCRA loop: batch'}
+    echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown); cores: $(nproc)" > "$OUT/ab-machine.txt"
+    for BIN in target/device/scaling target/device/scaling-*; do
+        NAME=$(basename "$BIN"); NAME=${NAME#scaling-}; [ "$NAME" = scaling ] && NAME=default
+        echo "$NAME: start $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/ab-machine.txt"
+        "$BIN" --ms "${MS:-40}" --reps "${REPS:-3}" --threads "${THREADS:-1,2,4,8,12,16,64}" \
+            --only "$ONLY" --machine "$(nproc) cores, policy $NAME" --svg "/tmp/ab-$NAME.svg" \
+            --data "/tmp/ab-$NAME.tsv" > "$OUT/ab-$NAME.md" 2>&1
+    done
+    echo "end $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/ab-machine.txt"
+    cat "$OUT/ab-machine.txt"
+    ;;
 *)
-    echo "usage: bash benches/device.sh build | run [OUT] | run-keyed [OUT]"
+    echo "usage: bash benches/device.sh build | run [OUT] | run-keyed [OUT] | build-ab | run-ab [OUT]"
     exit 2
     ;;
 esac

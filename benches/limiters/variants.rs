@@ -2,8 +2,10 @@
 //! one GCRA loop (clock read, load, decide, CAS) that differs only in what it does after a
 //! lost CAS, each contention policy of `src/contention/policy.rs` (this very file is included
 //! below, so the harness measures the crate's own arithmetic), the chosen one with a clock
-//! re-read after each loss, and a `fetch_add` on the busy path. Plus an audit of the allowed
-//! path's denials: for every call denied where nothing should be, how stale its `now` was.
+//! re-read after each loss, a `fetch_add` on the busy path, and three ways to reach the word
+//! first (`prefetchw` after or before the clock read, an RMW read) under the immediate retry.
+//! Plus an audit of the allowed path's denials: for every call denied where nothing should be,
+//! how stale its `now` was.
 //!
 //! The loops are the crate's `Gcra` loop without its rate-change checks (the parameters are
 //! constants here): same clock (quanta), same decision, same `compare_exchange_weak`, the
@@ -131,6 +133,41 @@ pub(crate) enum Retry {
     FetchAdd,
 }
 
+/// How a [`GcraLoop`] call first reaches the word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum First {
+    /// Read the clock, then load the word (the line arrives shared; the CAS then asks for it
+    /// again, exclusive): the crate's loops and governor's.
+    Load,
+    /// Read the clock, then `prefetchw` the word and load it: the line arrives exclusive, so
+    /// the CAS finds it in this core's cache unless another core took it meanwhile.
+    PrefetchAfterClock,
+    /// `prefetchw` the word, then read the clock (its ~25 ns overlap the line's transfer),
+    /// then load.
+    PrefetchBeforeClock,
+    /// Read the clock, then read the word by an RMW (`fetch_add(0)`): exclusive, at the cost
+    /// of a locked instruction.
+    Rmw,
+}
+
+/// `prefetchw` of `word`'s line (x86-64; a no-op elsewhere): ask for the line exclusive, as
+/// a write would, without waiting for it. Intel CPUs before Broadwell decode it as a NOP.
+#[inline(always)]
+#[allow(unsafe_code)] // a hint instruction, in the harness only
+fn prefetch_write(word: &AtomicU64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint reads nothing, writes nothing and cannot fault.
+    unsafe {
+        std::arch::asm!(
+            "prefetchw [{0}]",
+            in(reg) word as *const AtomicU64,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = word;
+}
+
 /// One GCRA word updated by a CAS loop with `policy`: see the module docs.
 pub(crate) struct GcraLoop {
     tat: CachePadded<AtomicU64>,
@@ -139,12 +176,19 @@ pub(crate) struct GcraLoop {
     slack: u64,
     policy: Policy,
     retry: Retry,
+    first: First,
     /// `None` on the denied path: a clock read per denial would be all that is measured.
     audit: Option<Arc<Audit>>,
 }
 
 impl GcraLoop {
-    pub(crate) fn new(s: &Setup, policy: Policy, retry: Retry, audit: Option<Arc<Audit>>) -> Self {
+    pub(crate) fn new(
+        s: &Setup,
+        policy: Policy,
+        retry: Retry,
+        first: First,
+        audit: Option<Arc<Audit>>,
+    ) -> Self {
         let interval = (s.period.as_nanos() as u64).div_ceil(s.limit);
         GcraLoop {
             tat: CachePadded::new(AtomicU64::new(0)),
@@ -153,19 +197,25 @@ impl GcraLoop {
             slack: s.burst * interval - interval,
             policy,
             retry,
+            first,
             audit,
         }
     }
 
-    /// The policy's pause after the `losses`-th loss; whether to load the word again.
+    /// The policy's pause after the `losses`-th loss, which returned `current`; the word to
+    /// decide on next.
     #[cold]
     #[inline(never)]
-    fn lost(&self, losses: u32, seed: u64) -> bool {
+    fn lost(&self, losses: u32, current: u64, seed: u64) -> u64 {
         let step = self.policy.step(losses, seed);
         for _ in 0..step.hints {
             std::hint::spin_loop();
         }
-        step.reload
+        if step.reload {
+            self.tat.load(Ordering::Relaxed)
+        } else {
+            current
+        }
     }
 
     #[cold]
@@ -183,9 +233,19 @@ impl GcraLoop {
 impl Limiter for GcraLoop {
     #[inline]
     fn try_acquire_n(&self, _: u32) -> Result<(), Denied> {
+        if self.first == First::PrefetchBeforeClock {
+            prefetch_write(&self.tat);
+        }
         let mut now = self.clock.now();
         // Relaxed (all): one self-contained word, as in the crate's `GcraPair`.
-        let mut tat = self.tat.load(Ordering::Relaxed);
+        let mut tat = match self.first {
+            First::Load | First::PrefetchBeforeClock => self.tat.load(Ordering::Relaxed),
+            First::PrefetchAfterClock => {
+                prefetch_write(&self.tat);
+                self.tat.load(Ordering::Relaxed)
+            }
+            First::Rmw => self.tat.fetch_add(0, Ordering::Relaxed),
+        };
         if self.retry == Retry::FetchAdd && tat > now && tat - now <= self.slack / 2 {
             // Far from the limit: one unconditional add. `prev` ≥ the `tat` read above ≥ now
             // (the word only grows here), so `prev` is the base GCRA would use.
@@ -210,11 +270,7 @@ impl Limiter for GcraLoop {
                 Ok(_) => return Ok(()),
                 Err(current) => {
                     losses += 1;
-                    tat = if self.lost(losses, now) {
-                        self.tat.load(Ordering::Relaxed)
-                    } else {
-                        current
-                    };
+                    tat = self.lost(losses, current, now);
                     if self.retry == Retry::FreshNow {
                         now = self.clock.now();
                     }
@@ -241,9 +297,10 @@ impl Limiter for AuditedGcra {
 }
 
 /// The variant rows for `path`, each with its audit: every policy on the same loop, the
-/// chosen one with a fresh `now` after a loss, the busy path's `fetch_add`, and the real
-/// `Gcra` audited. On the denied path nothing is audited (every call is a denial there, and
-/// the audit's clock read would be the cost measured) and the audited `Gcra` sits out.
+/// chosen one with a fresh `now` after a loss, the busy path's `fetch_add`, the first-access
+/// variants, and the real `Gcra` audited. On the denied path nothing is audited (every call is
+/// a denial there, and the audit's clock read would be the cost measured) and the audited
+/// `Gcra` sits out.
 pub(crate) fn rows(path: Path) -> Vec<(Row, Arc<Audit>)> {
     let s = path.setup();
     let mut out = Vec::new();
@@ -269,17 +326,24 @@ pub(crate) fn rows(path: Path) -> Vec<(Row, Arc<Audit>)> {
             audit,
         );
     }
-    let mut with = |policy: Policy, retry: Retry| {
+    let mut with = |policy: Policy, retry: Retry, first: First| {
         let audit = Arc::new(Audit::default());
-        let l = GcraLoop::new(&s, policy, retry, audited.then(|| audit.clone()));
-        add(loop_name(policy, retry), Arc::new(l), audit);
+        let l = GcraLoop::new(&s, policy, retry, first, audited.then(|| audit.clone()));
+        add(label(policy, retry, first), Arc::new(l), audit);
     };
     for policy in Policy::ALL {
-        with(policy, Retry::SameNow);
+        with(policy, Retry::SameNow, First::Load);
     }
-    with(CHOSEN, Retry::FreshNow);
+    with(CHOSEN, Retry::FreshNow, First::Load);
     if path == Path::Busy {
-        with(CHOSEN, Retry::FetchAdd);
+        with(CHOSEN, Retry::FetchAdd, First::Load);
+    }
+    for first in [
+        First::PrefetchAfterClock,
+        First::PrefetchBeforeClock,
+        First::Rmw,
+    ] {
+        with(Policy::Immediate, Retry::SameNow, first);
     }
     if path == Path::Denied {
         for (row, _) in &out {
@@ -290,16 +354,35 @@ pub(crate) fn rows(path: Path) -> Vec<(Row, Arc<Audit>)> {
     out
 }
 
-/// The row names (static, as the harness's tables and plot take them).
-fn loop_name(policy: Policy, retry: Retry) -> &'static str {
+/// A row's name, with " (chosen)" on the loop of the policy the crate is built with
+/// (`CHOSEN`, which `--cfg hotlimit_policy` changes). Leaked: the harness's tables and plot
+/// take `&'static str`, and a run makes a few dozen rows.
+fn label(policy: Policy, retry: Retry, first: First) -> &'static str {
+    let name = loop_name(policy, retry, first);
+    if retry == Retry::SameNow && first == First::Load && policy == CHOSEN {
+        Box::leak(format!("{name} (chosen)").into_boxed_str())
+    } else {
+        name
+    }
+}
+
+/// The row names.
+fn loop_name(policy: Policy, retry: Retry, first: First) -> &'static str {
+    match first {
+        First::Load => {}
+        First::PrefetchAfterClock => return "GCRA loop: immediate, prefetchw",
+        First::PrefetchBeforeClock => return "GCRA loop: immediate, prefetchw before clock",
+        First::Rmw => return "GCRA loop: immediate, RMW read",
+    }
     match (retry, policy) {
         (Retry::SameNow, Policy::Immediate) => "GCRA loop: immediate retry (governor's)",
         (Retry::SameNow, Policy::Exponential) => "GCRA loop: crossbeam Backoff",
         (Retry::SameNow, Policy::ExponentialJitter) => "GCRA loop: Backoff+jitter (before)",
         (Retry::SameNow, Policy::BackoffReload) => "GCRA loop: Backoff+jitter, reload",
+        (Retry::SameNow, Policy::ShortReload) => "GCRA loop: short backoff, reload",
         (Retry::SameNow, Policy::Adaptive) => "GCRA loop: adaptive",
         (Retry::SameNow, Policy::BatchThenFight(3)) => "GCRA loop: batch 3, then fight",
-        (Retry::SameNow, Policy::BatchThenFight(_)) => "GCRA loop: batch 6, then fight (chosen)",
+        (Retry::SameNow, Policy::BatchThenFight(_)) => "GCRA loop: batch 6, then fight",
         (Retry::FreshNow, _) => "GCRA loop: chosen + clock re-read",
         (Retry::FetchAdd, _) => "GCRA loop: chosen + fetch_add ahead",
     }

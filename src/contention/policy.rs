@@ -22,6 +22,9 @@ pub(crate) enum Policy {
     /// [`ExponentialJitter`](Policy::ExponentialJitter)'s pause, then a fresh load: the
     /// textbook backoff (look again after waiting).
     BackoffReload,
+    /// [`BackoffReload`](Policy::BackoffReload) with the pause capped low: 2^min(k − 1, 3)
+    /// hints plus `seed mod 8`, then a fresh load.
+    ShortReload,
     /// The first loss retried at once from the value the failed CAS returned (that CAS left
     /// the line in this core's cache with the current value: the best moment to try again);
     /// from the second loss in a row on, a short pause, 2^min(k − 2, 3) hints plus
@@ -40,9 +43,28 @@ pub(crate) enum Policy {
 /// The policy every single-word limiter of the crate uses: on 2 cores it keeps 95 % of the old
 /// policy's throughput at 2 to 16 threads (where the winner's batches are what counts) while
 /// no caller loses more than 7 CASes in a row (the old one: up to 642, long enough for its
-/// `now` to fall a millisecond behind). The guide has the figures; the many-core run
-/// (`benches/device.sh`) measures every candidate beside it.
-pub(crate) const CHOSEN: Policy = Policy::BatchThenFight(6);
+/// `now` to fall a millisecond behind). On 16 cores it is ahead of `governor` at 2 threads
+/// only: from 8 threads on the losers' stale CASes pull the line from the winner 15 at a time
+/// (0.36–0.67× `governor`), where [`BackoffReload`](Policy::BackoffReload) keeps 0.74–1.05×
+/// but loses a third of the 2-core throughput (`SlidingLog` falls under `governor` there). The
+/// guide has the figures; `bash benches/device.sh build-ab` and `run-ab` measure the real
+/// limiters built with each candidate.
+///
+/// `--cfg hotlimit_policy="…"` (`immediate`, `backoff_reload`, `short_reload`, `adaptive`,
+/// `batch3`) builds the crate with another candidate instead, for those A/B runs only.
+pub(crate) const CHOSEN: Policy = if cfg!(hotlimit_policy = "immediate") {
+    Policy::Immediate
+} else if cfg!(hotlimit_policy = "backoff_reload") {
+    Policy::BackoffReload
+} else if cfg!(hotlimit_policy = "short_reload") {
+    Policy::ShortReload
+} else if cfg!(hotlimit_policy = "adaptive") {
+    Policy::Adaptive
+} else if cfg!(hotlimit_policy = "batch3") {
+    Policy::BatchThenFight(3)
+} else {
+    Policy::BatchThenFight(6)
+};
 
 /// What to do after one lost CAS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,11 +78,12 @@ pub(crate) struct Step {
 impl Policy {
     /// Every candidate, in the harness's order.
     #[allow(dead_code)] // the harness's list; the crate uses `CHOSEN` only
-    pub(crate) const ALL: [Policy; 7] = [
+    pub(crate) const ALL: [Policy; 8] = [
         Policy::Immediate,
         Policy::Exponential,
         Policy::ExponentialJitter,
         Policy::BackoffReload,
+        Policy::ShortReload,
         Policy::Adaptive,
         Policy::BatchThenFight(3),
         Policy::BatchThenFight(6),
@@ -78,6 +101,7 @@ impl Policy {
             Policy::Exponential => (exponential, false),
             Policy::ExponentialJitter => (exponential + (seed & 15) as u32, false),
             Policy::BackoffReload => (exponential + (seed & 15) as u32, true),
+            Policy::ShortReload => ((1 << min(k - 1, 3)) + (seed & 7) as u32, true),
             Policy::Adaptive => {
                 if k == 1 {
                     (0, false)
@@ -104,6 +128,7 @@ impl Policy {
             Policy::Exponential => "Backoff",
             Policy::ExponentialJitter => "Backoff+jitter",
             Policy::BackoffReload => "Backoff+jitter, reload",
+            Policy::ShortReload => "short backoff, reload",
             Policy::Adaptive => "adaptive",
             Policy::BatchThenFight(_) => "batch n, then fight",
         }
