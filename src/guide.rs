@@ -176,6 +176,7 @@
 //! | crossbeam `Backoff` | 2^min(k−1, 6) spin hints, then that value |
 //! | `Backoff` + jitter (hotlimit before issue 24) | the same plus `now` mod 16 hints |
 //! | `Backoff` + jitter, reload | the same pause, then a fresh load |
+//! | short backoff, reload | 2^min(k−1, 3) + `now` mod 8 hints, then a fresh load |
 //! | adaptive | k = 1: at once, on the returned value; k ≥ 2: 2^min(k−2, 3) + `now` mod 4 hints, then a fresh load |
 //! | **batch n, then fight** (chosen: n = 6) | k ≤ n: as `Backoff` + jitter; k > n: a fresh load, no pause |
 //!
@@ -199,20 +200,56 @@
 //! until it wins: 90 Mops/s at 2 threads, 95 % of the old policy, with at most 7 losses in a
 //! row and no starved denial (one run, 41 runs of 20 ms per cell, load 6.6: figures below).
 //!
+//! *On 16 cores* (one Xeon, 16 cores, one socket, no SMT; `benches/device.sh` and two A/B
+//! runs of the real limiters built with each candidate as `CHOSEN`, 2026-11-27 02:55–03:13
+//! UTC; BENCHMARKS.md has the tables) the ranking turns over from 4 threads. Batch 6, then
+//! fight, best on 2 cores, puts `Gcra` at 1.21–1.51× `governor` at 2 threads but 0.83–0.96×
+//! at 4 and 0.36–0.67× from 8 to 64 on the allowed and busy paths: with 15 losers, the
+//! pause-then-stale-CAS that lets one winner batch on 2 cores becomes 15 CASes bound to fail,
+//! each pulling the line away from whoever holds it. `Backoff` + jitter, reload puts the same
+//! `Gcra` at 1.13–1.29× at 2 threads, 0.98–1.05× at 4 and 0.74–1.05× from 8 to 64 (two runs).
+//! It is not the policy: on 2 cores the same A/B (the real limiters, two alternations, 03:14–
+//! 03:21 UTC) gave it 1.21–2.17× `governor` for `Gcra` from 2 to 64 threads against batch then
+//! fight's 1.93–2.62×, put `SlidingLog` (two CASes a grant) *under* `governor` from 2
+//! threads in both runs (0.32–0.56×; batch then fight 1.21–1.64× in one run, 1.64× at 2
+//! threads and 0.36–0.38× above in the other), and `GcraPair` at 0.93–1.58× (against
+//! 1.56–1.99×): it wins at 16 threads and loses at 2. The next candidate is one that
+//! pauses and CASes the stale value while one other thread contends and reloads when many do;
+//! a call cannot see how many contend without a shared counter (a second line to write) or
+//! per-thread history (thread-locals, `std` only), and 2 cores cannot rank it: `bash
+//! benches/device.sh build-ab` and `run-ab` measure the real limiters under each candidate on
+//! the next many-core machine.
+//!
+//! Nothing measured there is clearly ahead of `governor` from 8 threads on: the immediate
+//! retry (`governor`'s own loop, on the harness's GCRA loop) 0.79–1.75×, mostly 1.0–1.3×;
+//! short backoff with reload 0.72–1.15×; adaptive 0.82–1.34×. The floor of a clock read plus
+//! one `fetch_add` (a grant that can never fail) was 14.7–16.1 Mops/s at 16 threads,
+//! 1.43–2.05× `governor`: one line moving between 16 cores, once per call, is the ceiling of
+//! any single-word limiter that reads the clock per call, so the issue's 1.5× at 16 threads is
+//! at that ceiling for every design with one shared word. Three ways to have the line
+//! exclusive before the CAS were tried under the immediate retry: `prefetchw` after or before
+//! the clock read, and reading the word with an RMW (`fetch_add(0)`): 0.73–1.64× from 4 to 64
+//! threads on the allowed path, within the noise of the plain loop, and on the denied path
+//! 0.06–0.34× from 2 threads (prefetchw) and 0.63–0.85× (RMW): every refused call then takes
+//! the line exclusive, where a plain load shares it. A variant of batch then fight that loads
+//! the word after each pause and CASes only if it did not change ("batch and watch") was
+//! 0.35–0.54× from 8 threads: the loads pull the line from the winner as the CASes did.
+//! `ShardedGcra` is the answer for many cores: 34–41× `governor` at 16 threads.
+//!
 //! *The allowed path's denials on 16 cores (the issue's question).* With limit 10⁹/s and
 //! burst 10⁶ (tolerance τ = 1 ms) a call is denied only if its `now` is more than τ behind the
-//! latest grant's. The audit re-reads the clock after each denial: on 2 cores every denial, in
-//! every row and cell (2–64 threads), would have been granted at that fresh reading, so every
-//! one is a stale `now`. Two causes show: preemption between the clock read and the decision
-//! (any loop, `governor`'s too: 0.0002–0.0011 % of calls, with 0–2 lost CASes before them,
-//! the oldest `now` 7–21 ms at 2 threads and 0.17–0.78 s at 64: the scheduler's slices), and
-//! starvation in the loop (the old policy, above). The 16-core flags (`Gcra`, `GcraPair`,
-//! "Gcra then Gcra" over 0.1 % of calls, `governor` not) fit the second: 16 threads on 16
-//! cores are seldom preempted, `governor`'s loop never pauses, ours paused up to 64 + 15
-//! hints per loss without bound on the losses. A skew between the cores' clocks would flag
-//! `governor` too (same TSC clock, same tolerance). With at most about 10 µs of pauses per
-//! call the chosen policy should clear them; the same audit in `benches/device.sh`'s run will
-//! say whether it does at 16 cores (to come).
+//! latest grant's; the audit re-reads the clock after each denial and counts the lost CASes
+//! before it. On 16 cores the old policy (`Backoff` + jitter, CAS of the value read before the
+//! pause) denied 0.26 % of calls at 16 threads (0.003–0.3 % from 2 to 64), every one after
+//! hundreds of lost CASes in a row (a cell's mean 554–740, up to 939): starvation in the loop,
+//! as the 2-core audit had suggested, and the cause of the issue's flags (`governor`'s loop
+//! never pauses: not flagged). `Gcra` with the chosen policy denied 0–0.022 % of calls from 2
+//! to 16 threads (stale `now`s 3–5 ms old; that audit cannot see lost CASes), and the
+//! harness's loop of the same policy lost at most 10 CASes in a row before a denial (1–3
+//! denials a cell after 8 or more, from 8 to 16 threads); with `Backoff` + jitter, reload,
+//! nothing from 1 to 16 threads in one run and 1 call of 0.8 million at 12 and at 16 in the
+//! other. At 64 threads on 16 cores every loop denied 0.03–0.06 % (the scheduler's slices,
+//! oldest `now` 12–24 ms). No skew between the cores' clocks showed.
 //!
 //! *A fresh `now` after a loss* (a clock read per lost CAS, measured as `GCRA loop: chosen +
 //! clock re-read`): no starved denial either, the preempted ones remain, a clock read per
@@ -237,12 +274,11 @@
 //! caller passes, which is the guarantee this crate documents; on the issue's 16-core machine
 //! even a bare clock read plus `fetch_add` (13.5 Mops/s) was only 1.45× `governor` (9.3).
 //!
-//! *The figures.* The table in BENCHMARKS.md ("Contention policies") has every candidate at 1,
-//! 2, 4 and 16 threads on 2 cores. At 1 thread they are the same code (no CAS is lost). The
-//! 2-core machine cannot rank them for 16 cores, where the line moves between 16 caches and
-//! the losers' stale CASes pull it from the winner 15 at a time; `benches/device.sh` runs
-//! every candidate there in one run (to come), and changing `policy::CHOSEN` is the one line
-//! that follows.
+//! *The figures.* The tables in BENCHMARKS.md ("Contention on one limiter", its "On 16 cores"
+//! and "Contention policies") have the candidates on 2 cores and on 16. At 1 thread they are
+//! the same code (no CAS is lost). Changing `policy::CHOSEN` is the one line that follows a
+//! better candidate; `--cfg hotlimit_policy="…"` builds the crate with another one for an A/B
+//! run without changing it.
 //!
 //! [`Gcra`]: crate::Gcra
 //!
