@@ -11,8 +11,8 @@
 #                                             #   paired, 1, 2 and 16 threads) into OUT/keyed.md
 #   bash benches/device.sh build-ab           # here: the scaling harness once more for each
 #                                             #   candidate contention policy of POLICIES
-#                                             #   (default "backoff_reload immediate"), the
-#                                             #   crate built with --cfg hotlimit_policy=…
+#                                             #   (default "backoff_reload batch3 immediate"),
+#                                             #   the crate built with --cfg hotlimit_policy=…
 #   bash benches/device.sh run-ab [OUT]       # there: the real single-word limiters and the
 #                                             #   GCRA loops under the default policy and each
 #                                             #   candidate, one after another, governor in
@@ -96,7 +96,7 @@ build-ab)
     # Each candidate in its own target directory: the cfg changes every crate's flags, and a
     # shared one would rebuild the default build's dependencies each time.
     mkdir -p target/device
-    for p in ${POLICIES:-backoff_reload immediate}; do
+    for p in ${POLICIES:-backoff_reload batch3 immediate}; do
         BIN=$(RUSTFLAGS="--cfg hotlimit_policy=\"$p\"" CARGO_TARGET_DIR="target/ab-$p" \
             cargo bench --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
         [ -x "$BIN" ] || { echo "could not build the scaling bench with policy $p"; exit 1; }
