@@ -17,6 +17,9 @@
 #                                             #   GCRA loops under the default policy and each
 #                                             #   candidate, one after another, governor in
 #                                             #   every run, into OUT/ab-<policy>.md
+#   bash benches/device.sh all [OUT]          # there, after build and build-ab here: run
+#                                             #   (REPS=3), run-keyed and run-ab in one
+#                                             #   command (about 7 minutes on 16 cores)
 #
 # `run` writes OUT/machine.txt (cores, CPU, load before and after), OUT/scaling.md (the
 # tables, ratios to governor, the audits of the allowed path's denials, the load at each
@@ -126,8 +129,23 @@ run-ab)
     echo "end $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/ab-machine.txt"
     cat "$OUT/ab-machine.txt"
     ;;
+all)
+    # One device command for a whole session's tables. At most 8 files come back from the
+    # device runner: the svg is left out (draw it here from scaling.tsv with --render) and the
+    # A/B's machine notes join machine.txt.
+    OUT=${2:-target/device-out}
+    SELF="$(pwd)/benches/device.sh"
+    REPS=${REPS:-3} bash "$SELF" run "$OUT" > /dev/null
+    rm -f "$OUT/scaling.svg"
+    bash "$SELF" run-keyed "$OUT" > /dev/null
+    bash "$SELF" run-ab "$OUT" > /dev/null
+    cat "$OUT/ab-machine.txt" >> "$OUT/machine.txt"
+    rm -f "$OUT/ab-machine.txt"
+    cat "$OUT/machine.txt"
+    ls "$OUT"
+    ;;
 *)
-    echo "usage: bash benches/device.sh build | run [OUT] | run-keyed [OUT] | build-ab | run-ab [OUT]"
+    echo "usage: bash benches/device.sh build | run [OUT] | run-keyed [OUT] | build-ab | run-ab [OUT] | all [OUT]"
     exit 2
     ;;
 esac
