@@ -236,6 +236,20 @@
 //! 0.35–0.54× from 8 threads: the loads pull the line from the winner as the CASes did.
 //! `ShardedGcra` is the answer for many cores: 34–41× `governor` at 16 threads.
 //!
+//! *Where the state word sits* (measured on 2 cores only). Left to itself the compiler puts
+//! `Gcra`'s clock (48 bytes, read by every call before it touches the state) first and the
+//! state word right after it, so in three of the four places a 16-byte-aligned allocation can
+//! put the struct, the clock's last bytes share the line the CASes write. The harness's pair of
+//! floors says what such sharing costs: a clock read plus a CAS loop with backoff, 92–93 Mops/s
+//! at 2 to 16 threads with the counter on its own line, 42–66 with it on the clock's line (one
+//! run, 2 cores). `repr(C)` with the state word first (or `align(64)`) keeps the clock off that
+//! line at one instruction more a call (`Gcra` 44 → 45, `GcraPair` 89 → 90 under callgrind:
+//! the clock is no longer at offset 0), and measured the same as today's layout on 2 cores,
+//! where whole runs move between about 70 and 90 Mops/s at 2 threads for every batching
+//! limiter, whatever the build and wherever the heap puts it (two builds, six heap offsets,
+//! alternated: the host's placement of the two vCPUs). Not kept without a many-core
+//! measurement; it is the first layout candidate for the next device session.
+//!
 //! *The allowed path's denials on 16 cores (the question).* With limit 10⁹/s and
 //! burst 10⁶ (tolerance τ = 1 ms) a call is denied only if its `now` is more than τ behind the
 //! latest grant's; the audit re-reads the clock after each denial and counts the lost CASes
