@@ -10,16 +10,18 @@
 #   bash benches/device.sh run-keyed [OUT]    # there: issue 26's keyed table (keyed_compare
 #                                             #   paired, 1, 2 and 16 threads) into OUT/keyed.md
 #   bash benches/device.sh build-ab           # here: the scaling harness once more for each
-#                                             #   candidate contention policy of POLICIES
-#                                             #   (default "backoff_reload batch3 immediate"),
-#                                             #   the crate built with --cfg hotlimit_policy=…
+#                                             #   candidate of POLICIES (default
+#                                             #   "backoff_reload batch3 immediate
+#                                             #   layout:state_first"), the crate built with
+#                                             #   --cfg hotlimit_policy=… or hotlimit_layout=…
 #   bash benches/device.sh run-ab [OUT]       # there: the real single-word limiters and the
 #                                             #   GCRA loops under the default policy and each
 #                                             #   candidate, one after another, governor in
 #                                             #   every run, into OUT/ab-<policy>.md
 #   bash benches/device.sh all [OUT]          # there, after build and build-ab here: run
 #                                             #   (REPS=3), run-keyed and run-ab in one
-#                                             #   command (about 7 minutes on 16 cores)
+#                                             #   command (about 8 minutes on 16 cores;
+#                                             #   the A/B tables in OUT/ab.md)
 #
 # `run` writes OUT/machine.txt (cores, CPU, load before and after), OUT/scaling.md (the
 # tables, ratios to governor, the audits of the allowed path's denials, the load at each
@@ -99,12 +101,19 @@ build-ab)
     # Each candidate in its own target directory: the cfg changes every crate's flags, and a
     # shared one would rebuild the default build's dependencies each time.
     mkdir -p target/device
-    for p in ${POLICIES:-backoff_reload batch3 immediate}; do
-        BIN=$(RUSTFLAGS="--cfg hotlimit_policy=\"$p\"" CARGO_TARGET_DIR="target/ab-$p" \
+    # A candidate is a contention policy (hotlimit_policy) or, with "layout:", a layout of the
+    # single-word limiters (hotlimit_layout; "state_first": `Gcra`'s and `GcraPair`'s state
+    # word first, the clock off its cache line).
+    for p in ${POLICIES:-backoff_reload batch3 immediate layout:state_first}; do
+        case "$p" in
+        layout:*) CFG="--cfg hotlimit_layout=\"${p#layout:}\""; NAME="layout-${p#layout:}" ;;
+        *) CFG="--cfg hotlimit_policy=\"$p\""; NAME="$p" ;;
+        esac
+        BIN=$(RUSTFLAGS="$CFG" CARGO_TARGET_DIR="target/ab-$NAME" \
             cargo bench --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
-        [ -x "$BIN" ] || { echo "could not build the scaling bench with policy $p"; exit 1; }
-        cp "$BIN" "target/device/scaling-$p"
-        strip "target/device/scaling-$p" 2>/dev/null || true
+        [ -x "$BIN" ] || { echo "could not build the scaling bench with $CFG"; exit 1; }
+        cp "$BIN" "target/device/scaling-$NAME"
+        strip "target/device/scaling-$NAME" 2>/dev/null || true
     done
     git rev-parse HEAD > target/device/commit
     ls -l target/device
@@ -141,6 +150,8 @@ all)
     bash "$SELF" run-ab "$OUT" > /dev/null
     cat "$OUT/ab-machine.txt" >> "$OUT/machine.txt"
     rm -f "$OUT/ab-machine.txt"
+    for f in "$OUT"/ab-*.md; do echo "=== $(basename "$f" .md)"; cat "$f"; done > "$OUT/ab.md"
+    rm -f "$OUT"/ab-*.md
     cat "$OUT/machine.txt"
     ls "$OUT"
     ;;

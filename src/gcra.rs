@@ -72,6 +72,10 @@ pub use rule::GcraRule;
 /// assert_eq!(denied.retry_after(), Some(Duration::from_secs(19)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+// `--cfg hotlimit_layout="state_first"` (many-core A/B runs only, `benches/device.sh
+// build-ab`): the fields in their written order, the state word first and the clock off its
+// cache line (the guide's "Where the state word sits").
+#[cfg_attr(hotlimit_layout = "state_first", repr(C))]
 pub struct Gcra<C = DefaultClock> {
     /// The theoretical arrival time S, in nanoseconds on `clock`. 0 means "never used";
     /// [`FROZEN`] while a rate change holds it (see [`Gcra::set_rate_at`]).

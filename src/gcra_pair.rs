@@ -134,6 +134,10 @@ fn denial(s1: u64, s2: u64, now: u64, first: Price, second: Price) -> Denied {
 /// assert_eq!(denied.retry_after(), Some(Duration::from_secs(18)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+// `--cfg hotlimit_layout="state_first"` (many-core A/B runs only, `benches/device.sh
+// build-ab`): the fields in their written order, the state word first and the clock off its
+// cache line (the guide's "Where the state word sits").
+#[cfg_attr(hotlimit_layout = "state_first", repr(C))]
 pub struct GcraPair<C = DefaultClock> {
     /// `{ second: S₂, first: S₁ }`, nanoseconds on `clock`; 0 = never used.
     tats: AtomicU128,

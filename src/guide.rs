@@ -248,7 +248,8 @@
 //! where whole runs move between about 70 and 90 Mops/s at 2 threads for every batching
 //! limiter, whatever the build and wherever the heap puts it (two builds, six heap offsets,
 //! alternated: the host's placement of the two vCPUs). Not kept without a many-core
-//! measurement; it is the first layout candidate for the next device session.
+//! measurement: `--cfg hotlimit_layout="state_first"` builds it, and `benches/device.sh
+//! build-ab` includes it for the next device session.
 //!
 //! *The allowed path's denials on 16 cores (the question).* With limit 10⁹/s and
 //! burst 10⁶ (tolerance τ = 1 ms) a call is denied only if its `now` is more than τ behind the
