@@ -22,13 +22,23 @@ pub(crate) use portable_atomic::fence;
 #[cfg(not(hotlimit_loom))]
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
-/// A 16-byte atomic (`IntKeyed`'s slots, `GcraPair`'s two TATs): portable-atomic's, which is
-/// `cmpxchg16b` (and a `vmovdqa` load where AVX is present) on x86-64, chosen at run time, and native on aarch64
-/// (also powerpc64 from POWER8, s390x). On a target or CPU without a 16-byte CAS it falls back
-/// to a lock (its `fallback` feature), so there `IntKeyed` is not lock-free: its docs say so.
-/// Every other limiter uses 64-bit atomics only. Available without `std` too (`GcraPair`).
-#[cfg(not(hotlimit_loom))]
+/// A 16-byte atomic (`IntKeyed`'s slots, `GcraPair`'s two TATs). On x86-64 with `std`: ours
+/// ([`wide`]), `cmpxchg16b` and a `vmovdqa` load inline where the CPU has both (asked once per
+/// process), portable-atomic's operations otherwise. Elsewhere portable-atomic's, native on
+/// aarch64 (also powerpc64 from POWER8, s390x) and on x86-64 without `std` (`cmpxchg16b`
+/// chosen at run time, through a function pointer). On a target or CPU without a 16-byte CAS
+/// portable-atomic falls back to a lock (its `fallback` feature), so there `IntKeyed` is not
+/// lock-free: its docs say so. Every other limiter uses 64-bit atomics only. Available without
+/// `std` too (`GcraPair`).
+#[cfg(all(
+    not(hotlimit_loom),
+    not(all(target_arch = "x86_64", feature = "std", not(miri)))
+))]
 pub(crate) use portable_atomic::AtomicU128;
+#[cfg(all(not(hotlimit_loom), target_arch = "x86_64", feature = "std", not(miri)))]
+mod wide;
+#[cfg(all(not(hotlimit_loom), target_arch = "x86_64", feature = "std", not(miri)))]
+pub(crate) use wide::AtomicU128;
 
 /// An atomic that loom never models: only for hints outside every limiter's state (the
 /// adaptive sleeper's learned oversleep, a `static`), which must work outside a loom model
