@@ -16,7 +16,9 @@
 //!
 //! `paired` and `algos` take `KEYS` (default `1000,100000,1000000`), `THREADS` (default
 //! `1,2,16`: on a machine with fewer cores, the higher counts are oversubscribed), `ORDER`
-//! (default `seq,shuffled`: keys created and looked up in order, or both shuffled), `ROUNDS`
+//! (default `seq,shuffled`: keys created and looked up in order, or both shuffled), `KEYVALS`
+//! (default `seq`: the `u64` keys are the indices 0 .. n; `random`: a fixed bijection of them,
+//! keys with no structure, see `keys::u64_key`; `prof` and `mem` take it too), `ROUNDS`
 //! (15) and `CHUNK` (100,000 calls per thread and chunk). Every key exists before timing and
 //! nothing is denied, so the rows measure the lookup plus the grant. Each row's ns/call is the
 //! median over rounds of the wall time per call and thread; each ratio is the peer's time ÷

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hotlimit::{Gcra, GcraPair, IntKeyed, Keyed, KeyedBuilder, KeyedState, Rate, ShortKey};
 
-use crate::keys::string_key;
+use crate::keys::{string_key, u64_key};
 
 /// This process's resident set in bytes (Linux: `/proc/self/statm`, 4 KiB pages).
 fn rss() -> u64 {
@@ -73,7 +73,7 @@ pub(crate) fn mem_mode(mode: &str) {
     let quota = governor::Quota::per_second(std::num::NonZeroU32::new(1_000_000_000).unwrap());
     let (per_key, len) = match mode {
         "mem-hotlimit" => keyed(n, Keyed::<u64, Gcra>::gcra(big), |k, i| {
-            k.try_acquire(&u64::from(i)).unwrap()
+            k.try_acquire(&u64_key(i)).unwrap()
         }),
         "mem-string" => {
             // The key strings are built inside the measurement, as each peer stores its own.
@@ -88,17 +88,17 @@ pub(crate) fn mem_mode(mode: &str) {
         "mem-pair" => keyed(
             n,
             Keyed::<u64, GcraPair>::gcra_pair(big, Rate::new(1, Duration::from_secs(1)).unwrap()),
-            |k, i| k.try_acquire(&u64::from(i)).unwrap(),
+            |k, i| k.try_acquire(&u64_key(i)).unwrap(),
         ),
         "mem-log" => keyed(
             n,
             Keyed::<u64, hotlimit::SlidingLog>::sliding_log(ten),
-            |k, i| k.try_acquire(&u64::from(i)).unwrap(),
+            |k, i| k.try_acquire(&u64_key(i)).unwrap(),
         ),
         "mem-window" => keyed(
             n,
             Keyed::<u64, hotlimit::SlidingWindow>::sliding_window(ten),
-            |k, i| k.try_acquire(&u64::from(i)).unwrap(),
+            |k, i| k.try_acquire(&u64_key(i)).unwrap(),
         ),
         "mem-intkeyed" => {
             let mut held = None;

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use hotlimit::{Clock, Gcra, GcraPair, IntKeyed, Keyed, Rate, ShortKey, SlidingLog, SlidingWindow};
 
-use crate::keys::{creation, key_len, list_from_env, lookups, string_key, with_hot_key, Order};
+use crate::keys::{
+    creation, key_len, list_from_env, lookups, string_key, u64_key, with_hot_key, Order,
+};
 
 /// One limiter in a paired run: its column name and one call on key index `i`.
 pub(crate) struct Row<'a> {
@@ -190,7 +192,7 @@ where
                 .unwrap();
             let mut refused = 0;
             for &i in &made {
-                let key = u64::from(i);
+                let key = u64_key(i);
                 refused += usize::from(il.try_acquire(key).is_err());
                 k.try_acquire(&key).unwrap();
                 ks.try_acquire(strings[i as usize].as_str()).unwrap();
@@ -216,25 +218,25 @@ where
                 Row {
                     name: "IntKeyed<u64>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(il.try_acquire(u64::from(i)));
+                        let _ = std::hint::black_box(il.try_acquire(u64_key(i)));
                     }),
                 },
                 Row {
                     name: "Keyed<u64>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(k.try_acquire(&u64::from(i)));
+                        let _ = std::hint::black_box(k.try_acquire(&u64_key(i)));
                     }),
                 },
                 Row {
                     name: "governor<u64>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(gl.check_key(&u64::from(i)));
+                        let _ = std::hint::black_box(gl.check_key(&u64_key(i)));
                     }),
                 },
                 Row {
                     name: "rate-net<u64>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(rn.check(u64::from(i)));
+                        let _ = std::hint::black_box(rn.check(u64_key(i)));
                     }),
                 },
                 Row {
@@ -311,7 +313,7 @@ pub(crate) fn algos_mode() {
                 Keyed::sliding_window(rate).capacity(cap).build().unwrap();
             let gl = governor::RateLimiter::keyed(quota);
             for &i in &creation(order, n) {
-                let key = u64::from(i);
+                let key = u64_key(i);
                 g.try_acquire(&key).unwrap();
                 p.try_acquire(&key).unwrap();
                 l.try_acquire(&key).unwrap();
@@ -323,31 +325,31 @@ pub(crate) fn algos_mode() {
                 Row {
                     name: "Keyed<u64, Gcra>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(g.try_acquire(&u64::from(i)));
+                        let _ = std::hint::black_box(g.try_acquire(&u64_key(i)));
                     }),
                 },
                 Row {
                     name: "Keyed<u64, GcraPair>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(p.try_acquire(&u64::from(i)));
+                        let _ = std::hint::black_box(p.try_acquire(&u64_key(i)));
                     }),
                 },
                 Row {
                     name: "Keyed<u64, SlidingLog>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(l.try_acquire(&u64::from(i)));
+                        let _ = std::hint::black_box(l.try_acquire(&u64_key(i)));
                     }),
                 },
                 Row {
                     name: "Keyed<u64, SlidingWindow>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(w.try_acquire(&u64::from(i)));
+                        let _ = std::hint::black_box(w.try_acquire(&u64_key(i)));
                     }),
                 },
                 Row {
                     name: "governor<u64>",
                     call: Box::new(|i| {
-                        let _ = std::hint::black_box(gl.check_key(&u64::from(i)));
+                        let _ = std::hint::black_box(gl.check_key(&u64_key(i)));
                     }),
                 },
             ];

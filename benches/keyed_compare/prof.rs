@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use hotlimit::{Gcra, IntKeyed, Keyed, Rate, ShortKey};
 
-use crate::keys::{creation, list_from_env, lookups, string_key, with_hot_key, Order};
+use crate::keys::{creation, list_from_env, lookups, string_key, u64_key, with_hot_key, Order};
 
 /// This thread's time on a CPU so far, in ns (Linux: `/proc/thread-self/schedstat`), or
 /// `None` where it cannot be read. Unlike wall time it leaves out the time the thread waited
@@ -84,10 +84,10 @@ pub(crate) fn prof(what: &str, n: u64, order: Order) {
         "hotlimit" => {
             let k: Keyed<u64, Gcra> = Keyed::gcra(rate).capacity(n as usize * 2).build().unwrap();
             for &i in &made {
-                k.try_acquire(&u64::from(i)).unwrap();
+                k.try_acquire(&u64_key(i)).unwrap();
             }
             hot_loop(seq, |i| {
-                let _ = std::hint::black_box(k.try_acquire(&u64::from(i)));
+                let _ = std::hint::black_box(k.try_acquire(&u64_key(i)));
             });
         }
         "hotlimit-string" => {
@@ -144,19 +144,19 @@ pub(crate) fn prof(what: &str, n: u64, order: Order) {
                 .build()
                 .unwrap();
             for &i in &made {
-                let _ = il.try_acquire(u64::from(i));
+                let _ = il.try_acquire(u64_key(i));
             }
             hot_loop(seq, |i| {
-                let _ = std::hint::black_box(il.try_acquire(u64::from(i)));
+                let _ = std::hint::black_box(il.try_acquire(u64_key(i)));
             });
         }
         "governor" => {
             let gl = governor::RateLimiter::keyed(quota);
             for &i in &made {
-                let _ = gl.check_key(&u64::from(i));
+                let _ = gl.check_key(&u64_key(i));
             }
             hot_loop(seq, |i| {
-                let _ = std::hint::black_box(gl.check_key(&u64::from(i)));
+                let _ = std::hint::black_box(gl.check_key(&u64_key(i)));
             });
         }
         "governor-string" => {
@@ -202,7 +202,7 @@ pub(crate) fn prof(what: &str, n: u64, order: Order) {
         "dashmap" => {
             let dm: dashmap::DashMap<u64, AtomicU64> = dashmap::DashMap::new();
             for &i in &made {
-                dm.insert(u64::from(i), AtomicU64::new(0));
+                dm.insert(u64_key(i), AtomicU64::new(0));
             }
             hot_loop(seq, |k| {
                 if let Some(a) = dm.get(&u64::from(k)) {
