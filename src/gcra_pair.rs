@@ -15,11 +15,12 @@
 //! write, and its wait is the later of the two waits, each exact. Neither half ever wraps: a
 //! TAT that would pass `u64::MAX` is a denial with `retry_after() == None` (as in `Gcra`).
 //!
-//! The 16-byte atomic is portable-atomic's: `cmpxchg16b` on x86-64 (with a plain `vmovdqa`
-//! load on CPUs with AVX, so a denial writes nothing there; without AVX, portable-atomic loads
-//! with `cmpxchg16b`, which writes the value it read back to the line: logically read-only,
-//! physically a write), `casp`/LL-SC on aarch64. On targets without a 16-byte CAS it falls back
-//! to a lock: correct, not lock-free.
+//! The 16-byte atomic is `cmpxchg16b` on x86-64, with a plain `vmovdqa` load on CPUs with AVX
+//! (so a denial writes nothing there), both inline in the call (the CPU asked once per process;
+//! `no_std` builds call portable-atomic's, chosen at run time through a function pointer).
+//! Without AVX, portable-atomic loads with `cmpxchg16b`, which writes the value it read back to
+//! the line: logically read-only, physically a write. `casp`/LL-SC on aarch64. On targets
+//! without a 16-byte CAS portable-atomic falls back to a lock: correct, not lock-free.
 //!
 //! The proof that the pair keeps both bounds and that its decisions are exactly those of two
 //! GCRAs applied together is in the [`guide`](crate::guide#gcrapair-two-rates-in-one-word).

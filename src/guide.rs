@@ -243,8 +243,8 @@
 //! floors says what such sharing costs: a clock read plus a CAS loop with backoff, 92–93 Mops/s
 //! at 2 to 16 threads with the counter on its own line, 42–66 with it on the clock's line (one
 //! run, 2 cores). `repr(C)` with the state word first (or `align(64)`) keeps the clock off that
-//! line at one instruction more a call (`Gcra` 44 → 45, `GcraPair` 89 → 90 under callgrind:
-//! the clock is no longer at offset 0), and measured the same as today's layout on 2 cores,
+//! line at one instruction more a call (`Gcra` 44 → 45, `GcraPair` 89 → 90 under callgrind,
+//! before its atomics went inline: the clock is no longer at offset 0), and measured the same as today's layout on 2 cores,
 //! where whole runs move between about 70 and 90 Mops/s at 2 threads for every batching
 //! limiter, whatever the build and wherever the heap puts it (two builds, six heap offsets,
 //! alternated: the host's placement of the two vCPUs). Not kept without a many-core
@@ -461,16 +461,17 @@
 //! a `GcraPair` call here, and 5–7× its time (BENCHMARKS.md).
 //!
 //! *Cost.* One 16-byte load and one 16-byte CAS (`cmpxchg16b` on x86-64) instead of 8-byte
-//! ones, and both halves' arithmetic. portable-atomic picks the 16-byte instructions at run
-//! time, so each is an out-of-line call through a function pointer; built with
-//! `-C target-feature=+cmpxchg16b,+avx` (or `target-cpu=native` on such a CPU) they are
-//! inlined. Measured (`callgrind.sh`, since issue 24 kept the first attempt inline): 89
-//! instructions per granted call and 54 per denial, 74 and 55 with the atomics inlined
-//! (`Gcra`: 44 and 40; `governor`'s one rate: 50 and 44). So one thread granting stays behind
-//! `governor`'s single-rate loop however it is built: 0.74–0.80× in the scaling harness, and
-//! 0.84× in one run with `cmpxchg16b` inlined (`RUSTFLAGS="-C target-feature=+cmpxchg16b"
-//! cargo bench --bench scaling -- --threads 1 --only GcraPair,governor`, 2 cores). Figures in
-//! BENCHMARKS.md ("Two rates on one caller").
+//! ones, and both halves' arithmetic. portable-atomic can pick the 16-byte instructions only
+//! at run time in a generic build (one without `-C target-feature=+cmpxchg16b`), so each was an
+//! out-of-line call through a function pointer: 89 instructions per granted call and 54 per
+//! denial (`callgrind.sh`). The crate now asks the CPU once per process and issues
+//! `cmpxchg16b` and the `vmovdqa` load inline (`src/sync/wide.rs`, x86-64 with `std`): 73 and
+//! 49 (`Gcra`: 44 and 40; `governor`'s one rate: 50 and 44), what a build with the target
+//! feature gave before (74 and 55). So one thread granting stays behind `governor`'s
+//! single-rate loop, by the second rate's arithmetic: 0.74–0.80× in the scaling harness
+//! before, 0.84× in one run with `cmpxchg16b` inlined (`RUSTFLAGS="-C
+//! target-feature=+cmpxchg16b" cargo bench --bench scaling -- --threads 1 --only
+//! GcraPair,governor`, 2 cores). Figures in BENCHMARKS.md ("Two rates on one caller").
 //!
 //! ## Three or more limits: why not claim, then give back
 //!
@@ -1817,6 +1818,27 @@
 //!   prefetched), and writing the key just before the call keeps two calls from overlapping.
 //!   `ShortKey` stays: the same layout as a `Copy` key type that refuses a longer id up front.
 //!
+//! **What the harness's keys hid** (issue 26; nothing in the table changed). The `u64` rows
+//! used the indices 0 .. n as keys. foldhash hashes a `u64` with one folded multiply, and
+//! consecutive integers times one odd constant are a low-discrepancy (Weyl) sequence: their
+//! home slots spread more evenly than random ones would, by how much depending on the
+//! process's seed. So a `Keyed<u64>` lookup at 100,000 keys (capacity 2 × keys: segments about
+//! 70 % full) cost 152 to 173 instructions and 30 to 47 ns, one process to the next
+//! (callgrind and wall time of `prof hotlimit 100000 shuffled`, six processes each): the
+//! bimodal runs earlier rounds put down to the machine. Mixing the hash once more in the table
+//! made every process a slow one (175 instructions in six of six), the cost a lookup pays for
+//! keys with no structure. `KEYVALS=random` (`keys::u64_key`: splitmix64's finalizer of the
+//! index) measures those keys for every `u64` row; governor (SipHash) and `IntKeyed` (two
+//! multiplies) hash either kind alike. Results (BENCHMARKS.md, "Keyed"): `Keyed<u64>` at
+//! 100,000 keys on one thread is 1.16–1.22× governor on such keys, against 1.13–1.38× on
+//! consecutive ones, process to process. The second mix was not kept: consecutive ids are common
+//! (database keys), and for them the one-multiply hash was never worse than random keys in
+//! any process measured. Growing segments earlier (at five eighths, to 2.5 × their keys, so
+//! at most 62.5 % full) took 174.6 → 165 instructions on such keys and measured nothing in
+//! time (eight alternations: medians 1.125× and 1.125×). What is left on that row is the
+//! epoch guard (48 instructions, one `lock xchg`: a second locked instruction beside the CAS)
+//! and about 1.3 lines read a lookup at 70 % load.
+//!
 //! ## Keyed under a flood of new keys
 //!
 //! Evicting any idle key keeps every guarantee; which ones go decides who competes for a place
@@ -2135,9 +2157,9 @@
 //! 2.05–2.45× after (two alternations, within the noise: both tables are past the caches);
 //! on two threads at 100,000 keys 1.49–2.14× before and 1.54–1.87× after: there both cores'
 //! caches hold the sparse table too, and the dense one pays for the keys in b2 and the
-//! secondary area. One key's grant (`callgrind.sh`) costs 153 / 126 instructions allowed /
+//! secondary area. One key's grant (`callgrind.sh`) cost 153 / 126 instructions allowed /
 //! denied, 142 / 118 before: the layout's branch in b1 and the hit path's way out to the
-//! secondary area. A new key costs more: 2,841 instructions to insert into a dense table
+//! secondary area (139 / 121 since the 16-byte atomics are inline, below). A new key costs more: 2,841 instructions to insert into a dense table
 //! against 1,668 into a sparse one (callgrind, 1,000 keys into an empty table: sixteen
 //! candidates on four lines instead of eight on two; 3,300 and 1,941 before the insert stopped
 //! scanning its candidates a third time to find the slot it had just committed), and a new key
@@ -2148,6 +2170,36 @@
 //! per-IP row costs 4,266 instructions a request against 4,199 before, in builds whose `Keyed`
 //! row moved by 40 with no change to `Keyed` (inlining): about 14 of the difference in the
 //! decision and 17 in the 256 inserts.
+//!
+//! *The lookup at 100,000 keys on one thread* (issue 26's goal there: 1.3× governor; the cell
+//! sat at 1.21–1.30× on 2 cores and 1.24–1.25× on 16). Three changes were built and measured
+//! by alternating builds (`ab.sh`: one process a run, `KEYS=100000 THREADS=1 ORDER=shuffled
+//! ROUNDS=15 keyed_compare paired`, the warm chunks' ratio to governor; each process draws its
+//! own seeds and pages, so single runs of one build range by 0.2):
+//!
+//! - *Prefetch b2 on every lookup* (`prefetcht0` of the second bucket's line before the
+//!   first bucket's load, dense tables only), so that the 10 % of keys past b1 pay one miss,
+//!   not two in a row: 1.25–1.32× against 1.14–1.26× on one thread (median of the runs 1.28
+//!   against 1.21; 2.64–2.68× against 2.06–2.27× at a million keys), but on two threads at
+//!   100,000 keys 1.62–1.68× against 1.74–1.79× (five alternations): a line fetched for
+//!   nothing is often one the other core holds modified, and fetching it costs that core an
+//!   upgrade. Not kept: it trades the two-thread row for the one-thread one, and on 16 cores
+//!   the lines held modified elsewhere are the rule.
+//! - *Prefetch only where b1 overflowed* (a bit per primary bucket, set when a key whose b1 it
+//!   is went to b2 or the secondary area; a simulation put 32 % of lookups on such a bucket,
+//!   covering every key past b1): median 1.26× against 1.23× (eight alternations), less than
+//!   prefetching always, since the bit's load (from L2: the table's lines push it out of L1)
+//!   comes before the prefetch it decides. Not kept; it also needed memory outside
+//!   [`max_memory`](crate::IntKeyedBuilder::max_memory)'s formula.
+//! - *The 16-byte atomics inline* (`src/sync/wide.rs`): portable-atomic, in a build without
+//!   `-C target-feature=+cmpxchg16b` (every build that does not set `RUSTFLAGS`), reaches
+//!   `cmpxchg16b` and the `vmovdqa` load through function pointers; a lookup at 100,000 keys
+//!   makes about two loads (the home way is taken by another key about half the time) and one
+//!   CAS, 34 of its 159 instructions. Asking the CPU once per process and issuing both inline:
+//!   144 instructions, and 1.27–1.34× governor against 1.15–1.26× (medians 1.305 and 1.205, six
+//!   alternations; in ten more, 1.24–1.50× against 1.19–1.28×, medians 1.31 and 1.245), 1,000
+//!   keys 1.71–1.79× against 1.60–1.70×, two threads unchanged within the noise. Kept: it
+//!   costs no other row anything and speeds `GcraPair` too (89 → 73 instructions a grant).
 //!
 //! [`IntKeyed`]: crate::IntKeyed
 //! [`Gcra`]: crate::Gcra

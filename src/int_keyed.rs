@@ -68,10 +68,11 @@
 //!
 //! # Lock-freedom and targets
 //!
-//! A slot is a 16-byte atomic (`portable_atomic::AtomicU128`): `cmpxchg16b` on x86-64 (every
-//! x86-64 CPU since about 2008; detected at run time), native on aarch64, POWER8+ and s390x.
-//! There `IntKeyed` is lock-free like the rest of the crate. On a target or CPU without a
-//! 16-byte CAS, portable-atomic falls back to a lock per operation: still correct, not
+//! A slot is a 16-byte atomic: on x86-64 `cmpxchg16b` (every x86-64 CPU since about 2008) and
+//! a `vmovdqa` load (CPUs with AVX), inline in the lookup once the CPU has been asked (once per
+//! process: `src/sync/wide.rs`); portable-atomic's elsewhere, native on aarch64, POWER8+ and
+//! s390x. There `IntKeyed` is lock-free like the rest of the crate. On a target or CPU without
+//! a 16-byte CAS, portable-atomic falls back to a lock per operation: still correct, not
 //! lock-free; use [`Keyed`](crate::Keyed) (64-bit atomics only) there.
 //!
 //! The proof that at most one COMMITTED slot per key exists at any time, and so that no grant

@@ -3,7 +3,9 @@
 //! Under `--cfg hotlimit_loom` everything here is loom's, so the model checker sees every
 //! atomic access (the limiters' state and [`ManualClock`](crate::ManualClock)'s time alike).
 //! Otherwise atomics come from `portable-atomic`, which is `core::sync::atomic` on targets with
-//! native 64-bit atomics and a fallback implementation elsewhere. No other file imports atomics.
+//! native 64-bit atomics and a fallback implementation elsewhere, but for the 16-byte atomic
+//! on x86-64 with `std` (`sync/wide.rs`: the instructions inline). No file outside this module
+//! imports atomics.
 //!
 //! The cfg is crate-specific (not bare `loom`) because `RUSTFLAGS` reach every dependency and
 //! some crates change behaviour under `cfg(loom)`.
@@ -23,13 +25,12 @@ pub(crate) use portable_atomic::fence;
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
 /// A 16-byte atomic (`IntKeyed`'s slots, `GcraPair`'s two TATs). On x86-64 with `std`: ours
-/// ([`wide`]), `cmpxchg16b` and a `vmovdqa` load inline where the CPU has both (asked once per
-/// process), portable-atomic's operations otherwise. Elsewhere portable-atomic's, native on
-/// aarch64 (also powerpc64 from POWER8, s390x) and on x86-64 without `std` (`cmpxchg16b`
-/// chosen at run time, through a function pointer). On a target or CPU without a 16-byte CAS
-/// portable-atomic falls back to a lock (its `fallback` feature), so there `IntKeyed` is not
-/// lock-free: its docs say so. Every other limiter uses 64-bit atomics only. Available without
-/// `std` too (`GcraPair`).
+/// (`sync/wide.rs`), `cmpxchg16b` and a `vmovdqa` load inline where the CPU has both (asked once
+/// per process), portable-atomic's operations otherwise. Elsewhere portable-atomic's, native on
+/// aarch64 (also powerpc64 from POWER8, s390x) and on x86-64 without `std` (`cmpxchg16b` chosen at
+/// run time, through a function pointer). On a target or CPU without a 16-byte CAS portable-atomic
+/// falls back to a lock (its `fallback` feature), so there `IntKeyed` is not lock-free: its docs
+/// say so. Every other limiter uses 64-bit atomics only. Available without `std` too (`GcraPair`).
 #[cfg(all(
     not(hotlimit_loom),
     not(all(target_arch = "x86_64", feature = "std", not(miri)))

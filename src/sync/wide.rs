@@ -18,8 +18,8 @@
 //!   AVX load is atomic there (Intel's and AMD's manuals; what portable-atomic, LLVM and Boost
 //!   rely on). On x86-64 every load is an acquire load, and every write to a 16-byte atomic
 //!   here is a locked instruction (a full barrier: the type has no plain store), so a plain
-//!   load is also a SeqCst load: what LLVM itself emits for a SeqCst 8-byte load. The ordering argument is therefore
-//!   ignored: every load here is SeqCst.
+//!   load is also a SeqCst load: what LLVM itself emits for a SeqCst 8-byte load. The
+//!   ordering argument is therefore ignored: every load here is SeqCst.
 //! - `compare_exchange` (strong and weak): `lock cmpxchg16b`, a full barrier: SeqCst whatever
 //!   the orderings passed; it never fails spuriously.
 //!
