@@ -8,7 +8,8 @@
 #                                             #   row, path and thread count in one
 #                                             #   run, into OUT (default target/device-out/)
 #   bash benches/device.sh run-keyed [OUT]    # there: issue 26's keyed table (keyed_compare
-#                                             #   paired, 1, 2 and 16 threads) into OUT/keyed.md
+#                                             #   paired, 1, 2 and 16 threads, then the u64
+#                                             #   rows on random keys) into OUT/keyed.md
 #   bash benches/device.sh build-ab           # here: the scaling harness once more for each
 #                                             #   candidate of POLICIES (default
 #                                             #   "backoff_reload batch3 immediate
@@ -94,6 +95,11 @@ run-keyed)
         echo "cores: $(nproc)"
         echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
         ROUNDS=${ROUNDS:-9} THREADS=${THREADS:-1,2,16} "$BIN" paired
+        # Then the u64 rows on keys with no structure (consecutive ids spread more evenly
+        # than random keys under foldhash's one-multiply hash: BENCHMARKS.md, "Keyed"),
+        # shuffled, 1 and 16 threads: under a minute on 16 cores.
+        echo "KEYVALS=random:"
+        KEYVALS=random ORDER=shuffled ROUNDS=${ROUNDS_RANDOM:-5} THREADS=${THREADS_RANDOM:-1,16} "$BIN" paired
         echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
     } 2>&1 | tee "$OUT/keyed.md"
     ;;
