@@ -33,12 +33,30 @@ pub(crate) use portable_atomic::{AtomicU64, Ordering};
 /// say so. Every other limiter uses 64-bit atomics only. Available without `std` too (`GcraPair`).
 #[cfg(all(
     not(hotlimit_loom),
-    not(all(target_arch = "x86_64", feature = "std", not(miri)))
+    not(all(
+        target_arch = "x86_64",
+        target_pointer_width = "64",
+        feature = "std",
+        not(miri)
+    ))
 ))]
 pub(crate) use portable_atomic::AtomicU128;
-#[cfg(all(not(hotlimit_loom), target_arch = "x86_64", feature = "std", not(miri)))]
+// Not on x32 (x86-64 with 32-bit pointers): the CAS addresses its operand through `rsi`.
+#[cfg(all(
+    not(hotlimit_loom),
+    target_arch = "x86_64",
+    target_pointer_width = "64",
+    feature = "std",
+    not(miri)
+))]
 mod wide;
-#[cfg(all(not(hotlimit_loom), target_arch = "x86_64", feature = "std", not(miri)))]
+#[cfg(all(
+    not(hotlimit_loom),
+    target_arch = "x86_64",
+    target_pointer_width = "64",
+    feature = "std",
+    not(miri)
+))]
 pub(crate) use wide::AtomicU128;
 
 /// An atomic that loom never models: only for hints outside every limiter's state (the
