@@ -1830,8 +1830,9 @@
 //! keys with no structure. `KEYVALS=random` (`keys::u64_key`: splitmix64's finalizer of the
 //! index) measures those keys for every `u64` row; governor (SipHash) and `IntKeyed` (two
 //! multiplies) hash either kind alike. Results (BENCHMARKS.md, "Keyed"): `Keyed<u64>` at
-//! 100,000 keys on one thread is 1.16–1.22× governor on such keys, against 1.13–1.38× on
-//! consecutive ones, process to process. The second mix was not kept: consecutive ids are common
+//! 100,000 keys on one thread is 1.11–1.22× governor on such keys (1.13× in six runs on a
+//! quiet machine), against 1.13–1.38× on consecutive ones, process to process: under issue
+//! 26's 1.2×. The second mix was not kept: consecutive ids are common
 //! (database keys), and for them the one-multiply hash was never worse than random keys in
 //! any process measured. Growing segments earlier (at five eighths, to 2.5 × their keys, so
 //! at most 62.5 % full) took 174.6 → 165 instructions on such keys and measured nothing in
