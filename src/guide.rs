@@ -468,10 +468,9 @@
 //! `cmpxchg16b` and the `vmovdqa` load inline (`src/sync/wide.rs`, x86-64 with `std`): 73 and
 //! 49 (`Gcra`: 44 and 40; `governor`'s one rate: 50 and 44), what a build with the target
 //! feature gave before (74 and 55). So one thread granting stays behind `governor`'s
-//! single-rate loop, by the second rate's arithmetic: 0.74–0.80× in the scaling harness
-//! before, 0.84× in one run with `cmpxchg16b` inlined (`RUSTFLAGS="-C
-//! target-feature=+cmpxchg16b" cargo bench --bench scaling -- --threads 1 --only
-//! GcraPair,governor`, 2 cores). Figures in BENCHMARKS.md ("Two rates on one caller").
+//! single-rate loop, by the second rate's arithmetic: 0.84× in the scaling harness (the
+//! two-rate command, 2 cores; 0.74–0.80× before), and 2.0× it at 2 threads. Figures in
+//! BENCHMARKS.md ("Two rates on one caller").
 //!
 //! ## Three or more limits: why not claim, then give back
 //!
