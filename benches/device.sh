@@ -13,12 +13,17 @@
 #   bash benches/device.sh build-ab           # here: the scaling harness once more for each
 #                                             #   candidate of POLICIES (default
 #                                             #   "backoff_reload batch3 immediate
-#                                             #   layout:state_first"), the crate built with
-#                                             #   --cfg hotlimit_policy=… or hotlimit_layout=…
+#                                             #   layout:state_first"; also rfo:prefetchw),
+#                                             #   the crate built with --cfg hotlimit_policy=…,
+#                                             #   hotlimit_layout=… or hotlimit_rfo=…, and
+#                                             #   keyed_compare likewise
 #   bash benches/device.sh run-ab [OUT]       # there: the real single-word limiters and the
 #                                             #   GCRA loops under the default policy and each
 #                                             #   candidate, one after another, governor in
 #                                             #   every run, into OUT/ab-<policy>.md
+#   bash benches/device.sh run-keyed-ab [OUT] # there: run-keyed's table for the default build
+#                                             #   and each candidate (keyed_compare-<policy>),
+#                                             #   into OUT/keyed-<policy>.md
 #   bash benches/device.sh all [OUT]          # there, after build and build-ab here: run
 #                                             #   (REPS=3), run-keyed and run-ab in one
 #                                             #   command (about 8 minutes on 16 cores;
@@ -113,6 +118,7 @@ build-ab)
     for p in ${POLICIES:-backoff_reload batch3 immediate layout:state_first}; do
         case "$p" in
         layout:*) CFG="--cfg hotlimit_layout=\"${p#layout:}\""; NAME="layout-${p#layout:}" ;;
+        rfo:*) CFG="--cfg hotlimit_rfo=\"${p#rfo:}\""; NAME="rfo-${p#rfo:}" ;;
         *) CFG="--cfg hotlimit_policy=\"$p\""; NAME="$p" ;;
         esac
         BIN=$(RUSTFLAGS="$CFG" CARGO_TARGET_DIR="target/ab-$NAME" \
@@ -120,6 +126,11 @@ build-ab)
         [ -x "$BIN" ] || { echo "could not build the scaling bench with $CFG"; exit 1; }
         cp "$BIN" "target/device/scaling-$NAME"
         strip "target/device/scaling-$NAME" 2>/dev/null || true
+        KEYED=$(RUSTFLAGS="$CFG" CARGO_TARGET_DIR="target/ab-$NAME" \
+            cargo bench --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*keyed_compare-[0-9a-f]*' | tail -1)
+        [ -x "$KEYED" ] || { echo "could not build keyed_compare with $CFG"; exit 1; }
+        cp "$KEYED" "target/device/keyed_compare-$NAME"
+        strip "target/device/keyed_compare-$NAME" 2>/dev/null || true
     done
     git rev-parse HEAD > target/device/commit
     ls -l target/device
@@ -144,6 +155,25 @@ run-ab)
     echo "end $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/ab-machine.txt"
     cat "$OUT/ab-machine.txt"
     ;;
+run-keyed-ab)
+    # The keyed table (`run-keyed`'s, ROUNDS default 5 here) for the default build and each
+    # candidate `build-ab` made, one after another, then the u64 rows on random keys for each,
+    # into OUT/keyed-<policy>.md (about 2 minutes a candidate on 16 cores).
+    OUT=${2:-target/device-out}
+    [ -x target/device/keyed_compare ] || { echo "target/device/keyed_compare missing: run 'bash benches/device.sh build' first"; exit 1; }
+    mkdir -p "$OUT"
+    for BIN in target/device/keyed_compare target/device/keyed_compare-*; do
+        NAME=$(basename "$BIN"); NAME=${NAME#keyed_compare-}; [ "$NAME" = keyed_compare ] && NAME=default
+        {
+            echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown); cores: $(nproc); policy $NAME"
+            echo "start $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
+            ROUNDS=${ROUNDS:-5} THREADS=${THREADS:-1,2,16} "$BIN" paired
+            echo "KEYVALS=random:"
+            KEYVALS=random ORDER=shuffled ROUNDS=${ROUNDS_RANDOM:-3} THREADS=${THREADS_RANDOM:-1,16} "$BIN" paired
+            echo "end $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
+        } > "$OUT/keyed-$NAME.md" 2>&1
+    done
+    ;;
 all)
     # One device command for a whole session's tables. At most 8 files come back from the
     # device runner: the svg is left out (draw it here from scaling.tsv with --render) and the
@@ -162,7 +192,7 @@ all)
     ls "$OUT"
     ;;
 *)
-    echo "usage: bash benches/device.sh build | run [OUT] | run-keyed [OUT] | build-ab | run-ab [OUT] | all [OUT]"
+    echo "usage: bash benches/device.sh build | run [OUT] | run-keyed [OUT] | build-ab | run-ab [OUT] | run-keyed-ab [OUT] | all [OUT]"
     exit 2
     ;;
 esac

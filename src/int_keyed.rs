@@ -93,7 +93,7 @@ use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::gcra::{decide, price, Params};
 use crate::rate::Rate;
-use crate::sync::{AtomicU128, AtomicU64, Ordering};
+use crate::sync::{own, AtomicU128, AtomicU64, Ordering};
 
 mod builder;
 mod change;
@@ -375,6 +375,7 @@ impl<K, C> IntKeyed<K, C> {
         let h = self.hash(key);
         let home = Self::home(h);
         let mut b = self.b1(h);
+        own(&self.table[b]);
         for _ in 0..2 {
             if let Some((slot, v)) = self.probe(b, home, key) {
                 return self.grant_or_insert(slot, v, key, h, permits, now);

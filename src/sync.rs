@@ -59,6 +59,36 @@ mod wide;
 ))]
 pub(crate) use wide::AtomicU128;
 
+// `prefetchw` before the hit paths' load-then-CAS (`sync/own.rs`): a candidate, built with
+// `--cfg hotlimit_rfo="prefetchw"` for the A/B runs (`benches/device.sh build-ab`).
+#[cfg(all(
+    hotlimit_rfo = "prefetchw",
+    not(hotlimit_loom),
+    target_arch = "x86_64",
+    not(miri)
+))]
+mod own;
+
+/// Asks for the line holding `word` in the state this core may write, before a hit path
+/// loads the word it will CAS (`sync/own.rs`); nothing in other builds.
+#[inline(always)]
+pub(crate) fn own<T>(word: &T) {
+    #[cfg(all(
+        hotlimit_rfo = "prefetchw",
+        not(hotlimit_loom),
+        target_arch = "x86_64",
+        not(miri)
+    ))]
+    own::prefetchw((word as *const T).cast());
+    #[cfg(not(all(
+        hotlimit_rfo = "prefetchw",
+        not(hotlimit_loom),
+        target_arch = "x86_64",
+        not(miri)
+    )))]
+    let _ = word;
+}
+
 /// An atomic that loom never models: only for hints outside every limiter's state (the
 /// adaptive sleeper's learned oversleep, a `static`), which must work outside a loom model
 /// and whose races cannot affect a guarantee.

@@ -50,7 +50,7 @@ use super::word::{inline, TatWord};
 use super::KeyedState;
 use crate::contention::Contention;
 use crate::error::Denied;
-use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::sync::{own, Arc, AtomicU64, Ordering};
 
 mod cell;
 mod rebuild;
@@ -485,6 +485,9 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         let (s, spot) = self.locate(key);
         let guard = Guard::new();
         let seg = self.segment(s, &guard)?;
+        if let Some(slot) = seg.slots.get(home(spot, seg.slots.len())) {
+            own(slot);
+        }
         #[cfg(not(hotlimit_loom))]
         let found = probe(&seg, spot, key);
         #[cfg(hotlimit_loom)]
