@@ -18,7 +18,7 @@ use crate::contention::Contention;
 use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::rate::Rate;
-use crate::sync::{own, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 mod builder;
 mod change;
@@ -260,7 +260,6 @@ impl<C> Gcra<C> {
     ) -> Result<(u64, X), Denied> {
         // Acquire: a TAT installed by a rate change publishes the parameters that change wrote
         // before it (its Release store); `price` reads them after this load.
-        own(&self.tat);
         let mut tat = self.tat.load(Ordering::Acquire);
         let mut contention = Contention::new();
         loop {

@@ -32,7 +32,7 @@ use crate::contention::Contention;
 use crate::error::{ConfigError, Denied};
 use crate::gcra::{decide, price, Params};
 use crate::rate::Rate;
-use crate::sync::{own, AtomicU128, Ordering};
+use crate::sync::{AtomicU128, Ordering};
 
 /// Bits 0..64 of the word: S₁, the first rate's TAT.
 const FIRST_MASK: u128 = u64::MAX as u128;
@@ -425,7 +425,6 @@ impl<C> GcraPair<C> {
     fn advance(&self, now: u64, first: Price, second: Price) -> Result<(), Denied> {
         // Relaxed: the word is the limiter's whole state; the decision needs no other memory,
         // and the CAS below fails if this value is stale.
-        own(&self.tats);
         let word = self.tats.load(Ordering::Relaxed);
         // A denial returns here, before any write: neither rate is charged.
         let next = decide_pair(word, now, first, second)?;

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use hotlimit::{
-    Clock, CoarseClock, Denied, Gcra, GcraMulti, GcraPair, Limiter, QuantaClock, Rate, ShardedGcra,
-    SlidingLog, SlidingWindow,
+    Clock, CoarseClock, Denied, Gcra, GcraMulti, GcraPair, IntKeyed, Keyed, Limiter, QuantaClock,
+    Rate, ShardedGcra, SlidingLog, SlidingWindow,
 };
 
 /// Which path a run measures.
@@ -173,6 +173,10 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
         ),
         Row::ours("GcraPair", gcra_pair(&s)),
         Row::ours("GcraMulti (3 rates)", gcra_multi(&s, 3)),
+        // One hot key of a keyed table (one client behind many connections, or an attacker):
+        // beside `governor keyed (1 key)`.
+        Row::ours("IntKeyed (1 key)", IntKeyedOneKey::new(&s)),
+        Row::ours("Keyed<u64> (1 key)", KeyedOneKey::new(&s)),
         // ---- peers ----
         Row::peer(BASELINE, GovernorDirect::new(&s)),
         // Two rates on one caller, for GcraPair: both rates are the path's setup, so every
@@ -429,6 +433,44 @@ impl Limiter for ThrottleNetHybrid {
         } else {
             Err(Denied::new(None))
         }
+    }
+}
+
+/// `IntKeyed<u64>`, all calls on one key: the lookup plus the grant on one hot slot.
+pub(crate) struct IntKeyedOneKey(IntKeyed<u64>);
+
+impl IntKeyedOneKey {
+    pub(crate) fn new(s: &Setup) -> Self {
+        IntKeyedOneKey(IntKeyed::builder(s.rate()).burst(s.burst).build().unwrap())
+    }
+}
+
+impl Limiter for IntKeyedOneKey {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        self.0.try_acquire(7)
+    }
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.0.try_acquire_n(7, permits)
+    }
+}
+
+/// `Keyed<u64, Gcra>`, all calls on one key: as [`IntKeyedOneKey`], through the hashed table.
+pub(crate) struct KeyedOneKey(Keyed<u64, Gcra>);
+
+impl KeyedOneKey {
+    pub(crate) fn new(s: &Setup) -> Self {
+        KeyedOneKey(Keyed::gcra(s.rate()).burst(s.burst).build().unwrap())
+    }
+}
+
+impl Limiter for KeyedOneKey {
+    #[inline]
+    fn try_acquire(&self) -> Result<(), Denied> {
+        self.0.try_acquire(&7)
+    }
+    fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
+        self.0.try_acquire_n(&7, permits)
     }
 }
 

@@ -50,7 +50,7 @@ use super::word::{inline, TatWord};
 use super::KeyedState;
 use crate::contention::Contention;
 use crate::error::Denied;
-use crate::sync::{own, Arc, AtomicU64, Ordering};
+use crate::sync::{outcome, own, Arc, AtomicU64, Ordering};
 
 mod cell;
 mod rebuild;
@@ -518,8 +518,14 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
             }));
         }
         match grant::<L>(&seg.cfg, &slot.word, w, permits, now) {
-            Hit::Granted => Some(Ok(())),
-            Hit::Denied(denied) => Some(Err(denied)),
+            Hit::Granted => {
+                outcome(true);
+                Some(Ok(()))
+            }
+            Hit::Denied(denied) => {
+                outcome(false);
+                Some(Err(denied))
+            }
             Hit::NotLive => None,
         }
     }

@@ -58,7 +58,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::contention::Contention;
 use crate::error::Denied;
-use crate::sync::{own, AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// Planted bugs for the loom models (see `super::planted`).
 #[cfg(hotlimit_loom)]
@@ -299,7 +299,6 @@ impl<H: HeadCell> TimeRing<H> {
         // Everything else (rolls, stale views, other denials, retries) is out of line.
         // Acquire: pairs with the thaw (or the grant CASes after it): the slots and the
         // epoch written before the thaw are visible.
-        own(self.head.state());
         let s = self.head.state().load(Ordering::Acquire);
         let d = 'denied: {
             let seen = match self.fast(s, n, now) {

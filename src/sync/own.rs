@@ -17,6 +17,40 @@
 
 use core::arch::asm;
 use core::sync::atomic::{AtomicU8, Ordering};
+#[cfg(hotlimit_rfo = "predicted")]
+use std::cell::Cell;
+
+#[cfg(hotlimit_rfo = "predicted")]
+std::thread_local! {
+    /// Whether this thread's last keyed hit was a grant (`"predicted"` only).
+    static LAST_GRANTED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// The hint before a keyed hit path loads the slot on `word`'s line: always (`"prefetchw"`),
+/// or while this thread's last keyed hit was a grant (`"predicted"`: a denial writes
+/// nothing, and a line fetched for writing is one the other cores reading a hot key must ask
+/// back).
+#[inline(always)]
+pub(crate) fn own<T>(word: &T) {
+    #[cfg(hotlimit_rfo = "predicted")]
+    if !LAST_GRANTED.with(Cell::get) {
+        return;
+    }
+    prefetchw((word as *const T).cast());
+}
+
+/// How this thread's keyed hit ended (`"predicted"` only; nothing otherwise).
+#[inline(always)]
+pub(crate) fn outcome(granted: bool) {
+    #[cfg(hotlimit_rfo = "predicted")]
+    LAST_GRANTED.with(|c| {
+        if c.get() != granted {
+            c.set(granted);
+        }
+    });
+    #[cfg(not(hotlimit_rfo = "predicted"))]
+    let _ = granted;
+}
 
 /// Whether the CPU has `prefetchw`: 0 not asked yet, [`YES`] or [`NO`].
 static PRFCHW: AtomicU8 = AtomicU8::new(0);
@@ -25,7 +59,7 @@ const NO: u8 = 2;
 
 /// The hint for the line holding `p`; nothing where the CPU lacks the instruction.
 #[inline(always)]
-pub(crate) fn prefetchw(p: *const u8) {
+fn prefetchw(p: *const u8) {
     // Relaxed: the answer is the same whoever computes it and whenever; nothing is published
     // through it (a thread that sees 0 asks the CPU itself).
     match PRFCHW.load(Ordering::Relaxed) {
