@@ -13,10 +13,9 @@
 #   bash benches/device.sh build-ab           # here: the scaling harness once more for each
 #                                             #   candidate of POLICIES (default
 #                                             #   "backoff_reload batch3 immediate
-#                                             #   layout:state_first"; also rfo:prefetchw),
-#                                             #   the crate built with --cfg hotlimit_policy=…,
-#                                             #   hotlimit_layout=… or hotlimit_rfo=…, and
-#                                             #   keyed_compare likewise
+#                                             #   layout:state_first"), the crate built with
+#                                             #   --cfg hotlimit_policy=… or hotlimit_layout=…,
+#                                             #   and keyed_compare likewise
 #   bash benches/device.sh run-ab [OUT]       # there: the real single-word limiters and the
 #                                             #   GCRA loops under the default policy and each
 #                                             #   candidate, one after another, governor in
@@ -79,7 +78,7 @@ run)
     fi
     # Ours, the peers users pick instead, the floors that say where the time goes, and every
     # contention candidate (the GCRA loops); the keyed peers and coarse-clock floors sit out.
-    ONLY=${ONLY:-'Gcra,Sliding,governor,ratelimit,rate-net,Mutex,floor: quanta now(),floor: shared,GCRA loop'}
+    ONLY=${ONLY:-'Gcra,Sliding,governor,Keyed,ratelimit,rate-net,Mutex,floor: quanta now(),floor: shared,GCRA loop'}
     "$BIN" --ms "${MS:-40}" --reps "${REPS:-5}" --threads "${THREADS:-1,2,4,8,12,16,64}" \
         --only "$ONLY" --machine "$CORES cores" --svg "$OUT/scaling.svg" \
         --data "$OUT/scaling.tsv" | tee "$OUT/scaling.md"
@@ -118,7 +117,6 @@ build-ab)
     for p in ${POLICIES:-backoff_reload batch3 immediate layout:state_first}; do
         case "$p" in
         layout:*) CFG="--cfg hotlimit_layout=\"${p#layout:}\""; NAME="layout-${p#layout:}" ;;
-        rfo:*) CFG="--cfg hotlimit_rfo=\"${p#rfo:}\""; NAME="rfo-${p#rfo:}" ;;
         *) CFG="--cfg hotlimit_policy=\"$p\""; NAME="$p" ;;
         esac
         BIN=$(RUSTFLAGS="$CFG" CARGO_TARGET_DIR="target/ab-$NAME" \

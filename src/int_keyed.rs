@@ -93,7 +93,7 @@ use crate::error::Denied;
 use crate::error::{ConfigError, Value};
 use crate::gcra::{decide, price, Params};
 use crate::rate::Rate;
-use crate::sync::{outcome, own, AtomicU128, AtomicU64, Ordering};
+use crate::sync::{AtomicU128, AtomicU64, Ordering};
 
 mod builder;
 mod change;
@@ -375,12 +375,9 @@ impl<K, C> IntKeyed<K, C> {
         let h = self.hash(key);
         let home = Self::home(h);
         let mut b = self.b1(h);
-        own(&self.table[b]);
         for _ in 0..2 {
             if let Some((slot, v)) = self.probe(b, home, key) {
-                let r = self.grant_or_insert(slot, v, key, h, permits, now);
-                outcome(r.is_ok());
-                return r;
+                return self.grant_or_insert(slot, v, key, h, permits, now);
             }
             b = self.b2(h);
         }

@@ -59,53 +59,6 @@ mod wide;
 ))]
 pub(crate) use wide::AtomicU128;
 
-// `prefetchw` before the keyed tables' hit paths (`sync/own.rs`): candidates, built with
-// `--cfg hotlimit_rfo="prefetchw"` (always) or `"predicted"` (when this thread's last keyed
-// call was a grant), for the A/B runs (`benches/device.sh build-ab`).
-#[cfg(all(
-    any(hotlimit_rfo = "prefetchw", hotlimit_rfo = "predicted"),
-    not(hotlimit_loom),
-    target_arch = "x86_64",
-    feature = "std",
-    not(miri)
-))]
-mod own;
-#[cfg(all(
-    any(hotlimit_rfo = "prefetchw", hotlimit_rfo = "predicted"),
-    not(hotlimit_loom),
-    target_arch = "x86_64",
-    feature = "std",
-    not(miri)
-))]
-pub(crate) use own::{outcome, own};
-
-/// Asks for the line holding `word` in the state this core may write, before a keyed hit
-/// path loads the slot it will CAS (`sync/own.rs`); nothing in this build.
-#[cfg(not(all(
-    any(hotlimit_rfo = "prefetchw", hotlimit_rfo = "predicted"),
-    not(hotlimit_loom),
-    target_arch = "x86_64",
-    feature = "std",
-    not(miri)
-)))]
-#[inline(always)]
-pub(crate) fn own<T>(word: &T) {
-    let _ = word;
-}
-
-/// Tells [`own`] how the keyed hit path's call ended; nothing in this build.
-#[cfg(not(all(
-    any(hotlimit_rfo = "prefetchw", hotlimit_rfo = "predicted"),
-    not(hotlimit_loom),
-    target_arch = "x86_64",
-    feature = "std",
-    not(miri)
-)))]
-#[inline(always)]
-pub(crate) fn outcome(granted: bool) {
-    let _ = granted;
-}
-
 /// An atomic that loom never models: only for hints outside every limiter's state (the
 /// adaptive sleeper's learned oversleep, a `static`), which must work outside a loom model
 /// and whose races cannot affect a guarantee.

@@ -50,7 +50,7 @@ use super::word::{inline, TatWord};
 use super::KeyedState;
 use crate::contention::Contention;
 use crate::error::Denied;
-use crate::sync::{outcome, own, Arc, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 
 mod cell;
 mod rebuild;
@@ -485,9 +485,6 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         let (s, spot) = self.locate(key);
         let guard = Guard::new();
         let seg = self.segment(s, &guard)?;
-        if let Some(slot) = seg.slots.get(home(spot, seg.slots.len())) {
-            own(slot);
-        }
         #[cfg(not(hotlimit_loom))]
         let found = probe(&seg, spot, key);
         #[cfg(hotlimit_loom)]
@@ -518,14 +515,8 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
             }));
         }
         match grant::<L>(&seg.cfg, &slot.word, w, permits, now) {
-            Hit::Granted => {
-                outcome(true);
-                Some(Ok(()))
-            }
-            Hit::Denied(denied) => {
-                outcome(false);
-                Some(Err(denied))
-            }
+            Hit::Granted => Some(Ok(())),
+            Hit::Denied(denied) => Some(Err(denied)),
             Hit::NotLive => None,
         }
     }
