@@ -2200,6 +2200,24 @@
 //!   alternations; in ten more, 1.24–1.50× against 1.19–1.28×, medians 1.31 and 1.245), 1,000
 //!   keys 1.71–1.79× against 1.60–1.70×, two threads unchanged within the noise. Kept: it
 //!   costs no other row anything and speeds `GcraPair` too (89 → 73 instructions a grant).
+//!   On 16 cores (`BENCHMARKS.md`, "On 16 cores"): 1.24–1.25× → 1.27× (shuffled) and 1.37×
+//!   (creation order), and at 16 threads 1.61–1.68× → 1.75–1.77×; on keys with no structure
+//!   1.13× [1.11–1.23] on one thread and 1.80× on 16 (six runs), where a clock read of about
+//!   27 ns sits beside both tables' one miss.
+//! - *`prefetchw` before the load* (both keyed tables; on 16 cores, alternated builds, keys
+//!   with no structure): a slot's line that another core wrote last is fetched shared by the
+//!   load, then exclusive again by the CAS; the hint makes the first fetch the exclusive one.
+//!   At 16 threads `Keyed<u64>` went 1.75–1.81× → 1.92–2.08× at 1,000 keys and 1.44–1.57× →
+//!   1.62–1.71× at 100,000, `IntKeyed` 1.71–1.84× → 1.73–1.88× at 100,000 (not its 2×) and
+//!   2.13–2.40× → 1.81–1.99× at a million; one thread within the spread. Issued always, it
+//!   took a hot key's denials from 400–440 to 16–19 Mops/s at 16 threads: a denial writes
+//!   nothing, so a hot key over its limit stays shared in every core's cache, and the hint
+//!   makes each read a transfer. Issued only while the thread's last keyed hit was a grant (a
+//!   thread-local flag), it kept the denials but cost 18–20 instructions a call and 5–7 % at
+//!   1,000 keys on 2 cores. Neither kept: the first loses the attack path, the second the
+//!   two-core rows, and neither reaches a goal the table misses. On the single-word limiters
+//!   the same hint left the allowed path where it was and took the denied path to 0.03–0.31×
+//!   `governor` (the "Contention" section tried it on the harness's loop first).
 //!
 //! [`IntKeyed`]: crate::IntKeyed
 //! [`Gcra`]: crate::Gcra
