@@ -1831,9 +1831,18 @@
 //! multiplies) hash either kind alike. Results (BENCHMARKS.md, "Keyed"): `Keyed<u64>` at
 //! 100,000 keys on one thread is 1.11–1.22× governor on such keys (1.13× in six runs on a
 //! quiet machine), against 1.13–1.38× on consecutive ones, process to process: under issue
-//! 26's 1.2×. The second mix was not kept: consecutive ids are common
-//! (database keys), and for them the one-multiply hash was never worse than random keys in
-//! any process measured. Growing segments earlier (at five eighths, to 2.5 × their keys, so
+//! 26's 1.2×. The second mix was not kept: consecutive ids are common (database keys), and
+//! for them the one-multiply hash is better than random keys in most processes. It is not
+//! better in all: measured again (session of 2026-11-27, `prof hotlimit 100000 shuffled`),
+//! callgrind found 160, 160, 161, 163, 184, 264 and 283 instructions a lookup in seven
+//! processes (the last two with 3 L1 misses a lookup against 1.9), and wall time 26.5–40.3 ns
+//! in sixteen (median 31; governor 36.3–39.8 in eight). With murmur3's half finalizer
+//! (xorshift, multiply, xorshift) in the table every process took 186.5 instructions and
+//! 35.3–35.7 ns: no outlier, but slower than 14 of the 16; `h ^ (h >> 32)` alone kept the
+//! outliers (268). In the paired harness (five alternations, `KEYS=100000 THREADS=1,2
+//! ORDER=shuffled`) the mix put `Keyed<u64>` at 1.14–1.15× governor on one thread against
+//! 1.24–1.40× (1.60–1.64× against 1.57–1.95× on two). The worst process without it is about
+//! governor's speed, so the table keeps the faster average. Growing segments earlier (at five eighths, to 2.5 × their keys, so
 //! at most 62.5 % full) took 174.6 → 165 instructions on such keys and measured nothing in
 //! time (eight alternations: medians 1.125× and 1.125×). What is left on that row is the
 //! epoch guard (48 instructions, one `lock xchg`: a second locked instruction beside the CAS)
