@@ -1846,7 +1846,15 @@
 //! at most 62.5 % full) took 174.6 → 165 instructions on such keys and measured nothing in
 //! time (eight alternations: medians 1.125× and 1.125×). What is left on that row is the
 //! epoch guard (48 instructions, one `lock xchg`: a second locked instruction beside the CAS)
-//! and about 1.3 lines read a lookup at 70 % load.
+//! and about 1.3 lines read a lookup at 70 % load. What the guard is worth, as an upper
+//! bound: a build whose hit path used one guard per thread pinned for good (unsound: nothing
+//! would ever be freed; measured, never committed) took 191 → 165 instructions a lookup on
+//! keys with no structure, and in four alternations (`KEYVALS=random KEYS=1000,100000
+//! THREADS=1,2 ORDER=shuffled ROUNDS=7`, 07:37 UTC) 1.33–1.39× → 1.48–1.51× governor at 1,000
+//! keys on one thread, 1.46–1.64× → 1.71–1.80× at 100,000 on two, but 1.17–1.22× →
+//! 1.18–1.26× at 100,000 on one (36.1 → 34.8 ns): that cell is the miss. A reader path with no
+//! locked instruction (hazard pointers or epochs with an asymmetric fence, `membarrier`) would
+//! buy the first two, not the third.
 //!
 //! ## Keyed under a flood of new keys
 //!
