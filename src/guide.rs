@@ -1820,41 +1820,43 @@
 //! **What the harness's keys hid** (issue 26; nothing in the table changed). The `u64` rows
 //! used the indices 0 .. n as keys. foldhash hashes a `u64` with one folded multiply, and
 //! consecutive integers times one odd constant are a low-discrepancy (Weyl) sequence: their
-//! home slots spread more evenly than random ones would, by how much depending on the
-//! process's seed. So a `Keyed<u64>` lookup at 100,000 keys (capacity 2 × keys: segments about
-//! 70 % full) cost 152 to 173 instructions and 30 to 47 ns, one process to the next
-//! (callgrind and wall time of `prof hotlimit 100000 shuffled`, six processes each): the
-//! bimodal runs earlier rounds put down to the machine. Mixing the hash once more in the table
-//! made every process a slow one (175 instructions in six of six), the cost a lookup pays for
-//! keys with no structure. `KEYVALS=random` (`keys::u64_key`: splitmix64's finalizer of the
-//! index) measures those keys for every `u64` row; governor (SipHash) and `IntKeyed` (two
-//! multiplies) hash either kind alike. Results (BENCHMARKS.md, "Keyed"): `Keyed<u64>` at
-//! 100,000 keys on one thread is 1.11–1.22× governor on such keys (1.13× in six runs on a
-//! quiet machine), against 1.13–1.38× on consecutive ones, process to process: under issue
-//! 26's 1.2×. The second mix was not kept: consecutive ids are common (database keys), and
-//! for them the one-multiply hash is better than random keys in most processes. It is not
-//! better in all: measured again (session of 2026-11-27, `prof hotlimit 100000 shuffled`),
-//! callgrind found 160, 160, 161, 163, 184, 264 and 283 instructions a lookup in seven
-//! processes (the last two with 3 L1 misses a lookup against 1.9), and wall time 26.5–40.3 ns
-//! in sixteen (median 31; governor 36.3–39.8 in eight). With murmur3's half finalizer
-//! (xorshift, multiply, xorshift) in the table every process took 186.5 instructions and
-//! 35.3–35.7 ns: no outlier, but slower than 14 of the 16; `h ^ (h >> 32)` alone kept the
-//! outliers (268). In the paired harness (five alternations, `KEYS=100000 THREADS=1,2
-//! ORDER=shuffled`) the mix put `Keyed<u64>` at 1.14–1.15× governor on one thread against
-//! 1.24–1.40× (1.60–1.64× against 1.57–1.95× on two). The worst process without it is about
-//! governor's speed, so the table keeps the faster average. Growing segments earlier (at five eighths, to 2.5 × their keys, so
-//! at most 62.5 % full) took 174.6 → 165 instructions on such keys and measured nothing in
-//! time (eight alternations: medians 1.125× and 1.125×). What is left on that row is the
-//! epoch guard (48 instructions, one `lock xchg`: a second locked instruction beside the CAS)
-//! and about 1.3 lines read a lookup at 70 % load. What the guard is worth, as an upper
-//! bound: a build whose hit path used one guard per thread pinned for good (unsound: nothing
-//! would ever be freed; measured, never committed) took 191 → 165 instructions a lookup on
-//! keys with no structure, and in four alternations (`KEYVALS=random KEYS=1000,100000
-//! THREADS=1,2 ORDER=shuffled ROUNDS=7`, 07:37 UTC) 1.33–1.39× → 1.48–1.51× governor at 1,000
-//! keys on one thread, 1.46–1.64× → 1.71–1.80× at 100,000 on two, but 1.17–1.22× →
-//! 1.18–1.26× at 100,000 on one (36.1 → 34.8 ns): that cell is the miss. A reader path with no
-//! locked instruction (hazard pointers or epochs with an asymmetric fence, `membarrier`) would
-//! buy the first two, not the third.
+//! home slots spread more evenly than random ones would, by how much depending on the process's
+//! seed. So a `Keyed<u64>` lookup at 100,000 keys (capacity 2 × keys: segments about 70 % full)
+//! cost 152 to 173 instructions and 30 to 47 ns, one process to the next (callgrind and wall
+//! time of `prof hotlimit 100000 shuffled`, six processes each): the bimodal runs earlier
+//! rounds put down to the machine. Mixing the hash once more in the table made every process a
+//! slow one (175 instructions in six of six), the cost a lookup pays for keys with no
+//! structure. `KEYVALS=random` (`keys::u64_key`: splitmix64's finalizer of the index) measures
+//! those keys for every `u64` row; governor (SipHash) and `IntKeyed` (two multiplies) hash
+//! either kind alike. Results (BENCHMARKS.md, "Keyed"): `Keyed<u64>` at 100,000 keys on one
+//! thread is 1.11–1.22× governor on such keys (1.13× in six runs on a quiet machine), against
+//! 1.13–1.38× on consecutive ones, process to process: under issue 26's 1.2×. The second mix
+//! was not kept: consecutive ids are common (database keys), and for them the one-multiply hash
+//! is better than random keys in most processes. It is not better in all: measured again
+//! (session of 2026-11-27, `prof hotlimit 100000 shuffled`), callgrind found 160, 160, 161,
+//! 163, 184, 264 and 283 instructions a lookup in seven processes (the last two with 3 L1
+//! misses a lookup against 1.9), and wall time 26.5–40.3 ns in sixteen (median 31; governor
+//! 36.3–39.8 in eight). With murmur3's half finalizer (xorshift, multiply, xorshift) in the
+//! table every process took 186.5 instructions and 35.3–35.7 ns: no outlier, but slower than 14
+//! of the 16; `h ^ (h >> 32)` alone kept the outliers (268). Mixing only the bits that choose
+//! the segment took 180 instructions in eight of eight processes: the even spread over segments
+//! is part of what consecutive keys gain, and part of where the outliers come from. In the
+//! paired harness (five alternations, `KEYS=100000 THREADS=1,2 ORDER=shuffled`) the mix put
+//! `Keyed<u64>` at 1.14–1.15× governor on one thread against 1.24–1.40× (1.60–1.64× against
+//! 1.57–1.95× on two). The worst process without it is about governor's speed, so the table
+//! keeps the faster average. Growing segments earlier (at five eighths, to 2.5 × their keys, so
+//! at most 62.5 % full) took 174.6 → 165 instructions on such keys and measured nothing in time
+//! (eight alternations: medians 1.125× and 1.125×). What is left on that row is the epoch guard
+//! (48 instructions, one `lock xchg`: a second locked instruction beside the CAS) and about 1.3
+//! lines read a lookup at 70 % load. What the guard is worth, as an upper bound: a build whose
+//! hit path used one guard per thread pinned for good (unsound: nothing would ever be freed;
+//! measured, never committed) took 191 → 165 instructions a lookup on keys with no structure,
+//! and in four alternations (`KEYVALS=random KEYS=1000,100000 THREADS=1,2 ORDER=shuffled
+//! ROUNDS=7`, 07:37 UTC) 1.33–1.39× → 1.48–1.51× governor at 1,000 keys on one thread,
+//! 1.46–1.64× → 1.71–1.80× at 100,000 on two, but 1.17–1.22× → 1.18–1.26× at 100,000 on one
+//! (36.1 → 34.8 ns): that cell is the miss. A reader path with no locked instruction (hazard
+//! pointers or epochs with an asymmetric fence, `membarrier`) would buy the first two, not the
+//! third.
 //!
 //! ## Keyed under a flood of new keys
 //!
