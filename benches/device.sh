@@ -45,6 +45,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The keyed table of one keyed_compare binary: BIN NAME ROUNDS ROUNDS_RANDOM (the defaults of
+# ROUNDS and ROUNDS_RANDOM when the environment sets neither). The paired table, then the u64
+# rows on keys with no structure (consecutive ids spread differently from random keys under
+# foldhash's one-multiply hash: BENCHMARKS.md, "Keyed"), shuffled, 1 and 16 threads.
+keyed_table() {
+    echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown); cores: $(nproc); build $2"
+    echo "start $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    ROUNDS=${ROUNDS:-$3} THREADS=${THREADS:-1,2,16} "$1" paired
+    echo "KEYVALS=random:"
+    KEYVALS=random ORDER=shuffled ROUNDS=${ROUNDS_RANDOM:-$4} THREADS=${THREADS_RANDOM:-1,16} "$1" paired
+    echo "end $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
 case "${1:-}" in
 build)
     BIN=$(cargo bench --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
@@ -94,18 +107,7 @@ run-keyed)
     BIN=target/device/keyed_compare
     [ -x "$BIN" ] || { echo "$BIN missing: run 'bash benches/device.sh build' first and carry target/device"; exit 1; }
     mkdir -p "$OUT"
-    {
-        echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown)"
-        echo "cores: $(nproc)"
-        echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-        ROUNDS=${ROUNDS:-9} THREADS=${THREADS:-1,2,16} "$BIN" paired
-        # Then the u64 rows on keys with no structure (consecutive ids spread more evenly
-        # than random keys under foldhash's one-multiply hash: BENCHMARKS.md, "Keyed"),
-        # shuffled, 1 and 16 threads: under a minute on 16 cores.
-        echo "KEYVALS=random:"
-        KEYVALS=random ORDER=shuffled ROUNDS=${ROUNDS_RANDOM:-5} THREADS=${THREADS_RANDOM:-1,16} "$BIN" paired
-        echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-    } 2>&1 | tee "$OUT/keyed.md"
+    keyed_table "$BIN" default 9 5 2>&1 | tee "$OUT/keyed.md"
     ;;
 build-ab)
     # Each candidate in its own target directory: the cfg changes every crate's flags, and a
@@ -144,6 +146,7 @@ run-ab)
     ONLY=${ONLY:-'Gcra,Sliding,governor,GCRA loop: immediate retry,GCRA loop: Backoff+jitter, reload,GCRA loop: batch'}
     echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown); cores: $(nproc)" > "$OUT/ab-machine.txt"
     for BIN in target/device/scaling target/device/scaling-*; do
+        [ -x "$BIN" ] || continue # no candidate built: the glob stays as written
         NAME=$(basename "$BIN"); NAME=${NAME#scaling-}; [ "$NAME" = scaling ] && NAME=default
         echo "$NAME: start $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/ab-machine.txt"
         "$BIN" --ms "${MS:-40}" --reps "${REPS:-3}" --threads "${THREADS:-1,2,4,8,12,16,64}" \
@@ -161,15 +164,9 @@ run-keyed-ab)
     [ -x target/device/keyed_compare ] || { echo "target/device/keyed_compare missing: run 'bash benches/device.sh build' first"; exit 1; }
     mkdir -p "$OUT"
     for BIN in target/device/keyed_compare target/device/keyed_compare-*; do
+        [ -x "$BIN" ] || continue # no candidate built: the glob stays as written
         NAME=$(basename "$BIN"); NAME=${NAME#keyed_compare-}; [ "$NAME" = keyed_compare ] && NAME=default
-        {
-            echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown); cores: $(nproc); policy $NAME"
-            echo "start $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
-            ROUNDS=${ROUNDS:-5} THREADS=${THREADS:-1,2,16} "$BIN" paired
-            echo "KEYVALS=random:"
-            KEYVALS=random ORDER=shuffled ROUNDS=${ROUNDS_RANDOM:-3} THREADS=${THREADS_RANDOM:-1,16} "$BIN" paired
-            echo "end $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
-        } > "$OUT/keyed-$NAME.md" 2>&1
+        keyed_table "$BIN" "$NAME" 5 3 > "$OUT/keyed-$NAME.md" 2>&1
     done
     ;;
 all)
