@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench keyed_compare -- paired   # u64 and String keys, interleaved rounds
 //! COARSE=1 cargo bench --bench keyed_compare -- paired   # each crate's coarse clock
+//! OSCLOCK=1 cargo bench --bench keyed_compare -- paired  # each on clock_gettime (no TSC)
 //! cargo bench --bench keyed_compare -- algos    # Keyed over Gcra / GcraPair / log / window
 //! cargo bench --bench keyed_compare -- mem-all  # bytes per key, one fresh process per row
 //! cargo bench --bench keyed_compare -- flood    # steady clients under a flood (ManualClock)
@@ -40,6 +41,24 @@ mod prof;
 
 use keys::Order;
 
+/// `std::time::Instant` as a hotlimit clock: `clock_gettime(CLOCK_MONOTONIC)`, what
+/// `QuantaClock` reads where the CPU reports no invariant TSC.
+#[derive(Clone)]
+struct OsClock(std::time::Instant);
+
+impl Default for OsClock {
+    fn default() -> Self {
+        OsClock(std::time::Instant::now())
+    }
+}
+
+impl hotlimit::Clock for OsClock {
+    #[inline]
+    fn now(&self) -> u64 {
+        u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
 fn main() {
     let args = cli::args();
     // No mode (as under a bare `cargo bench`): the paired mode, the one BENCHMARKS.md reports.
@@ -53,6 +72,16 @@ fn main() {
                 hotlimit::CoarseClock::with_resolution(ms).unwrap(),
                 governor::clock::QuantaUpkeepClock::from_interval(ms).unwrap(),
                 rate_net::CoarseClock::spawn(ms).unwrap(),
+            );
+        }
+        "paired" if std::env::var_os("OSCLOCK").is_some() => {
+            // Each crate on the operating system's monotonic clock (`clock_gettime` through
+            // the vDSO), the clock quanta falls back to where the CPU does not report an
+            // invariant TSC (as in many virtual machines).
+            paired::paired_mode(
+                OsClock::default(),
+                governor::clock::MonotonicClock,
+                clock_lib::SystemClock::new(),
             );
         }
         "paired" => paired::paired_mode(

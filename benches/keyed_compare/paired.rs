@@ -142,7 +142,7 @@ const LOOKUPS: usize = 2_000_000;
 pub(crate) fn paired_mode<C, G, R>(ours: C, theirs: G, rate_net_clock: R)
 where
     C: Clock + Clone + Send + Sync,
-    G: governor::clock::Clock<Instant = governor::clock::QuantaInstant> + Clone + Send + Sync,
+    G: governor::clock::Clock + Clone + Send + Sync,
     R: clock_lib::Clock + Clone + Send + Sync,
 {
     // A huge rate so that nothing is denied: the benchmark measures the grant path.
