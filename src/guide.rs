@@ -2237,6 +2237,46 @@
 //!   two-core rows, and neither reaches a goal the table misses. On the single-word limiters
 //!   the same hint left the allowed path where it was and took the denied path to 0.03–0.31×
 //!   `governor` (the "Contention" section tried it on the harness's loop first).
+//! - *The key's line asked for before the clock read* (kept; both keyed tables). A call reads
+//!   the clock, then looks the key up: two waits in a row where the table is past the caches.
+//!   With a TSC the CPU overlaps them anyway (`rdtsc` does not wait for loads), which is why
+//!   touching the slot before the clock read measured nothing when the dense layout came
+//!   (above). But quanta reads the TSC only where the CPU reports an invariant one; elsewhere,
+//!   as in many virtual machines, it calls `clock_gettime`, whose vDSO orders its TSC read
+//!   with `lfence` (or `rdtscp`): no later load starts until the read is done, so the
+//!   lookup's miss follows a read of 25–40 ns. `try_acquire` and `try_acquire_n` now hash the
+//!   key, issue `prefetcht0` for its first bucket (`IntKeyed`) or its home slot (`Keyed`,
+//!   after the epoch guard and the segment's load), and only then read the clock; a prefetch
+//!   is not ordered by `lfence`, so the miss runs under the clock read. The `*_at` calls are
+//!   unchanged, and so is every load and CAS of the protocol (a prefetch is a hint; the
+//!   `Keyed` path's new order, the segment loaded before the clock is read, has its loom
+//!   model and planted twin in `loom-tests/tests/keyed_table.rs`). Measured by alternating
+//!   builds (`KEYVALS=random ORDER=shuffled ROUNDS=7 THREADS=1,2 keyed_compare paired`, six
+//!   alternations in two sittings, 08:33–08:49 UTC, 2 cores; the second sitting on a busier
+//!   machine), the median of the runs' ratios to governor, before → after:
+//!
+//!   | keys × threads | `IntKeyed`, `clock_gettime` (`OSCLOCK=1`) | `Keyed<u64>`, `clock_gettime` | `IntKeyed`, TSC | `Keyed<u64>`, TSC |
+//!   |---|---|---|---|---|
+//!   | 1,000 × 1 | 1.29 → 1.36 | 1.36 → 1.35 | 1.70 → 1.65 | 1.40 → 1.39 |
+//!   | 1,000 × 2 | 1.52 → 2.08 | 1.52 → 1.49 | 2.35 → 2.44 | 1.90 → 1.91 |
+//!   | 100,000 × 1 | 1.11 → 1.45 | 1.25 → 1.54 | 1.25 → 1.31 | 1.14 → 1.21 |
+//!   | 100,000 × 2 | 1.38 → 1.81 | 1.33 → 1.64 | 1.65 → 1.91 | 1.44 → 1.65 |
+//!   | 1,000,000 × 1 | 1.38 → 2.35 | 1.19 → 1.94 | 1.94 → 2.29 | 1.73 → 1.91 |
+//!   | 1,000,000 × 2 | 1.39 → 2.24 | 1.23 → 1.88 | 2.12 → 2.21 | 1.81 → 1.89 |
+//!
+//!   `OSCLOCK=1` puts both crates on `clock_gettime`, as quanta is on such a machine (a
+//!   harness mode). Instructions a grant (`callgrind.sh`, one key, default capacity) 139 → 142
+//!   for `IntKeyed` (b1 is computed once and carried over the clock's call) and 166 → 177 for
+//!   `Keyed<u64>`. In a `Keyed` table the cache holds, the order cost more than it hid: with
+//!   `clock_gettime` the `lfence` then waited for the guard and the segment's loads, 38.4 →
+//!   42.8 ns a call at 1,000 keys (five alternations; a hint of each segment's address read
+//!   before the guard did no better). So `Keyed` reorders only in tables whose slots at full
+//!   length pass 1 MiB (the threshold that already decides whether segments grow; in the
+//!   table above, `Keyed`'s 1,000-key rows run the old order); `IntKeyed`, whose prefetch waits on no
+//!   load, reorders at every size. The 16-core machine's clock read cost
+//!   27 ns (its `floor: quanta now()`), about what `clock_gettime` costs here and three times
+//!   quanta's TSC read here: `benches/device.sh` now records its clock source and TSC flags,
+//!   and adds an `OSCLOCK=1` pass to its keyed table.
 //!
 //! [`IntKeyed`]: crate::IntKeyed
 //! [`Gcra`]: crate::Gcra

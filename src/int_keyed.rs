@@ -373,8 +373,37 @@ impl<K, C> IntKeyed<K, C> {
     #[inline(always)]
     fn acquire(&self, key: u64, permits: u32, now: u64) -> Result<(), Denied> {
         let h = self.hash(key);
+        self.acquire_hashed(key, h, self.b1(h), permits, now)
+    }
+
+    /// [`acquire`](IntKeyed::acquire) with the clock read between the hash and the lookup:
+    /// the key's first bucket is prefetched before the read, so that its miss (a table larger
+    /// than the cache) overlaps the clock instead of following it.
+    #[inline(always)]
+    fn acquire_now(&self, key: u64, permits: u32) -> Result<(), Denied>
+    where
+        C: Clock,
+    {
+        let h = self.hash(key);
+        let b1 = self.b1(h);
+        // No bounds check: b1 is in the table, and a prefetch never faults anyway.
+        crate::sync::prefetch(self.table.as_ptr().wrapping_add(b1));
+        let now = self.clock.now();
+        self.acquire_hashed(key, h, b1, permits, now)
+    }
+
+    /// [`acquire`](IntKeyed::acquire) for a key already hashed, `b1` its first bucket.
+    #[inline(always)]
+    fn acquire_hashed(
+        &self,
+        key: u64,
+        h: u64,
+        b1: usize,
+        permits: u32,
+        now: u64,
+    ) -> Result<(), Denied> {
         let home = Self::home(h);
-        let mut b = self.b1(h);
+        let mut b = b1;
         for _ in 0..2 {
             if let Some((slot, v)) = self.probe(b, home, key) {
                 return self.grant_or_insert(slot, v, key, h, permits, now);

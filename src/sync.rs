@@ -59,6 +59,24 @@ mod wide;
 ))]
 pub(crate) use wide::AtomicU128;
 
+/// A hint that the cache line holding `p` is about to be read (`prefetcht0` on x86-64, nothing
+/// elsewhere, under loom or under Miri). The keyed tables issue it for the key's line before
+/// they read the clock, so that the line's miss overlaps the clock read instead of following
+/// it. A prefetch never faults and changes no memory semantics: the protocol's loads and
+/// CASes come after it, exactly as without it.
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(hotlimit_loom), not(miri)))]
+    // SAFETY: SSE, the one feature `prefetcht0` needs, is part of x86-64's baseline; the
+    // instruction reads nothing architecturally and never faults, whatever the address.
+    #[allow(unsafe_code)]
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(hotlimit_loom), not(miri))))]
+    let _ = p;
+}
+
 /// An atomic that loom never models: only for hints outside every limiter's state (the
 /// adaptive sleeper's learned oversleep, a `static`), which must work outside a loom model
 /// and whose races cannot affect a guarantee.

@@ -671,3 +671,46 @@ fn rate_changes_racing_grants_free_nothing() {
     }
     assert_eq!(l.rate(), slow);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The clock read inside the call: `try_acquire_n` hashes the key and prefetches its bucket
+// before it reads the clock; its decisions must be `try_acquire_n_at`'s at the time read.
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 300 } else { 2_000 }))]
+
+    /// One trace through `try_acquire_n` (the limiter's clock advanced by each step) and
+    /// through `try_acquire_n_at` on a twin: the same decisions and waits, and the same
+    /// remaining permits after each step, in a small (sparse) table and in one past 1 MiB
+    /// (dense).
+    #[test]
+    fn the_clock_read_inside_decides_as_the_time_given(
+        (limit, interval, burst, steps) in (1u64..4, 1u64..50, 1u64..4)
+            .prop_flat_map(|(l, i, b)| (Just(l), Just(i), Just(b), trace(b, i * l))),
+        capacity in prop_oneof![Just(64usize), Just(100_000usize)],
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(interval * limit)).unwrap();
+        let clock = ManualClock::new();
+        let clocked: IntKeyed<u64, ManualClock> = IntKeyed::builder(rate)
+            .burst(burst)
+            .capacity(capacity)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let given = limiter(rate, burst, capacity);
+        let mut now = 0u64;
+        for s in &steps {
+            now += s.dt;
+            clock.advance(Duration::from_nanos(s.dt));
+            let real = clocked.try_acquire_n(s.key, s.permits).map_err(|d| d.retry_after_nanos());
+            let want = given.try_acquire_n_at(s.key, s.permits, now).map_err(|d| d.retry_after_nanos());
+            prop_assert_eq!(real, want, "{:?} at {}", s, now);
+            prop_assert_eq!(clocked.remaining_at(s.key, now), given.remaining_at(s.key, now));
+            if s.permits == 1 {
+                let again = clocked.try_acquire(s.key).map_err(|d| d.retry_after_nanos());
+                let want = given.try_acquire_at(s.key, now).map_err(|d| d.retry_after_nanos());
+                prop_assert_eq!(again, want, "try_acquire {:?} at {}", s, now);
+            }
+        }
+    }
+}

@@ -780,3 +780,85 @@ fn debug_shows_the_default_rate_in_force() {
         "{shown}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The clock read inside the call: in a table past 1 MiB, `try_acquire_n` finds the key's slot
+// and prefetches it before it reads the clock; its decisions must be `try_acquire_n_at`'s at
+// the time read, for every inline state and key type, in small tables and large ones.
+
+/// `steps` through `clocked.try_acquire_n` (its clock advanced by each step's gap; an
+/// eviction sweeps both) and through `given.try_acquire_n_at`: the same decisions and waits.
+fn clocked_matches_given<K, L>(
+    clocked: &Keyed<K, L, ManualClock>,
+    given: &Keyed<K, L, ManualClock>,
+    steps: &[Step],
+    key_of: impl Fn(u64) -> K,
+) -> Result<(), TestCaseError>
+where
+    K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+    L: KeyedState,
+{
+    let mut now = 0u64;
+    for (i, step) in steps.iter().enumerate() {
+        match ask_or_evict(step) {
+            Some((gap, key, n)) => {
+                now += gap;
+                clocked.clock().advance(Duration::from_nanos(gap));
+                let key = key_of(key);
+                let real = clocked
+                    .try_acquire_n(&key, n)
+                    .map_err(|d| d.retry_after_nanos());
+                let want = given
+                    .try_acquire_n_at(&key, n, now)
+                    .map_err(|d| d.retry_after_nanos());
+                prop_assert_eq!(real, want, "step {} ({:?}) at {}", i, step, now);
+            }
+            None => {
+                clocked.evict_idle_at(now);
+                given.evict_idle_at(now);
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// `Keyed<u64, Gcra>` and `Keyed<String, Gcra>` (a short and a long key), capacity 6 (the
+    /// clock read first) and 200,000 (past 1 MiB: the slot prefetched, then the clock).
+    #[test]
+    fn the_clock_read_inside_decides_as_the_time_given(
+        (limit, period, burst, steps) in config().prop_flat_map(|(l, p, b)| {
+            (Just(l), Just(p), Just(b), steps(b, p, false))
+        }),
+        capacity in prop_oneof![Just(6usize), Just(200_000usize)],
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let u64s = || -> Keyed<u64, Gcra, ManualClock> {
+            Keyed::gcra(rate).burst(burst).capacity(capacity).clock(ManualClock::new()).build().unwrap()
+        };
+        clocked_matches_given(&u64s(), &u64s(), &steps, |k| k)?;
+        let strings = || -> Keyed<String, Gcra, ManualClock> {
+            Keyed::gcra(rate).burst(burst).capacity(capacity).clock(ManualClock::new()).build().unwrap()
+        };
+        clocked_matches_given(&strings(), &strings(), &steps, |k| format!("user:{k}"))?;
+        clocked_matches_given(&strings(), &strings(), &steps, |k| format!("a key longer than the slot holds inline: {k}"))?;
+    }
+
+    /// The same for `Keyed<u64, GcraPair>` (32-byte slots: past 1 MiB from 23,000 keys).
+    #[test]
+    fn the_clock_read_inside_decides_as_the_time_given_for_pairs(
+        (limit, period, steps) in config().prop_flat_map(|(l, p, _)| {
+            (Just(l), Just(p), steps(l, p, false))
+        }),
+        capacity in prop_oneof![Just(6usize), Just(100_000usize)],
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(period)).unwrap();
+        let slower = Rate::new(limit, Duration::from_nanos(period.saturating_mul(3))).unwrap();
+        let pairs = || -> Keyed<u64, hotlimit::GcraPair, ManualClock> {
+            Keyed::gcra_pair(rate, slower).capacity(capacity).clock(ManualClock::new()).build().unwrap()
+        };
+        clocked_matches_given(&pairs(), &pairs(), &steps, |k| k)?;
+    }
+}

@@ -20,7 +20,8 @@
 //! - a segment growing (a new key filled three quarters of it: the real rebuild into a longer
 //!   segment) while a grant races it: one grant (planted: a rebuild that copies without
 //!   freezing); two creators of one key racing the growth their creation starts: one slot,
-//!   one grant;
+//!   one grant; the same grant on the hit path that reads the clock between loading the
+//!   segment and probing it (`Keyed::try_acquire` on a table larger than a core's cache);
 //! - a hit racing the creation of its key: the key's bytes are read only after a load that
 //!   publishes them (the slot's key has no flag of its own; loom's cell checks every read
 //!   against the write; planted: the words loaded Relaxed, a read racing the write).
@@ -32,6 +33,7 @@ use std::time::Duration;
 
 use hotlimit::__planted_keyed::{ModelTable, TablePlant};
 use hotlimit::Rate;
+use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use loom::thread;
 
@@ -254,6 +256,36 @@ common::real_and_planted! {
     "a grant lost in a growth";
     growth_never_loses_a_grant, planted_growth_copying_without_freeze_over_admits
         => grant_racing_growth;
+}
+
+/// As `grant_racing_growth`, with the asker on the hit path of a table larger than a core's
+/// cache (`Keyed::try_acquire` there): it loads the segment, then reads the clock (a loom
+/// atomic holding 10), then probes, so the growth can retire the segment between the load
+/// and the probe, or between the clock read and the CAS.
+fn clocked_grant_racing_growth(planted: bool) {
+    loom::model(move || {
+        let t = growing(planted.then_some(TablePlant::CopyWithoutFreeze));
+        assert!(t.acquire_at(1, 0));
+        let clock = Arc::new(AtomicU64::new(10));
+        let (t2, clock2) = (t.clone(), clock.clone());
+        let asker = thread::spawn(move || t2.acquire_clocked(1, &clock2));
+        assert!(t.acquire_at(2, 10));
+        let mine = t.acquire_at(1, 10);
+        let theirs = asker.join().unwrap();
+        assert_eq!(
+            u32::from(mine) + u32::from(theirs),
+            1,
+            "a grant lost in a growth"
+        );
+        assert_eq!((t.live_slots(1), t.live_slots(2)), (1, 1));
+    });
+}
+
+common::real_and_planted! {
+    "a grant lost in a growth";
+    clocked_hit_never_loses_a_grant_in_a_growth,
+        planted_clocked_hit_over_a_copy_without_freeze_over_admits
+        => clocked_grant_racing_growth;
 }
 
 /// Key 9 in a segment of 2 slots; two threads create key 1 at once (whichever claims the

@@ -6,7 +6,11 @@ use crate::clock::Clock;
 /// a stable TSC (calibrated once per process), `clock_gettime(CLOCK_MONOTONIC)` elsewhere.
 ///
 /// `now()` is nanoseconds since this value was created; clones share the origin. One read
-/// costs about as much as an `rdtsc` plus a multiply-shift.
+/// costs about as much as an `rdtsc` plus a multiply-shift where the TSC is used (about 8 ns
+/// on the machine of `BENCHMARKS.md`), and a `clock_gettime` call elsewhere (25–40 ns, as in
+/// many virtual machines, whose CPUs often report no invariant TSC). The keyed limiters
+/// start fetching the key's table line before they read the clock, so that a table miss
+/// overlaps the read.
 ///
 /// # Examples
 ///

@@ -319,7 +319,7 @@ impl<K: IntKey, C: Clock> IntKeyed<K, C> {
     /// ```
     #[inline]
     pub fn try_acquire(&self, key: K) -> Result<(), Denied> {
-        self.try_acquire_at(key, self.clock.now())
+        self.acquire_now(self.key_bits(key), 1)
     }
 
     /// Take `permits` permits for `key` now, all or nothing.
@@ -340,7 +340,10 @@ impl<K: IntKey, C: Clock> IntKeyed<K, C> {
     /// ```
     #[inline]
     pub fn try_acquire_n(&self, key: K, permits: u32) -> Result<(), Denied> {
-        self.try_acquire_n_at(key, permits, self.clock.now())
+        if permits == 0 {
+            return Ok(());
+        }
+        self.acquire_now(self.key_bits(key), permits)
     }
 
     /// How many permits `key` could take now: [`remaining_at`](IntKeyed::remaining_at) with

@@ -511,7 +511,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C: Clock> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.try_acquire_n_at(key, 1, self.clock.now())
+        self.acquire_now(key, 1)
     }
 
     /// Take `permits` permits for `key` now, all or nothing.
@@ -536,7 +536,30 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C: Clock> Keyed<K, L, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.try_acquire_n_at(key, permits, self.clock.now())
+        if permits == 0 {
+            return Ok(());
+        }
+        self.acquire_now(key, permits)
+    }
+
+    /// [`try_acquire_n_at`](Keyed::try_acquire_n_at) at the clock's `now`; in an inline table
+    /// larger than a core's cache, read between finding the key's slot and loading it
+    /// ([`KeyTable::hit_clocked`]), so that the slot's miss overlaps the clock read.
+    #[inline(always)]
+    fn acquire_now<Q>(&self, key: &Q, permits: u32) -> Result<(), Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        match &self.table {
+            Some(table) if table.early => {
+                match table.hit_clocked(key, permits, || self.clock.now()) {
+                    Ok(decided) => decided,
+                    Err(now) => table.acquire_slow(self, key, permits, now),
+                }
+            }
+            _ => self.try_acquire_n_at(key, permits, self.clock.now()),
+        }
     }
 }
 

@@ -327,6 +327,10 @@ pub(crate) struct Table<K, L: KeyedState, S> {
     hasher: S,
     /// The clock reading at build: words hold times relative to it.
     pub(crate) base: u64,
+    /// Whether the hit path prefetches the key's slot before it reads the clock
+    /// ([`hit_clocked`](Table::hit_clocked)): in tables whose slots at full length pass
+    /// [`GROW_ABOVE`], where a lookup's line is likely a miss.
+    pub(crate) early: bool,
     /// The loom models' planted bug (`Plant::None` in the real protocol).
     #[cfg(hotlimit_loom)]
     pub(crate) plant: Plant,
@@ -352,7 +356,9 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
             } else {
                 FIRST_LEN.min(seg_len)
             };
-        Self::with_shape(nseg, first, seg_len, hasher, base)
+        let mut table = Self::with_shape(nseg, first, seg_len, hasher, base)?;
+        table.early = full > GROW_ABOVE;
+        Some(table)
     }
 
     /// A table of `nseg` segments that start with `first_len` slots and grow to at most
@@ -371,6 +377,7 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
             max_len,
             hasher,
             base,
+            early: false,
             #[cfg(hotlimit_loom)]
             plant: Plant::None,
         })
@@ -485,14 +492,56 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         let (s, spot) = self.locate(key);
         let guard = Guard::new();
         let seg = self.segment(s, &guard)?;
+        self.hit_in(&seg, spot, key, permits, now)
+    }
+
+    /// [`hit`](KeyTable::hit) reading the clock itself, once the key's home slot is known: the
+    /// slot's line is prefetched first, so that its miss (a table larger than the cache)
+    /// overlaps the clock read instead of following it. `Err(now)`: the slow path decides, at
+    /// the `now` read.
+    #[inline(always)]
+    pub(crate) fn hit_clocked<Q>(
+        &self,
+        key: &Q,
+        permits: u32,
+        clock: impl FnOnce() -> u64,
+    ) -> Result<Result<(), Denied>, u64>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let (s, spot) = self.locate(key);
+        let guard = Guard::new();
+        let Some(seg) = self.segment(s, &guard) else {
+            return Err(clock());
+        };
+        crate::sync::prefetch(seg.slots.as_ptr().wrapping_add(home(spot, seg.slots.len())));
+        let now = clock();
+        self.hit_in(&seg, spot, key, permits, now).ok_or(now)
+    }
+
+    /// [`hit`](KeyTable::hit) in the key's segment, found.
+    #[inline(always)]
+    fn hit_in<Q>(
+        &self,
+        seg: &Segment<K, L>,
+        spot: u64,
+        key: &Q,
+        permits: u32,
+        now: u64,
+    ) -> Option<Result<(), Denied>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         #[cfg(not(hotlimit_loom))]
-        let found = probe(&seg, spot, key);
+        let found = probe(seg, spot, key);
         #[cfg(hotlimit_loom)]
         let found = if self.plant == Plant::RelaxedKeyRead {
             // Planted: the keys read after a Relaxed load of their words.
-            probe_with(&seg, spot, key, Ordering::Relaxed, false)
+            probe_with(seg, spot, key, Ordering::Relaxed, false)
         } else {
-            probe(&seg, spot, key)
+            probe(seg, spot, key)
         };
         let Probe::Found(slot, w) = found else {
             return None;

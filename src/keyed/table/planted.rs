@@ -67,6 +67,20 @@ impl<K: core::hash::Hash + Eq + Clone + Send + Sync + 'static> ModelTable<K> {
         }
     }
 
+    /// `Keyed::try_acquire` on a table larger than a core's cache: the hit path that reads the
+    /// clock (`clock`, a loom atomic) between loading the key's segment and probing it, else
+    /// the slow path at the time read. `true` if granted.
+    pub fn acquire_clocked(&self, key: K, clock: &AtomicU64) -> bool {
+        // Relaxed: as `ManualClock` reads its time (a self-contained word).
+        match self
+            .table
+            .hit_clocked(&key, 1, || clock.load(Ordering::Relaxed))
+        {
+            Ok(decided) => decided.is_ok(),
+            Err(now) => self.table.acquire_slow(self, &key, 1, now).is_ok(),
+        }
+    }
+
     /// A sweep at `now`: the floor raised, then every idle live slot evicted (the real
     /// eviction). How many went.
     pub fn evict_at(&self, now: u64) -> usize {
