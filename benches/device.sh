@@ -9,7 +9,8 @@
 #                                             #   run, into OUT (default target/device-out/)
 #   bash benches/device.sh run-keyed [OUT]    # there: issue 26's keyed table (keyed_compare
 #                                             #   paired, 1, 2 and 16 threads, then the u64
-#                                             #   rows on random keys) into OUT/keyed.md
+#                                             #   rows on random keys, then on clock_gettime
+#                                             #   with OSCLOCK=1) into OUT/keyed.md
 #   bash benches/device.sh build-ab           # here: the scaling harness once more for each
 #                                             #   candidate of POLICIES (default
 #                                             #   "backoff_reload batch3 immediate
@@ -49,12 +50,23 @@ cd "$(dirname "$0")/.."
 # ROUNDS and ROUNDS_RANDOM when the environment sets neither). The paired table, then the u64
 # rows on keys with no structure (consecutive ids spread differently from random keys under
 # foldhash's one-multiply hash: BENCHMARKS.md, "Keyed"), shuffled, 1 and 16 threads.
+# The time source quanta (every crate's default clock here) reads: the TSC where the CPU
+# reports an invariant one (constant_tsc and nonstop_tsc), clock_gettime otherwise.
+clock_info() {
+    echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown);" \
+        "TSC flags: $(grep -o -w -E 'constant_tsc|nonstop_tsc|tsc_known_freq' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')"
+}
+
 keyed_table() {
     echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown); cores: $(nproc); build $2"
+    clock_info
     echo "start $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
     ROUNDS=${ROUNDS:-$3} THREADS=${THREADS:-1,2,16} "$1" paired
     echo "KEYVALS=random:"
     KEYVALS=random ORDER=shuffled ROUNDS=${ROUNDS_RANDOM:-$4} THREADS=${THREADS_RANDOM:-1,16} "$1" paired
+    echo "OSCLOCK=1 (each crate on clock_gettime), KEYVALS=random:"
+    OSCLOCK=1 KEYVALS=random ORDER=shuffled KEYS=${KEYS_OS:-100000} ROUNDS=${ROUNDS_RANDOM:-$4} \
+        THREADS=${THREADS_RANDOM:-1,16} "$1" paired
     echo "end $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
@@ -84,6 +96,7 @@ run)
         echo "commit: $(cat target/device/commit 2>/dev/null || echo unknown)"
         echo "cores: $CORES"
         lscpu 2>/dev/null | grep -E 'Model name|Socket|Core|Thread|NUMA node\(s\)|MHz' || true
+        clock_info
         echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     } > "$OUT/machine.txt"
     if [ "$CORES" -lt 16 ]; then
