@@ -2245,15 +2245,16 @@
 //!   as in many virtual machines, it calls `clock_gettime`, whose vDSO orders its TSC read
 //!   with `lfence` (or `rdtscp`): no later load starts until the read is done, so the
 //!   lookup's miss follows a read of 25–40 ns. `try_acquire` and `try_acquire_n` now hash the
-//!   key, issue `prefetcht0` for its first bucket (`IntKeyed`) or its home slot (`Keyed`,
-//!   after the epoch guard and the segment's load), and only then read the clock; a prefetch
-//!   is not ordered by `lfence`, so the miss runs under the clock read. The `*_at` calls are
-//!   unchanged, and so is every load and CAS of the protocol (a prefetch is a hint; the
-//!   `Keyed` path's new order, the segment loaded before the clock is read, has its loom
-//!   model and planted twin in `loom-tests/tests/keyed_table.rs`). Measured by alternating
+//!   key, issue `prefetcht0` for its first bucket (`IntKeyed`) or its home slot (`Keyed`: from
+//!   a hint per segment of where its slots were last seen, below), and only then read the
+//!   clock; a prefetch is not ordered by `lfence`, so the miss runs under the clock read. The
+//!   `*_at` calls are unchanged, and so is every load and CAS of the protocol (a prefetch is
+//!   a hint; `Keyed`'s clocked hit path has its loom model and planted twin in
+//!   `loom-tests/tests/keyed_table.rs`). Measured by alternating
 //!   builds (`KEYVALS=random ORDER=shuffled ROUNDS=7 THREADS=1,2 keyed_compare paired`, six
 //!   alternations in two sittings, 08:33–08:49 UTC, 2 cores; the second sitting on a busier
-//!   machine), the median of the runs' ratios to governor, before → after:
+//!   machine), the median of the runs' ratios to governor, before → after (for `Keyed`, the
+//!   first form of its prefetch; the hint below replaced it):
 //!
 //!   | keys × threads | `IntKeyed`, `clock_gettime` (`OSCLOCK=1`) | `Keyed<u64>`, `clock_gettime` | `IntKeyed`, TSC | `Keyed<u64>`, TSC |
 //!   |---|---|---|---|---|
@@ -2267,16 +2268,33 @@
 //!   `OSCLOCK=1` puts both crates on `clock_gettime`, as quanta is on such a machine (a
 //!   harness mode). Instructions a grant (`callgrind.sh`, one key, default capacity) 139 → 142
 //!   for `IntKeyed` (b1 is computed once and carried over the clock's call) and 166 → 177 for
-//!   `Keyed<u64>`. In a `Keyed` table the cache holds, the order cost more than it hid: with
-//!   `clock_gettime` the `lfence` then waited for the guard and the segment's loads, 38.4 →
-//!   42.8 ns a call at 1,000 keys (five alternations; a hint of each segment's address read
-//!   before the guard did no better). So `Keyed` reorders only in tables whose slots at full
+//!   `Keyed<u64>` (190 with the hint below). In a `Keyed` table the cache holds, the order
+//!   cost more than it hid: with `clock_gettime` the `lfence` then waited for the loads before
+//!   it, 38.4 → 42.8 ns a call at 1,000 keys (five alternations; 43.5–44.3 with the hint). So `Keyed` reorders only in tables whose slots at full
 //!   length pass 1 MiB (the threshold that already decides whether segments grow; in the
 //!   table above, `Keyed`'s 1,000-key rows run the old order); `IntKeyed`, whose prefetch waits on no
 //!   load, reorders at every size. The 16-core machine's clock read cost
 //!   27 ns (its `floor: quanta now()`), about what `clock_gettime` costs here and three times
 //!   quanta's TSC read here: `benches/device.sh` now records its clock source and TSC flags,
-//!   and adds an `OSCLOCK=1` pass to its keyed table. Fetching the next line too when the
+//!   and adds an `OSCLOCK=1` pass to its keyed table.
+//!
+//!   *`Keyed`'s hint.* The table above measured a first form, which took the epoch guard and
+//!   loaded the segment before the prefetch: the slot's address hangs on two dependent loads
+//!   (the directory's cell, then the segment's header for its slots and length), which on
+//!   the TSC the miss waits for too. Each segment now has a hint beside its cell (its slots'
+//!   address and length, two words outside the protocol: a stale or torn pair only fetches a
+//!   line for nothing, and the lookup that loads the segment corrects it), read with one
+//!   dependent load; the guard, the segment's load and the real probe follow the clock read.
+//!   Against the first form (alternated, `KEYVALS=random ORDER=shuffled ROUNDS=9`, 09:19–09:31
+//!   UTC): on the TSC `Keyed<u64>` at 100,000 keys on one thread 1.11–1.40× → 1.25–1.31×
+//!   (35.1–38.3 → 32.4–33.7 ns a call; four alternations), at a million 1.84–1.91× →
+//!   2.00–2.26×, two threads level within the runs' spread; on `clock_gettime` level (three).
+//!   In a table past 1 MiB that the cache holds anyway (`K_CAP=200`: 1,000 keys in a table
+//!   for 200,000) 19.4–19.8 ns a call against 21.2–21.3 for the first form and 20.4–20.9 with
+//!   the clock read first. Instructions a grant 177 → 190 (`Keyed-u64`): the hint's loads,
+//!   its check, and the hash carried over the clock's call; 16 bytes a segment.
+//!
+//!   Fetching the next line too when the
 //!   home slot is the last of its line (where a probe most often goes on) measured nothing:
 //!   `Keyed<u64>` at 100,000 keys on one thread 1.08–1.18× against 1.16× on the TSC, 1.54–1.55×
 //!   against 1.46–1.63× on two (two alternations); not kept.

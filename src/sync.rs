@@ -64,6 +64,7 @@ pub(crate) use wide::AtomicU128;
 /// they read the clock, so that the line's miss overlaps the clock read instead of following
 /// it. A prefetch never faults and changes no memory semantics: the protocol's loads and
 /// CASes come after it, exactly as without it.
+#[cfg(any(feature = "std", hotlimit_loom))]
 #[inline(always)]
 pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(all(target_arch = "x86_64", not(hotlimit_loom), not(miri)))]
@@ -78,9 +79,9 @@ pub(crate) fn prefetch<T>(p: *const T) {
 }
 
 /// An atomic that loom never models: only for hints outside every limiter's state (the
-/// adaptive sleeper's learned oversleep, a `static`), which must work outside a loom model
-/// and whose races cannot affect a guarantee.
-#[cfg(feature = "std")]
+/// adaptive sleeper's learned oversleep, a `static`; where `Keyed`'s segments were last seen),
+/// which must work outside a loom model and whose races cannot affect a guarantee.
+#[cfg(any(feature = "std", hotlimit_loom))]
 pub(crate) use portable_atomic::AtomicU64 as HintU64;
 
 /// Loom has no 128-bit atomic, so under `--cfg hotlimit_loom` a slot is a loom `Mutex<u128>`.

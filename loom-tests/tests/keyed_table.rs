@@ -20,8 +20,8 @@
 //! - a segment growing (a new key filled three quarters of it: the real rebuild into a longer
 //!   segment) while a grant races it: one grant (planted: a rebuild that copies without
 //!   freezing); two creators of one key racing the growth their creation starts: one slot,
-//!   one grant; the same grant on the hit path that reads the clock between loading the
-//!   segment and probing it (`Keyed::try_acquire` on a table larger than a core's cache);
+//!   one grant; the same grant on the hit path that reads the clock itself, after the
+//!   segment's hint (`Keyed::try_acquire` on a table larger than a core's cache);
 //! - a hit racing the creation of its key: the key's bytes are read only after a load that
 //!   publishes them (the slot's key has no flag of its own; loom's cell checks every read
 //!   against the write; planted: the words loaded Relaxed, a read racing the write).
@@ -259,9 +259,9 @@ common::real_and_planted! {
 }
 
 /// As `grant_racing_growth`, with the asker on the hit path of a table larger than a core's
-/// cache (`Keyed::try_acquire` there): it loads the segment, then reads the clock (a loom
-/// atomic holding 10), then probes, so the growth can retire the segment between the load
-/// and the probe, or between the clock read and the CAS.
+/// cache (`Keyed::try_acquire` there): it reads the segment's hint (stale once the segment
+/// grows), the clock (a loom atomic holding 10), then loads the segment and probes, so the
+/// growth can retire the segment between any two of these steps, or before the CAS.
 fn clocked_grant_racing_growth(planted: bool) {
     loom::model(move || {
         let t = growing(planted.then_some(TablePlant::CopyWithoutFreeze));

@@ -320,6 +320,11 @@ fn grant_contended<L: KeyedState>(
 /// The inline table: a directory of segments, the hasher, and the base of its times.
 pub(crate) struct Table<K, L: KeyedState, S> {
     segs: Box<[cell::Cell<Segment<K, L>>]>,
+    /// Per segment, where its slots were last seen (address, length), for
+    /// [`hit_clocked`](Table::hit_clocked), which prefetches the key's home slot from it
+    /// before the epoch guard, the segment's load and the clock read. Outside the protocol
+    /// (never modelled by loom): a stale value only fetches a line for nothing.
+    hints: Box<[[crate::sync::HintU64; 2]]>,
     /// The slots a segment starts with ([`FIRST_LEN`], or `max_len` if less).
     first_len: usize,
     /// The most slots a segment may have (it grows by rebuilds up to this).
@@ -373,6 +378,7 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
         <L::Word as TatWord>::free()?;
         Some(Table {
             segs: (0..nseg).map(|_| cell::Cell::empty()).collect(),
+            hints: (0..nseg).map(|_| Default::default()).collect(),
             first_len: first_len.clamp(1, max_len.max(1)),
             max_len,
             hasher,
@@ -461,12 +467,15 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
     }
 
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
-    /// The bytes of the slots and segment headers once every segment has grown to its most
-    /// slots (the table at its capacity), for the memory budget.
+    /// The bytes of the slots, segment headers, directory cells and hints once every segment
+    /// has grown to its most slots (the table at its capacity), for the memory budget.
     pub(crate) fn bytes(capacity: u64) -> u128 {
         let (nseg, seg_len) = shape(capacity);
         let slot = core::mem::size_of::<Slot<K, L::Word>>() as u128;
-        nseg as u128 * (seg_len as u128 * slot + core::mem::size_of::<Segment<K, L>>() as u128)
+        let per_segment = core::mem::size_of::<Segment<K, L>>()
+            + core::mem::size_of::<cell::Cell<Segment<K, L>>>()
+            + core::mem::size_of::<[crate::sync::HintU64; 2]>();
+        nseg as u128 * (seg_len as u128 * slot + per_segment as u128)
     }
 }
 
@@ -495,10 +504,12 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         self.hit_in(&seg, spot, key, permits, now)
     }
 
-    /// [`hit`](KeyTable::hit) reading the clock itself, once the key's home slot is known: the
-    /// slot's line is prefetched first, so that its miss (a table larger than the cache)
-    /// overlaps the clock read instead of following it. `Err(now)`: the slow path decides, at
-    /// the `now` read.
+    /// [`hit`](Table::hit) reading the clock itself: the key's home slot, found from the
+    /// segment's hint, is prefetched first, so that its miss (a table larger than the cache)
+    /// overlaps the clock read, the epoch guard and the segment's load instead of following
+    /// them. Then the real lookup, as `hit`'s, at the `now` read: `Err(now)` when the slow
+    /// path decides. A stale hint (a segment rebuilt since) is corrected by the caller that
+    /// finds it so.
     #[inline(always)]
     pub(crate) fn hit_clocked<Q>(
         &self,
@@ -511,12 +522,26 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         Q: Hash + Eq + ?Sized,
     {
         let (s, spot) = self.locate(key);
+        let hint = &self.hints[s];
+        // Relaxed (both): a hint, outside the protocol; a stale or torn pair only prefetches
+        // a line for nothing (a prefetch never faults, whatever the address).
+        let base = hint[0].load(Ordering::Relaxed);
+        let len = hint[1].load(Ordering::Relaxed);
+        crate::sync::prefetch((base as usize).wrapping_add(
+            home(spot, len as usize).wrapping_mul(core::mem::size_of::<Slot<K, L::Word>>()),
+        ) as *const u8);
+        let now = clock();
         let guard = Guard::new();
         let Some(seg) = self.segment(s, &guard) else {
-            return Err(clock());
+            return Err(now);
         };
-        crate::sync::prefetch(seg.slots.as_ptr().wrapping_add(home(spot, seg.slots.len())));
-        let now = clock();
+        let at = seg.slots.as_ptr() as u64;
+        if at != base {
+            // Relaxed (both): as above; the reader that finds the hint stale (a new or
+            // rebuilt segment) sets it.
+            hint[1].store(seg.slots.len() as u64, Ordering::Relaxed);
+            hint[0].store(at, Ordering::Relaxed);
+        }
         self.hit_in(&seg, spot, key, permits, now).ok_or(now)
     }
 

@@ -68,8 +68,8 @@ impl<K: core::hash::Hash + Eq + Clone + Send + Sync + 'static> ModelTable<K> {
     }
 
     /// `Keyed::try_acquire` on a table larger than a core's cache: the hit path that reads the
-    /// clock (`clock`, a loom atomic) between loading the key's segment and probing it, else
-    /// the slow path at the time read. `true` if granted.
+    /// clock (`clock`, a loom atomic) itself, after the segment's hint and before the guard
+    /// and the segment's load, else the slow path at the time read. `true` if granted.
     pub fn acquire_clocked(&self, key: K, clock: &AtomicU64) -> bool {
         // Relaxed: as `ManualClock` reads its time (a self-contained word).
         match self
