@@ -232,13 +232,23 @@ fn growing(plant: Option<TablePlant>) -> Arc<ModelTable> {
 /// Key 1 granted at 0 in a segment of 2 slots. At 10, one thread asks for key 1 while this one
 /// creates key 2 (the second of 2 slots used: the segment grows to 4, by a rebuild) and then
 /// asks for key 1 too: one grant of key 1 at 10, and each key one slot in the grown segment.
-fn grant_racing_growth(planted: bool) {
+/// With `clocked`, the asker takes the hit path of a table larger than a core's cache
+/// (`Keyed::try_acquire` there): it reads the segment's hint (stale once the segment grows),
+/// the clock (a loom atomic holding 10), then loads the segment and probes, so the growth can
+/// retire the segment between any two of these steps, or before the CAS.
+fn grant_racing_growth_on(planted: bool, clocked: bool) {
     loom::model(move || {
         let t = growing(planted.then_some(TablePlant::CopyWithoutFreeze));
         assert!(t.acquire_at(1, 0));
         assert_eq!(t.slots(), 2);
-        let t2 = t.clone();
-        let asker = thread::spawn(move || t2.acquire_at(1, 10));
+        let (t2, clock) = (t.clone(), Arc::new(AtomicU64::new(10)));
+        let asker = thread::spawn(move || {
+            if clocked {
+                t2.acquire_clocked(1, &clock)
+            } else {
+                t2.acquire_at(1, 10)
+            }
+        });
         assert!(t.acquire_at(2, 10));
         let mine = t.acquire_at(1, 10);
         let theirs = asker.join().unwrap();
@@ -255,37 +265,10 @@ fn grant_racing_growth(planted: bool) {
 common::real_and_planted! {
     "a grant lost in a growth";
     growth_never_loses_a_grant, planted_growth_copying_without_freeze_over_admits
-        => grant_racing_growth;
-}
-
-/// As `grant_racing_growth`, with the asker on the hit path of a table larger than a core's
-/// cache (`Keyed::try_acquire` there): it reads the segment's hint (stale once the segment
-/// grows), the clock (a loom atomic holding 10), then loads the segment and probes, so the
-/// growth can retire the segment between any two of these steps, or before the CAS.
-fn clocked_grant_racing_growth(planted: bool) {
-    loom::model(move || {
-        let t = growing(planted.then_some(TablePlant::CopyWithoutFreeze));
-        assert!(t.acquire_at(1, 0));
-        let clock = Arc::new(AtomicU64::new(10));
-        let (t2, clock2) = (t.clone(), clock.clone());
-        let asker = thread::spawn(move || t2.acquire_clocked(1, &clock2));
-        assert!(t.acquire_at(2, 10));
-        let mine = t.acquire_at(1, 10);
-        let theirs = asker.join().unwrap();
-        assert_eq!(
-            u32::from(mine) + u32::from(theirs),
-            1,
-            "a grant lost in a growth"
-        );
-        assert_eq!((t.live_slots(1), t.live_slots(2)), (1, 1));
-    });
-}
-
-common::real_and_planted! {
-    "a grant lost in a growth";
+        => |planted| grant_racing_growth_on(planted, false);
     clocked_hit_never_loses_a_grant_in_a_growth,
         planted_clocked_hit_over_a_copy_without_freeze_over_admits
-        => clocked_grant_racing_growth;
+        => |planted| grant_racing_growth_on(planted, true);
 }
 
 /// Key 9 in a segment of 2 slots; two threads create key 1 at once (whichever claims the
