@@ -144,16 +144,13 @@ struct Matcher<'k> {
     same: bool,
 }
 
-impl Hasher for Matcher<'_> {
-    #[inline(always)]
-    fn write(&mut self, bytes: &[u8]) {
+impl Matcher<'_> {
+    /// Every stream but a `str`'s bytes in one write: kept out of line, so that the one-write
+    /// path stays small enough for `write_str` to be inlined into the probe.
+    #[cold]
+    #[inline(never)]
+    fn write_parts(&mut self, bytes: &[u8]) {
         let n = self.key.len();
-        if self.at == 0 && bytes.len() == n {
-            // A `str`'s bytes in one write: the whole key at once.
-            self.same = same_bytes(self.key, bytes);
-            self.at = n;
-            return;
-        }
         let mut bytes = bytes;
         if self.at < n {
             let take = bytes.len().min(n - self.at);
@@ -171,6 +168,19 @@ impl Hasher for Matcher<'_> {
             _ => self.same = false,
         }
     }
+}
+
+impl Hasher for Matcher<'_> {
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        if self.at == 0 && bytes.len() == self.key.len() {
+            // A `str`'s bytes in one write: the whole key at once.
+            self.same = same_bytes(self.key, bytes);
+            self.at = bytes.len();
+        } else {
+            self.write_parts(bytes);
+        }
+    }
 
     #[inline(always)]
     fn write_u8(&mut self, byte: u8) {
@@ -178,7 +188,7 @@ impl Hasher for Matcher<'_> {
             // A `str`'s terminator, right after its bytes.
             self.at += 1;
         } else {
-            self.write(&[byte]);
+            self.write_parts(&[byte]);
         }
     }
 
