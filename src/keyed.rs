@@ -280,6 +280,8 @@ pub mod planted;
 mod read;
 #[cfg(feature = "std")]
 mod room;
+#[cfg(feature = "std")]
+mod seed;
 #[cfg(any(feature = "std", hotlimit_loom))]
 mod table;
 mod window;

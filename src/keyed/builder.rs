@@ -312,7 +312,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C: Clock> KeyedBuilder<K, L,
             // `Gcra` and `GcraPair` keep their states inline, their times after the clock's
             // reading now (each segment allocated with its first key); logs and windows have
             // no table.
-            table: KeyTable::new(capacity, Default::default(), self.clock.now()),
+            table: KeyTable::new(capacity, super::seed::table_hasher(), self.clock.now()),
             // Blocking resizes: a lookup never has to consult a half-migrated old table
             // (measured: 1.4x faster lookups than the incremental default).
             map: papaya::HashMap::builder()

@@ -32,7 +32,7 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 pub(super) type Map<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The inline table of a `Keyed<K, L>` (for `Gcra` and `GcraPair`).
-pub(super) type KeyTable<K, L> = Table<K, L, foldhash::fast::RandomState>;
+pub(super) type KeyTable<K, L> = Table<K, L, super::seed::TableHasher>;
 
 /// What [`Keyed`] does when a new key arrives, the table holds `capacity` keys, and a sweep
 /// finds too few idle keys to evict.

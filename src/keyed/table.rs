@@ -198,6 +198,19 @@ where
     probe_with(seg, spot, key, Ordering::Acquire, false)
 }
 
+/// The segment and the spot of a key whose hash is `h`, in a table of `nseg` segments: one
+/// multiply-shift of the hash's top 32 bits by `nseg`, whose high half is the segment and whose
+/// low half (the fraction left) the spot, so that the top bits place the key as if the
+/// segments were one array. Keys whose top bits spread evenly (consecutive integers under
+/// the table's hasher, `seed.rs`) then spread evenly over every segment's slots; taking the
+/// segment and the home from two different parts of the hash spread them, for some seeds,
+/// worse than random keys (the guide's "Keyed: how consecutive keys spread").
+#[inline(always)]
+pub(crate) fn place_of(h: u64, nseg: usize) -> (usize, u64) {
+    let t = (h >> 32) * nseg as u64;
+    ((t >> 32) as usize, t & 0xFFFF_FFFF)
+}
+
 /// The home slot of a key whose spot is `spot` in a segment of `len` slots (multiply-shift).
 #[inline(always)]
 pub(crate) fn home(spot: u64, len: usize) -> usize {
@@ -480,14 +493,11 @@ impl<K, L: KeyedState, S> Table<K, L, S> {
 }
 
 impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
-    /// The segment of `key` and its spot: the low half of its hash, which names its home
-    /// slot in a segment of any length ([`home`]: a segment's length changes when it grows).
+    /// The segment of `key` and its spot, which names its home slot in a segment of any
+    /// length ([`home`]: a segment's length changes when it grows): [`place_of`] its hash.
     #[inline(always)]
     pub(crate) fn locate<Q: Hash + ?Sized>(&self, key: &Q) -> (usize, u64) {
-        let h = self.hasher.hash_one(key);
-        // Multiply-shift: the high half picks the segment, the low half the home slot.
-        let seg = ((h >> 32) * self.segs.len() as u64) >> 32;
-        (seg as usize, h & 0xFFFF_FFFF)
+        place_of(self.hasher.hash_one(key), self.segs.len())
     }
 
     /// The hit path: `key`'s live slot, one CAS. `None`: anything else (a new key, a word that
@@ -598,7 +608,7 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
     /// Puts `key` with word value `w` into a segment being built (no other thread sees it yet):
     /// the first FREE slot on its path.
     fn place(&self, seg: &Segment<K, L>, key: Stored<K>, w: <L::Word as TatWord>::W) {
-        let spot = key.hash_with(&self.hasher) & 0xFFFF_FFFF;
+        let (_, spot) = place_of(key.hash_with(&self.hasher), self.segs.len());
         let n = seg.slots.len();
         let mut i = home(spot, n);
         loop {
@@ -631,7 +641,7 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
 /// `(segments, slots per segment)` for `capacity` keys: at least 1.4 slots per key (and 4
 /// more, so a tiny table has room for a dead slot or two before it is rebuilt), in segments
 /// of about [`SEGMENT`] slots.
-fn shape(capacity: u64) -> (usize, usize) {
+pub(crate) fn shape(capacity: u64) -> (usize, usize) {
     let slots = (capacity as usize)
         .saturating_mul(SLOTS_PER_KEY_X10)
         .div_ceil(10)
