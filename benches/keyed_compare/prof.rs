@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use hotlimit::{Gcra, IntKeyed, Keyed, Rate, ShortKey};
+use hotlimit::{Gcra, GcraPair, IntKeyed, Keyed, Rate, ShortKey};
 
 use crate::keys::{creation, list_from_env, lookups, string_key, u64_key, with_hot_key, Order};
 
@@ -69,7 +69,7 @@ fn papaya_filled<V>(
 
 /// `prof WHAT NKEYS [ORDER]`: one thread, one peer, 2,000,000 calls (`PROF_CALLS`) in
 /// `hot_loop`, keys created and looked up in `ORDER` (`seq` or `shuffled`, default shuffled).
-/// `WHAT`: `hotlimit` (`Keyed<u64>`), `hotlimit-string` and `governor-string` (the key read
+/// `WHAT`: `hotlimit` (`Keyed<u64>`), `hotlimit-pair` (`Keyed<u64, GcraPair>`), `hotlimit-string` and `governor-string` (the key read
 /// from a vector), `hotlimit-string-hot` and `governor-string-hot` (the key written into a
 /// reused buffer, `with_hot_key`), `hotlimit-short-hot` (`Keyed<ShortKey>`, the hot key
 /// converted), `intkeyed`, `governor`, and the components below.
@@ -136,6 +136,19 @@ pub(crate) fn prof(what: &str, n: u64, order: Order) {
                 with_hot_key(i, |key| {
                     let _ = std::hint::black_box(gl.check_key(key));
                 });
+            });
+        }
+        "hotlimit-pair" => {
+            let second = Rate::per_second(100_000_000).unwrap();
+            let k: Keyed<u64, GcraPair> = Keyed::gcra_pair(rate, second)
+                .capacity(n as usize * 2)
+                .build()
+                .unwrap();
+            for &i in &made {
+                k.try_acquire(&u64_key(i)).unwrap();
+            }
+            hot_loop(seq, |i| {
+                let _ = std::hint::black_box(k.try_acquire(&u64_key(i)));
             });
         }
         "intkeyed" => {
