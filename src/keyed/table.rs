@@ -204,7 +204,8 @@ where
 /// segments were one array. Keys whose top bits spread evenly (consecutive integers under
 /// the table's hasher, `seed.rs`) then spread evenly over every segment's slots; taking the
 /// segment and the home from two different parts of the hash spread them, for some seeds,
-/// worse than random keys (the guide's "Keyed: how consecutive keys spread").
+/// worse than random keys (the guide's "Keyed: the inline table", *How consecutive keys
+/// spread*).
 #[inline(always)]
 pub(crate) fn place_of(h: u64, nseg: usize) -> (usize, u64) {
     let t = (h >> 32) * nseg as u64;

@@ -146,7 +146,8 @@ struct Matcher<'k> {
 
 impl Matcher<'_> {
     /// Every stream but a `str`'s bytes in one write: kept out of line, so that the one-write
-    /// path stays small enough for `write_str` to be inlined into the probe.
+    /// path (what `str`'s `write_str` calls) saves no registers and runs 11 instructions
+    /// fewer a lookup (`write_str` itself is still a call).
     #[cold]
     #[inline(never)]
     fn write_parts(&mut self, bytes: &[u8]) {
