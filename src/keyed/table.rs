@@ -6,12 +6,12 @@
 //! # Layout
 //!
 //! The table is a directory of segments (at most about [`SEGMENT`] slots each), every one
-//! behind an epoch-protected pointer ([`cell`]). A key's hash picks its segment (high 32 bits)
-//! and its home slot in it (low 32 bits); from there it probes linearly, wrapping in the
-//! segment. A
-//! slot is `{ word, key }`: the word is the state with its kind in the first half
-//! ([`inline`](super::word::inline): FREE, CLAIMED, live, MOVING, INDIRECT, DEAD, SEALED), the
-//! key a write-once cell, written by the one creator that claimed the slot.
+//! behind an epoch-protected pointer ([`cell`]). A key's hash picks its segment and its home
+//! slot in it ([`place_of`]: one multiply-shift of its top 32 bits); from there it probes
+//! linearly, wrapping in the segment. A slot is `{ word, key }`: the word is the state with
+//! its kind in the first half ([`inline`](super::word::inline): FREE, CLAIMED, live, MOVING,
+//! INDIRECT, DEAD, SEALED), the key a write-once cell, written by the one creator that
+//! claimed the slot.
 //!
 //! # Slots are written once per segment
 //!
