@@ -9,7 +9,7 @@
 //! behind an epoch-protected pointer ([`cell`]). A key's hash picks its segment and its home
 //! slot in it ([`place_of`]: one multiply-shift of its top 32 bits); from there it probes
 //! linearly, wrapping in the segment. A slot is `{ word, key }`: the word is the state with
-//! its kind in the first half ([`inline`](super::word::inline): FREE, CLAIMED, live, MOVING,
+//! its kind in the first half ([`inline`]: FREE, CLAIMED, live, MOVING,
 //! INDIRECT, DEAD, SEALED), the key a write-once cell, written by the one creator that
 //! claimed the slot.
 //!
@@ -57,8 +57,10 @@ mod rebuild;
 mod slow;
 mod str_key;
 
+use cell::{ByKey, KeyQuery};
 pub(crate) use cell::{Guard, KeyCell, Lines, SegRef, Stored};
 pub(crate) use slow::Host;
+use str_key::Captured;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 #[allow(unreachable_pub)] // re-exported by `keyed::planted`
@@ -183,7 +185,9 @@ pub(crate) enum Probe<'s, K, A: TatWord> {
 /// words with Acquire: a word that says its key is written publishes the key ([`KeyCell`]),
 /// and a creator must see every eviction of the key's earlier states (their DEAD words)
 /// before it reads the floor. (A plain load on x86; on the hit path the Relaxed load it
-/// replaced bought nothing, the key cell's own Acquire flag came after it.)
+/// replaced bought nothing, the key cell's own Acquire flag came after it.) The hit path
+/// probes with [`probe_by`], the same loop, and the same Acquire.
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn probe<'s, K, L, Q>(
     seg: &'s Segment<K, L>,
@@ -234,6 +238,24 @@ where
     K: Borrow<Q> + 'static,
     Q: Hash + Eq + ?Sized,
 {
+    probe_by(seg, spot, &ByKey(key), order, pass_claimed)
+}
+
+/// [`probe_with`] for a key as a [`KeyQuery`] compares it: borrowed, or (the hit path of a
+/// `String` table) its bytes [`Captured`].
+#[inline(always)]
+fn probe_by<'s, K, L, M>(
+    seg: &'s Segment<K, L>,
+    spot: u64,
+    key: &M,
+    order: Ordering,
+    pass_claimed: bool,
+) -> Probe<'s, K, L::Word>
+where
+    L: KeyedState,
+    K: 'static,
+    M: KeyQuery<K>,
+{
     let n = seg.slots.len();
     let mut i = home(spot, n);
     for _ in 0..n {
@@ -248,7 +270,7 @@ where
             // SAFETY: the word, loaded with Acquire, is live, MOVING or INDIRECT: the key was
             // written and its write happens before this read (`KeyCell`).
             #[allow(unsafe_code)]
-            if unsafe { slot.key.matches(key) } {
+            if unsafe { key.is_in(&slot.key) } {
                 return Probe::Found(slot, w);
             }
         } else if v != inline::DEAD && (!pass_claimed || v != inline::CLAIMED) {
@@ -509,7 +531,27 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (s, spot) = self.locate(key);
+        let h = self.hasher.hash_one(key);
+        if cell::is_string::<K>() {
+            let mut c = Captured::new();
+            c.capture(key);
+            if c.is_str() {
+                return self.hit_by(&c, h, permits, now);
+            }
+        }
+        self.hit_by(&ByKey(key), h, permits, now)
+    }
+
+    /// [`hit`](Table::hit) for a key hashed to `h`, compared as `key`.
+    #[inline(always)]
+    fn hit_by<M: KeyQuery<K>>(
+        &self,
+        key: &M,
+        h: u64,
+        permits: u32,
+        now: u64,
+    ) -> Option<Result<(), Denied>> {
+        let (s, spot) = place_of(h, self.segs.len());
         let guard = Guard::new();
         let seg = self.segment(s, &guard)?;
         self.hit_in(&seg, spot, key, permits, now)
@@ -532,7 +574,27 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (s, spot) = self.locate(key);
+        let h = self.hasher.hash_one(key);
+        if cell::is_string::<K>() {
+            let mut c = Captured::new();
+            c.capture(key);
+            if c.is_str() {
+                return self.hit_clocked_by(&c, h, permits, clock);
+            }
+        }
+        self.hit_clocked_by(&ByKey(key), h, permits, clock)
+    }
+
+    /// [`hit_clocked`](Table::hit_clocked) for a key hashed to `h`, compared as `key`.
+    #[inline(always)]
+    fn hit_clocked_by<M: KeyQuery<K>>(
+        &self,
+        key: &M,
+        h: u64,
+        permits: u32,
+        clock: impl FnOnce() -> u64,
+    ) -> Result<Result<(), Denied>, u64> {
+        let (s, spot) = place_of(h, self.segs.len());
         let hint = &self.hints[s];
         // Relaxed (both): a hint, outside the protocol; a stale or torn pair only prefetches
         // a line for nothing (a prefetch never faults, whatever the address).
@@ -556,28 +618,26 @@ impl<K: Hash + Eq + 'static, L: KeyedState, S: BuildHasher> Table<K, L, S> {
         self.hit_in(&seg, spot, key, permits, now).ok_or(now)
     }
 
-    /// [`hit`](KeyTable::hit) in the key's segment, found.
+    /// [`hit`](Table::hit) in the key's segment, found.
     #[inline(always)]
-    fn hit_in<Q>(
+    fn hit_in<M: KeyQuery<K>>(
         &self,
         seg: &Segment<K, L>,
         spot: u64,
-        key: &Q,
+        key: &M,
         permits: u32,
         now: u64,
-    ) -> Option<Result<(), Denied>>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
+    ) -> Option<Result<(), Denied>> {
+        // Acquire: as in `probe`.
         #[cfg(not(hotlimit_loom))]
-        let found = probe(seg, spot, key);
+        let found = probe_by(seg, spot, key, Ordering::Acquire, false);
         #[cfg(hotlimit_loom)]
         let found = if self.plant == Plant::RelaxedKeyRead {
             // Planted: the keys read after a Relaxed load of their words.
-            probe_with(seg, spot, key, Ordering::Relaxed, false)
+            probe_by(seg, spot, key, Ordering::Relaxed, false)
         } else {
-            probe(seg, spot, key)
+            // Acquire: as in `probe`.
+            probe_by(seg, spot, key, Ordering::Acquire, false)
         };
         let Probe::Found(slot, w) = found else {
             return None;

@@ -22,7 +22,7 @@ use core::mem::MaybeUninit;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
-use super::str_key::StrKey;
+use super::str_key::{Captured, StrKey};
 
 #[cfg(not(hotlimit_loom))]
 mod imp {
@@ -256,6 +256,28 @@ impl<K> KeyCell<K> {
         })
     }
 
+    /// Whether the key is a `String` whose bytes are `bytes` (false in any other table).
+    ///
+    /// # Safety
+    ///
+    /// As for [`matches`](Self::matches).
+    #[inline(always)]
+    pub(crate) unsafe fn is_bytes(&self, bytes: &[u8]) -> bool
+    where
+        K: 'static,
+    {
+        #[cfg(not(hotlimit_loom))]
+        // SAFETY: as for `matches`.
+        unsafe {
+            is_bytes_at(self.0.get(), bytes)
+        }
+        #[cfg(hotlimit_loom)]
+        self.0.with(|p| {
+            // SAFETY: as above; loom checks the order of the write and this read.
+            unsafe { is_bytes_at(p, bytes) }
+        })
+    }
+
     /// A copy of the key, for a rebuild to place in a new segment.
     ///
     /// # Safety
@@ -387,6 +409,52 @@ where
         // SAFETY: the caller's contract; any other table's cells hold `K`s.
         let k = unsafe { (*p).assume_init_ref() };
         k.borrow() == key
+    }
+}
+
+/// [`KeyCell::is_bytes`] on the cell's contents.
+///
+/// # Safety
+///
+/// As for [`matches_at`].
+#[inline(always)]
+unsafe fn is_bytes_at<K: 'static>(p: *const MaybeUninit<K>, bytes: &[u8]) -> bool {
+    // SAFETY: the caller's contract; a `String` table's cells hold `StrKey`s (`write_to`).
+    is_string::<K>() && unsafe { (*p.cast::<StrKey>()).is(bytes) }
+}
+
+/// What a probe compares a slot's key with.
+pub(crate) trait KeyQuery<K> {
+    /// Whether `cell` holds this key.
+    ///
+    /// # Safety
+    ///
+    /// As for [`KeyCell::matches`].
+    unsafe fn is_in(&self, cell: &KeyCell<K>) -> bool;
+}
+
+/// A key as the caller borrowed it: compared by [`KeyCell::matches`].
+pub(crate) struct ByKey<'q, Q: ?Sized>(pub(crate) &'q Q);
+
+impl<K, Q> KeyQuery<K> for ByKey<'_, Q>
+where
+    K: Borrow<Q> + 'static,
+    Q: Hash + Eq + ?Sized,
+{
+    #[inline(always)]
+    unsafe fn is_in(&self, cell: &KeyCell<K>) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { cell.matches(self.0) }
+    }
+}
+
+/// A `String` key's bytes as a lookup captured them from its hash stream: compared by
+/// [`KeyCell::is_bytes`] (in a `String` table only; it matches no key of another).
+impl<K: 'static> KeyQuery<K> for Captured {
+    #[inline(always)]
+    unsafe fn is_in(&self, cell: &KeyCell<K>) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { cell.is_bytes(self.bytes()) }
     }
 }
 

@@ -10,6 +10,15 @@
 //! `Borrow`'s contract (a borrowed form hashes and compares as the owned key does) makes that
 //! the same answer as `Q`'s `==` on the key, for every `Q` a `String` can be borrowed as; it is
 //! what lets a table read a key it never turned back into a `String`.
+//!
+//! The hit path does the same with one pass over the key instead of one a compared slot: it
+//! feeds `Q`'s `Hash` once into [`Captured`], a [`Hasher`] that keeps a copy of the bytes when
+//! the stream is a `str`'s of at most [`CAPTURE`] bytes, and compares each slot with that
+//! copy inline ([`StrKey::is`]). Any other stream (a longer key, a type that writes more than
+//! its bytes) goes the [`Matcher`]'s way. The key is still hashed from its own stream, not
+//! from the copy: hashing the copy put the copy's stores and loads on the path to the slot's
+//! address (33 against 23 ns a lookup at 1,000 keys), where the compare, a predicted branch,
+//! hides them.
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -51,6 +60,156 @@ pub(crate) enum StrKey {
 const _: () = assert!(core::mem::size_of::<StrKey>() == core::mem::size_of::<String>());
 const _: () = assert!(core::mem::align_of::<StrKey>() <= core::mem::align_of::<String>());
 
+/// The most bytes [`Captured`] keeps: a key of up to 32 bytes (a user id, an address, a
+/// 32-character API key) is compared inline on the hit path.
+pub(crate) const CAPTURE: usize = 32;
+
+/// What a lookup's key wrote into its [`Hash`], when that was a `str`'s stream of at most
+/// [`CAPTURE`] bytes: the bytes in one `write`, then `write_u8(0xff)`, nothing else. Comparing
+/// the bytes with a slot's ([`StrKey::is`]) is then the answer [`StrKey::matches`] gives for
+/// the key itself (both compare the stream), without the [`Matcher`]'s call.
+pub(crate) struct Captured {
+    buf: [u8; CAPTURE],
+    len: u8,
+    /// [`EMPTY`], [`BYTES`] (one `write` kept), [`DONE`] (then its `0xff`), or [`OTHER`].
+    state: u8,
+}
+
+/// Nothing written yet.
+const EMPTY: u8 = 0;
+/// The bytes written, in one `write` of at most [`CAPTURE`].
+const BYTES: u8 = 1;
+/// The bytes, then `0xff`: a `str`'s stream.
+const DONE: u8 = 2;
+/// Anything else: the lookup goes the [`Matcher`]'s way.
+const OTHER: u8 = 3;
+
+impl Captured {
+    /// Nothing captured yet: [`capture`](Captured::capture) a key into it.
+    #[inline(always)]
+    pub(crate) fn new() -> Captured {
+        Captured {
+            buf: [0; CAPTURE],
+            len: 0,
+            state: EMPTY,
+        }
+    }
+
+    /// Feeds it what `key`'s `Hash` writes; [`is_str`](Captured::is_str) then says whether
+    /// that was a `str`'s stream of at most [`CAPTURE`] bytes.
+    #[inline(always)]
+    pub(crate) fn capture<Q: Hash + ?Sized>(&mut self, key: &Q) {
+        key.hash(self);
+    }
+
+    /// Whether the stream was a `str`'s, its bytes kept.
+    #[inline(always)]
+    pub(crate) fn is_str(&self) -> bool {
+        self.state == DONE
+    }
+
+    /// The bytes kept.
+    #[inline(always)]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+/// Copies `src` (at most [`CAPTURE`] bytes) to the front of `dst` with a few overlapping
+/// moves (`copy_from_slice` of a length known only at run time calls `memcpy`).
+#[inline(always)]
+fn copy_short(dst: &mut [u8; CAPTURE], src: &[u8]) {
+    #[inline(always)]
+    fn put<const N: usize>(dst: &mut [u8; CAPTURE], src: &[u8], at: usize) {
+        let mut w = [0; N];
+        w.copy_from_slice(&src[at..at + N]);
+        dst[at..at + N].copy_from_slice(&w);
+    }
+    let n = src.len();
+    match n {
+        0 => {}
+        1..=3 => {
+            dst[0] = src[0];
+            dst[n / 2] = src[n / 2];
+            dst[n - 1] = src[n - 1];
+        }
+        4..=7 => {
+            put::<4>(dst, src, 0);
+            put::<4>(dst, src, n - 4);
+        }
+        8..=16 => {
+            put::<8>(dst, src, 0);
+            put::<8>(dst, src, n - 8);
+        }
+        17..=CAPTURE => {
+            put::<16>(dst, src, 0);
+            put::<16>(dst, src, n - 16);
+        }
+        _ => {}
+    }
+}
+
+impl Hasher for Captured {
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        if self.state == EMPTY && bytes.len() <= CAPTURE {
+            copy_short(&mut self.buf, bytes);
+            self.len = bytes.len() as u8;
+            self.state = BYTES;
+        } else {
+            self.state = OTHER;
+        }
+    }
+
+    #[inline(always)]
+    fn write_u8(&mut self, byte: u8) {
+        self.state = if self.state == BYTES && byte == 0xff {
+            DONE
+        } else {
+            OTHER
+        };
+    }
+
+    // Every other write is not a `str`'s stream (the defaults would pass them to `write`).
+    fn write_u16(&mut self, _: u16) {
+        self.state = OTHER;
+    }
+    fn write_u32(&mut self, _: u32) {
+        self.state = OTHER;
+    }
+    fn write_u64(&mut self, _: u64) {
+        self.state = OTHER;
+    }
+    fn write_u128(&mut self, _: u128) {
+        self.state = OTHER;
+    }
+    fn write_usize(&mut self, _: usize) {
+        self.state = OTHER;
+    }
+    fn write_i8(&mut self, _: i8) {
+        self.state = OTHER;
+    }
+    fn write_i16(&mut self, _: i16) {
+        self.state = OTHER;
+    }
+    fn write_i32(&mut self, _: i32) {
+        self.state = OTHER;
+    }
+    fn write_i64(&mut self, _: i64) {
+        self.state = OTHER;
+    }
+    fn write_i128(&mut self, _: i128) {
+        self.state = OTHER;
+    }
+    fn write_isize(&mut self, _: isize) {
+        self.state = OTHER;
+    }
+
+    fn finish(&self) -> u64 {
+        0
+    }
+}
+
 impl StrKey {
     /// `key` as a slot keeps it (a short key's heap bytes are freed).
     pub(crate) fn new(key: String) -> StrKey {
@@ -85,6 +244,12 @@ impl StrKey {
             StrKey::Inline(..) => core::str::from_utf8(self.as_bytes()).unwrap_or_default(),
             StrKey::Heap(key) => key,
         }
+    }
+
+    /// Whether this key's bytes are `bytes` (a [`Captured`] key's).
+    #[inline(always)]
+    pub(crate) fn is(&self, bytes: &[u8]) -> bool {
+        same_bytes(self.as_bytes(), bytes)
     }
 
     /// Whether `key` is this key: `key`'s `Hash` writes this key's bytes and `0xff`, as
@@ -250,6 +415,72 @@ mod tests {
             longer.push(0);
             assert!(!same_bytes(&a, &longer));
         }
+    }
+
+    fn captured<Q: Hash + ?Sized>(key: &Q) -> Option<Vec<u8>> {
+        let mut c = Captured::new();
+        c.capture(key);
+        c.is_str().then(|| c.bytes().to_vec())
+    }
+
+    #[test]
+    fn a_str_of_at_most_capture_bytes_is_captured_whole() {
+        for n in 0..48 {
+            let k = key(n);
+            let want = (n <= CAPTURE).then(|| k.as_bytes().to_vec());
+            assert_eq!(captured(k.as_str()), want, "str of {n} bytes");
+            assert_eq!(captured(&k), want, "String of {n} bytes");
+        }
+        let multibyte = "é".repeat(16); // 32 bytes
+        assert_eq!(
+            captured(multibyte.as_str()),
+            Some(multibyte.as_bytes().to_vec())
+        );
+    }
+
+    #[test]
+    fn a_captured_key_matches_exactly_what_the_matcher_matches() {
+        let keys: Vec<String> = (0..40)
+            .map(key)
+            .chain(["user:1", "user:10", "", "\u{ff}", "a\u{0}", "é"].map(ToString::to_string))
+            .collect();
+        for a in &keys {
+            let k = StrKey::new(a.clone());
+            for b in &keys {
+                if let Some(bytes) = captured(b.as_str()) {
+                    assert_eq!(k.is(&bytes), k.matches(b.as_str()), "{a:?} vs {b:?}");
+                    assert_eq!(k.is(&bytes), a == b, "{a:?} vs {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_that_is_not_one_short_str_is_not_captured() {
+        // The bytes without the terminator, the terminator alone, a terminator other than 0xff.
+        assert_eq!(captured(&[b'a', b'b'][..]), None);
+        struct Stream(&'static [&'static [u8]], &'static [u8]);
+        impl Hash for Stream {
+            fn hash<H: Hasher>(&self, h: &mut H) {
+                for w in self.0 {
+                    h.write(w);
+                }
+                for &b in self.1 {
+                    h.write_u8(b);
+                }
+            }
+        }
+        assert_eq!(captured(&Stream(&[], &[0xff])), None);
+        assert_eq!(captured(&Stream(&[b"ab"], &[0xfe])), None);
+        assert_eq!(captured(&Stream(&[b"ab"], &[0xff, 0xff])), None);
+        // A str's bytes in two writes: the matcher's case, not one write.
+        assert_eq!(captured(&Stream(&[b"a", b"b"], &[0xff])), None);
+        assert_eq!(captured(&Stream(&[b"ab"], &[0xff])), Some(b"ab".to_vec()));
+        // Integers, a tuple, a str past the capture.
+        assert_eq!(captured(&7u64), None);
+        assert_eq!(captured(&("ab", 1u8)), None);
+        assert_eq!(captured(&("ab", 7u32)), None);
+        assert_eq!(captured("x".repeat(CAPTURE + 1).as_str()), None);
     }
 
     #[test]
