@@ -1816,6 +1816,34 @@
 //!   reads one line at random, as governor's does (its key bytes come in creation order,
 //!   prefetched), and writing the key just before the call keeps two calls from overlapping.
 //!   `ShortKey` stays: the same layout as a `Copy` key type that refuses a longer id up front.
+//! - *One pass over the key* (issue 26: `Keyed<String>` by `&str` at 1,000 keys, shuffled,
+//!   was the cell nearest its goal, 1.20–1.26× governor). Each compared slot fed the borrowed
+//!   key's `Hash` into the matcher, and `str`'s `Hash` reaches a hasher through `write_str`,
+//!   which the compiler did not inline: a call of about 39 instructions a lookup, on top of the
+//!   table hasher's own pass. The hit path now feeds the key's `Hash` once into `Captured`, a
+//!   hasher that keeps a copy of the bytes when the stream is a `str`'s (one `write` of at most
+//!   32 bytes, then `0xff`; any other stream goes the matcher's way, with the same answer), and
+//!   compares each slot with the copy inline. Instructions a grant (`callgrind.sh`, allowed /
+//!   denied) `Keyed-str` 267 / 248 → 250 / 233, `Keyed-String` 265 / 245 → 250 / 231. Hashing
+//!   the copy too (one pass in all) measured 33 ns a lookup against 23 in a scratch loop (1,000
+//!   keys, shuffled): the copy's stores and loads then sit on the path to the slot's address,
+//!   where the compare, a predicted branch, hides them; so the key is hashed from its own
+//!   stream and the copy only compared. Alternated builds (`KEYS=1000,100000,1000000
+//!   THREADS=1,2 ORDER=seq,shuffled ROUNDS=7 keyed_compare paired`, four alternations,
+//!   13:30–13:34 UTC, load 1.3–1.5), ratio to governor before → after, lowest–highest run:
+//!
+//!   | keys × threads, order | `String` from a vector | key hot |
+//!   |---|---|---|
+//!   | 1,000 × 1, shuffled | 1.25–1.30 → 1.39–1.46 (31.5–32.4 → 27.6–28.6 ns) | 1.01–1.31 → 1.35–1.40 |
+//!   | 1,000 × 1, creation order | 1.41–1.48 → 1.55–1.64 | 1.28–1.29 → 1.33–1.37 |
+//!   | 1,000 × 2, shuffled | 1.84–2.32 → 2.12–2.43 | 1.52–1.67 → 1.64–1.68 |
+//!   | 100,000 × 1, shuffled | 1.27–1.62 → 1.80–2.49 | 2.86–3.52 → 3.56–3.94 |
+//!   | 1,000,000 × 1, shuffled | 1.43–1.50 → 1.60–1.68 | 2.20–2.39 → 2.24–2.42 |
+//!   | 1,000,000 × 1, creation order | 2.05–2.37 → 2.12–2.38 | 1.38–1.42 → 1.36–1.45 |
+//!
+//!   The `u64` rows, which take neither path, stayed where they were (`Keyed<u64>` 1.50–1.75
+//!   → 1.65–1.68 at 1,000 keys shuffled, 1.42–1.69 → 1.46–1.68 at 100,000). A key of 33 bytes
+//!   or more still goes through the matcher once a compared slot.
 //!
 //! **What the harness's keys hid** (issue 26; nothing in the table changed). The `u64` rows
 //! used the indices 0 .. n as keys. foldhash hashes a `u64` with one folded multiply, and
