@@ -149,6 +149,17 @@ fn copy_short(dst: &mut [u8; CAPTURE], src: &[u8]) {
     }
 }
 
+/// `Hasher` methods that mark a [`Captured`] stream as not a `str`'s.
+macro_rules! not_a_str {
+    ($($method:ident: $t:ty),* $(,)?) => {
+        $(
+            fn $method(&mut self, _: $t) {
+                self.state = OTHER;
+            }
+        )*
+    };
+}
+
 impl Hasher for Captured {
     #[inline(always)]
     fn write(&mut self, bytes: &[u8]) {
@@ -171,38 +182,10 @@ impl Hasher for Captured {
     }
 
     // Every other write is not a `str`'s stream (the defaults would pass them to `write`).
-    fn write_u16(&mut self, _: u16) {
-        self.state = OTHER;
-    }
-    fn write_u32(&mut self, _: u32) {
-        self.state = OTHER;
-    }
-    fn write_u64(&mut self, _: u64) {
-        self.state = OTHER;
-    }
-    fn write_u128(&mut self, _: u128) {
-        self.state = OTHER;
-    }
-    fn write_usize(&mut self, _: usize) {
-        self.state = OTHER;
-    }
-    fn write_i8(&mut self, _: i8) {
-        self.state = OTHER;
-    }
-    fn write_i16(&mut self, _: i16) {
-        self.state = OTHER;
-    }
-    fn write_i32(&mut self, _: i32) {
-        self.state = OTHER;
-    }
-    fn write_i64(&mut self, _: i64) {
-        self.state = OTHER;
-    }
-    fn write_i128(&mut self, _: i128) {
-        self.state = OTHER;
-    }
-    fn write_isize(&mut self, _: isize) {
-        self.state = OTHER;
+    not_a_str! {
+        write_u16: u16, write_u32: u32, write_u64: u64, write_u128: u128, write_usize: usize,
+        write_i8: i8, write_i16: i16, write_i32: i32, write_i64: i64, write_i128: i128,
+        write_isize: isize
     }
 
     fn finish(&self) -> u64 {
