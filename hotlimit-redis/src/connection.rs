@@ -136,14 +136,14 @@ impl SyncConnection {
                 .limit(deadline)
                 .and_then(|()| self.connection().recv_response())
                 .and_then(Value::extract_error);
-            if let Err(e) = &reply {
-                if is_broken(e) {
-                    if replies.is_empty() {
-                        return Err(e.clone());
-                    }
-                    replies.resize(count, Err(e.clone()));
-                    break;
+            if let Err(e) = &reply
+                && is_broken(e)
+            {
+                if replies.is_empty() {
+                    return Err(e.clone());
                 }
+                replies.resize(count, Err(e.clone()));
+                break;
             }
             replies.push(reply);
         }

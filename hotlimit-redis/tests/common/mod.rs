@@ -87,12 +87,11 @@ impl RedisServer {
         self.child = Some(child);
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(10) {
-            if self.socket.exists() {
-                if let Ok(mut c) = self.client().get_connection() {
-                    if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                        return;
-                    }
-                }
+            if self.socket.exists()
+                && let Ok(mut c) = self.client().get_connection()
+                && redis::cmd("PING").query::<String>(&mut c).is_ok()
+            {
+                return;
             }
             std::thread::sleep(Duration::from_millis(5));
         }
