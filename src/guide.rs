@@ -7,6 +7,7 @@
 //! | topic | what it holds |
 //! |---|---|
 //! | [`choosing`] | Which limiter for which job, with an example of each, and hotlimit beside the other Rust rate limiters. |
+//! | [`migrating`] | Moving from governor: each common setup and its hotlimit equivalent, side by side (`tower_governor`: `hotlimit_tower::migrating`). |
 //! | [`gcra`] | GCRA's bound, proved, and what one call costs. |
 //! | [`contention`] | What a single-word limiter does after a lost CAS, the candidates measured, and the one chosen. |
 //! | [`rate_changes`] | Changing a limiter's rate while it runs, and the bound across the change. |
@@ -21,13 +22,18 @@
 //! | [`keyed`] | Per-key limits with bounded memory: eviction, overrides, rate changes, a flood of new keys. |
 //! | [`keyed_table`] | Keyed's inline table: its slots, its segments, how keys are placed, and what each round of measurement taught. |
 //! | [`int_keyed`] | IntKeyed: integer keys inline, at most one state per key, proved and loom-checked. |
+//! | [`measurements`] | What the benchmarks taught: each run's conditions, the A/B runs, the candidates not kept, and the history of the figures. |
+//! | [`measurements_keyed`] | How the keyed tables' figures were measured, their ranges, and what each round of measurement changed. |
 //!
 //! Each topic is a Markdown file, `src/guide/<topic>.md`, included by one `pub mod` below: its
-//! Rust blocks are doctests (`cargo test --doc -p hotlimit guide`), and links between pages
-//! name the page (`crate::guide::gcra#...`).
+//! Rust blocks are doctests (`cargo test --doc -p hotlimit guide`), and a link to a heading of
+//! another page names that page's module (`tests/doc_blocks.rs` checks the heading exists).
 
 pub mod choosing {
     #![doc = include_str!("guide/choosing.md")]
+}
+pub mod migrating {
+    #![doc = include_str!("guide/migrating.md")]
 }
 pub mod gcra {
     #![doc = include_str!("guide/gcra.md")]
@@ -70,4 +76,10 @@ pub mod keyed_table {
 }
 pub mod int_keyed {
     #![doc = include_str!("guide/int_keyed.md")]
+}
+pub mod measurements {
+    #![doc = include_str!("guide/measurements.md")]
+}
+pub mod measurements_keyed {
+    #![doc = include_str!("guide/measurements_keyed.md")]
 }
