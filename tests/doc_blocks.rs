@@ -349,7 +349,10 @@ fn guide_links_in_the_sources_name_sections_that_exist() {
             checked += 1;
         }
     }
-    assert!(checked >= 20, "the sources link into the guide ({checked} links)");
+    assert!(
+        checked >= 20,
+        "the sources link into the guide ({checked} links)"
+    );
 }
 
 #[test]
