@@ -26,7 +26,7 @@
 //! no policy changes a guarantee (the loom models run every loop with one scheduler yield per
 //! loss and a reload after every second loss, whatever the policy). What each candidate costs
 //! at 1, 2 and many threads is in the
-//! [`guide`](crate::guide#contention-one-policy-for-every-single-word-limiter).
+//! [`guide`](crate::guide::contention#contention-one-policy-for-every-single-word-limiter).
 
 // Under loom a lost CAS yields once whatever the policy, so most of the arithmetic goes unused.
 #[cfg_attr(hotlimit_loom, allow(dead_code))]

@@ -488,7 +488,7 @@ pub(crate) struct Snapshot {
 
 /// The TAT that carries a GCRA state across a rate change at `now`, from interval I and
 /// tolerance τ (`old`) to I' and τ' (`new`), before any floor: the rule
-/// [`Gcra::set_rate_at`] documents and the [`guide`](crate::guide#changing-a-rate-while-running)
+/// [`Gcra::set_rate_at`] documents and the [`guide`](crate::guide::rate_changes#changing-a-rate-while-running)
 /// proves, shared with `Keyed`'s per-key changes.
 ///
 /// With D = max(S, now) − now the time owed, the free time F = τ − min(D, τ) is carried as the

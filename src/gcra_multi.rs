@@ -3,7 +3,7 @@
 //!
 //! [`GcraPair`](crate::GcraPair) keeps two TATs in one 16-byte word. Three or more do not fit
 //! any CAS a CPU offers, and checking limiters one after the other cannot give back exactly
-//! (see the [`guide`](crate::guide#gcramulti-k-rates-by-snapshot-swap)). Here the state is a
+//! (see the [`guide`](crate::guide::gcra_multi#gcramulti-k-rates-by-snapshot-swap)). Here the state is a
 //! small pool of *snapshots*, each holding every rate's TAT under a sequence number, and one
 //! word `current` naming the snapshot that is the state:
 //!

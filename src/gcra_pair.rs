@@ -23,7 +23,7 @@
 //! without a 16-byte CAS portable-atomic falls back to a lock: correct, not lock-free.
 //!
 //! The proof that the pair keeps both bounds and that its decisions are exactly those of two
-//! GCRAs applied together is in the [`guide`](crate::guide#gcrapair-two-rates-in-one-word).
+//! GCRAs applied together is in the [`guide`](crate::guide::gcra_pair#gcrapair-two-rates-in-one-word).
 
 use core::{fmt, time::Duration};
 

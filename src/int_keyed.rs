@@ -76,7 +76,7 @@
 //! lock-free; use [`Keyed`](crate::Keyed) (64-bit atomics only) there.
 //!
 //! The proof that at most one COMMITTED slot per key exists at any time, and so that no grant
-//! is lost or doubled, is in the [`guide`](crate::guide#intkeyed-integer-keys-inline).
+//! is lost or doubled, is in the [`guide`](crate::guide::int_keyed#intkeyed-integer-keys-inline).
 
 use core::{
     fmt,
@@ -193,7 +193,7 @@ pub enum Plant {
 ///   any interval of length d) and exact `retry_after`, under any concurrency, also while keys
 ///   are evicted and re-created: at most one state per key exists at any time, and a grant is
 ///   a CAS of the whole slot, key included (proof in the
-///   [`guide`](crate::guide#intkeyed-integer-keys-inline)).
+///   [`guide`](crate::guide::int_keyed#intkeyed-integer-keys-inline)).
 /// - **Bounded memory**: never more than `capacity` keys, in a table allocated at build,
 ///   however many keys arrive: up to a capacity of 32,768, the power of two ≥ 2·`capacity`
 ///   slots of 16 bytes (at most 1 MiB; 32 to 64 bytes per key of capacity); above it, 1.3

@@ -116,7 +116,7 @@ struct Windows<C> {
 /// - Cost: a grant is two CASes (a shared cursor, then the key's window); a denial writes
 ///   the cursor twice (claims the turn, gives it back).
 ///
-/// The proof is in the [`guide`](crate::guide#keypool-bounded-memory).
+/// The proof is in the [`guide`](crate::guide::key_pool#keypool-bounded-memory).
 ///
 /// # Examples
 ///

@@ -8,7 +8,7 @@
 //! **borrows** from the other shards before it denies. Every grant is a grant of exactly one
 //! shard's GCRA, so the global bound is the sum of the shards' bounds, and the shards' rates
 //! are chosen so that sum never exceeds one [`Gcra`](crate::Gcra) with the same rate and
-//! burst (the proof is in the [`guide`](crate::guide#sharded-gcra-the-sum-of-the-shards)).
+//! burst (the proof is in the [`guide`](crate::guide::sharded#sharded-gcra-the-sum-of-the-shards)).
 //!
 //! Files: this one holds the shards and the borrowing admission (one algorithm, kept whole);
 //! `sharded/builder.rs` the builder and the split of rate and burst over the shards;
@@ -56,7 +56,7 @@ pub use builder::ShardedGcraBuilder;
 /// - **Never over the global guarantee: in any interval of length d at most b + ⌊d / I⌋
 ///   permits are granted**, the same bound as one `Gcra`, under any concurrency. The shard
 ///   intervals are rounded up *from I*, so Σ 1/I_k ≤ 1/I (see the
-///   [`guide`](crate::guide#sharded-gcra-the-sum-of-the-shards)).
+///   [`guide`](crate::guide::sharded#sharded-gcra-the-sum-of-the-shards)).
 /// - **A denial only when the shards together cannot serve the request**: sequentially, a
 ///   request for n is granted iff Σ_k (permits shard k could grant now) ≥ n. It takes the
 ///   whole request from the home shard if it can, else from the first other shard that can
@@ -71,7 +71,7 @@ pub use builder::ShardedGcraBuilder;
 ///   together hold the request.
 /// - Under overload a single-permit denial reads the caller's home shard and one hint word
 ///   ("no shard frees a permit before t", left by an earlier denial that read every shard),
-///   and writes nothing: the [`guide`](crate::guide#sharded-gcra-the-sum-of-the-shards) says
+///   and writes nothing: the [`guide`](crate::guide::sharded#sharded-gcra-the-sum-of-the-shards) says
 ///   why the hint is never stale.
 ///
 /// What sharding costs compared with one `Gcra`, precisely:

@@ -30,7 +30,7 @@
 //! Count-closed mode (`closed.rs`) keeps per-bucket counts, given back exactly once when a
 //! bucket expires or closes, plus a FIFO ring of closed buckets.
 //!
-//! The proofs are in the [`guide`](crate::guide#slidingwindow-the-strict-bound).
+//! The proofs are in the [`guide`](crate::guide::sliding_window#slidingwindow-the-strict-bound).
 //!
 //! Files: this one holds the limiter, its admission over either core, the read-back at a
 //! given time and `KeyWindow`; `sliding_window/builder.rs` the builder;
@@ -77,14 +77,14 @@ const DEFAULT_BUCKETS: usize = 10;
 /// | mode | over-admission | a request is wrongly denied only if |
 /// |---|---|---|
 /// | strict (default) | **never**: at most `limit` in every window of length `period` | `limit` permits were really granted within the last `period + w` (the oldest bucket is counted whole) |
-/// | count-closed ([`count_closed(k)`](SlidingWindowBuilder::count_closed)) | **never**, as strict (each grant counted at τ = max(now, the highest `now` any call has brought), which is `now` for a sequential caller whose clock does not run backwards) | both: more than `limit − n` permits were really granted within the last `period + w`, **and** fewer than n + k − 1 permits are truly free (`limit` minus the permits granted in the exact window (now − period, now]); for single permits, fewer than k. k = 1 is exact. Memory + 16 bytes × ⌊`limit` / k⌋, the exact number needed (see the [`guide`](crate::guide#count-closed-buckets)) |
-/// | approximate ([`approximate()`](SlidingWindowBuilder::approximate)) | up to `limit` extra in one window (2 × the cap), reached by an adversarial trace; under random (Poisson) load at 1–4× the rate, measured +8 to +19 % of `limit` with 10 buckets (see the [`guide`](crate::guide#slidingwindow-the-strict-bound)) | the exact window (now − period, now] holds more than `limit − n` (called sequentially) |
+/// | count-closed ([`count_closed(k)`](SlidingWindowBuilder::count_closed)) | **never**, as strict (each grant counted at τ = max(now, the highest `now` any call has brought), which is `now` for a sequential caller whose clock does not run backwards) | both: more than `limit − n` permits were really granted within the last `period + w`, **and** fewer than n + k − 1 permits are truly free (`limit` minus the permits granted in the exact window (now − period, now]); for single permits, fewer than k. k = 1 is exact. Memory + 16 bytes × ⌊`limit` / k⌋, the exact number needed (see the [`guide`](crate::guide::count_closed#count-closed-buckets)) |
+/// | approximate ([`approximate()`](SlidingWindowBuilder::approximate)) | up to `limit` extra in one window (2 × the cap), reached by an adversarial trace; under random (Poisson) load at 1–4× the rate, measured +8 to +19 % of `limit` with 10 buckets (see the [`guide`](crate::guide::sliding_window#slidingwindow-the-strict-bound)) | the exact window (now − period, now] holds more than `limit − n` (called sequentially) |
 ///
 /// Strict mode, precisely: each grant is counted at its *effective time* τ = max(now, the
 /// start of the newest bucket any call has reached when its CAS succeeds). In every window of
 /// length `period` the grants' τ hold at most `limit` permits, under any concurrency: the
 /// decision is one CAS on one word that holds the count (see the
-/// [`guide`](crate::guide#slidingwindow-the-strict-bound)). τ = `now` for a sequential caller
+/// [`guide`](crate::guide::sliding_window#slidingwindow-the-strict-bound)). τ = `now` for a sequential caller
 /// whose clock does not run backwards. Under concurrency it need not be: a caller preempted
 /// between its clock read and its CAS, while others moved the window to a newer bucket, is
 /// counted at that bucket's start, later than its `now`. τ always lies within the call (from
@@ -96,7 +96,7 @@ const DEFAULT_BUCKETS: usize = 10;
 ///   can hold more than `limit`: at most `limit` + the number of threads calling, since only
 ///   each thread's last grant with its `now` in the window can be counted after it. Measured
 ///   with 16 threads on 2 cores and one monotone clock (`examples/window_audit.rs`, see the
-///   [`guide`](crate::guide#what-time-a-grant-is-counted-at)): up to 1.12 × `limit` at
+///   [`guide`](crate::guide::sliding_window#what-time-a-grant-is-counted-at)): up to 1.12 × `limit` at
 ///   `limit` 100, 1.88 × at 8, 1.75 × at 4 when callers yield between the clock read and the
 ///   call; 1.01 × at 100 and none at 4 when they do not; by real time never over `limit`.
 ///

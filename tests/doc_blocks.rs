@@ -1,5 +1,5 @@
 //! Every example a reader sees runs (issue 28): the code blocks of `README.md`, the guide
-//! (`src/guide.rs`) and the READMEs of `hotlimit-tower` and `hotlimit-redis` follow the rule
+//! (`src/guide.rs` and its topics, `src/guide/*.md`) and the READMEs of `hotlimit-tower` and `hotlimit-redis` follow the rule
 //! in CONTRIBUTING.md, so that each Rust example is compiled (and, unless it needs a server,
 //! run) as a doctest by `bash .ci/test`:
 //!
@@ -209,6 +209,31 @@ fn workspace_violations() -> Vec<String> {
         &doc_comment(&read("src/guide.rs")),
         Kind::DocComment,
     ));
+    for (topic, text) in guide_topics() {
+        let name = format!("src/guide/{topic}.md");
+        let include = format!("#![doc = include_str!(\"guide/{topic}.md\")]");
+        if !read("src/guide.rs").contains(&include) {
+            out.push(format!(
+                "{name}: not included by src/guide.rs (its examples would not run)"
+            ));
+        }
+        out.extend(violations(&name, &text, Kind::DocComment));
+    }
+    out
+}
+
+/// The guide's topics: each `src/guide/<topic>.md`, by name, with its text.
+fn guide_topics() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/guide");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let topic = path.file_name()?.to_str()?.strip_suffix(".md")?.to_owned();
+            Some((topic, std::fs::read_to_string(&path).ok()?))
+        })
+        .collect();
+    out.sort();
     out
 }
 
@@ -240,22 +265,21 @@ fn anchors(text: &str) -> Vec<String> {
 }
 
 /// The README's links into the guide and BENCHMARKS.md name headings that exist, so a
-/// renamed section breaks this test, not a reader's link.
+/// renamed section breaks this test, not a reader's link. A guide link names its topic's page
+/// (`guide/<topic>/index.html#<heading>`).
 #[test]
 fn readme_links_name_sections_that_exist() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
     let readme = read("README.md");
-    let targets = [
-        (
-            "guide/index.html#",
-            anchors(&doc_comment(&read("src/guide.rs"))),
-        ),
-        ("BENCHMARKS.md#", anchors(&read("BENCHMARKS.md"))),
-    ];
+    let mut targets: Vec<(String, Vec<String>)> = guide_topics()
+        .into_iter()
+        .map(|(topic, text)| (format!("guide/{topic}/index.html#"), anchors(&text)))
+        .collect();
+    targets.push(("BENCHMARKS.md#".into(), anchors(&read("BENCHMARKS.md"))));
     let mut checked = 0;
     for (prefix, ids) in &targets {
-        for (at, _) in readme.match_indices(prefix) {
+        for (at, _) in readme.match_indices(prefix.as_str()) {
             let rest = &readme[at + prefix.len()..];
             let id: String = rest
                 .chars()
@@ -271,6 +295,63 @@ fn readme_links_name_sections_that_exist() {
     assert!(
         checked >= 5,
         "the README links into the guide and BENCHMARKS.md ({checked} links)"
+    );
+    assert!(
+        !readme.contains("guide/index.html#"),
+        "README.md links to a heading of the guide's index: name the topic's page"
+    );
+}
+
+/// Every intra-doc link into a guide topic's heading (`crate::guide::<topic>#<heading>`, in
+/// any source file or guide page) names a heading of that page: rustdoc checks the page, not
+/// the heading.
+#[test]
+fn guide_links_in_the_sources_name_sections_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let topics = guide_topics();
+    let mut sources: Vec<(String, String)> = topics
+        .iter()
+        .map(|(t, text)| (format!("src/guide/{t}.md"), text.clone()))
+        .collect();
+    let mut dirs = vec![root.join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                sources.push((path.display().to_string(), text));
+            }
+        }
+    }
+    let mut checked = 0;
+    for (name, text) in &sources {
+        for (at, _) in text.match_indices("guide::") {
+            let rest = &text[at + "guide::".len()..];
+            let topic: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let Some(id) = rest[topic.len()..].strip_prefix('#') else {
+                continue;
+            };
+            let id: String = id
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            let page = topics.iter().find(|(t, _)| *t == topic);
+            let page = page.unwrap_or_else(|| panic!("{name}: no guide topic `{topic}`"));
+            assert!(
+                anchors(&page.1).contains(&id),
+                "{name} links to guide::{topic}#{id}, which is no heading"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 20,
+        "the sources link into the guide ({checked} links)"
     );
 }
 

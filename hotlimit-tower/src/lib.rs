@@ -109,6 +109,10 @@ mod policy_pair;
 mod response;
 mod service;
 
+pub mod migrating {
+    #![doc = include_str!("migrating.md")]
+}
+
 pub use body::ResponseBody;
 pub use counters::PolicyCounts;
 #[cfg(feature = "metrics")]

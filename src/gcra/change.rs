@@ -58,7 +58,7 @@ impl<C> Gcra<C> {
     ///   in any interval [t, t + d] with t ≤ s, at most **b + (s − t)/I + (t + d − s)/I'**
     ///   permits are granted (the old burst once, each rate over its own part), and in any
     ///   interval after s, at most **b' + d/I'** (the new guarantee). The proof is in the
-    ///   [`guide`](crate::guide#changing-a-rate-while-running).
+    ///   [`guide`](crate::guide::rate_changes#changing-a-rate-while-running).
     ///
     /// Requests racing the change are judged wholly under the old parameters or wholly under
     /// the new ones (a request whose reads straddle the change fails its CAS and decides again);

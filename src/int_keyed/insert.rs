@@ -1,7 +1,7 @@
 //! The insert protocol of [`IntKeyed`]: a key not found committed in its buckets is claimed
 //! (a FREE slot, or an idle key's), resolved (one committed slot per key, whatever the race),
 //! and evicted keys give their places back. The proof is in the
-//! [`guide`](crate::guide#intkeyed-integer-keys-inline).
+//! [`guide`](crate::guide::int_keyed#intkeyed-integer-keys-inline).
 
 use super::*;
 

@@ -6,7 +6,7 @@
 //!
 //! The table's protocol is in `table.rs` and `table/slow.rs`; how a creation, an eviction and
 //! a rebuild order against each other (and why a new state starts at or above every floor it
-//! must see) is in the [`guide`](crate::guide#keyed-the-inline-table).
+//! must see) is in the [`guide`](crate::guide::keyed_table#keyed-the-inline-table).
 
 use alloc::borrow::ToOwned;
 use core::borrow::Borrow;

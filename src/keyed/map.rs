@@ -43,7 +43,7 @@ pub(super) type KeyTable<K, L> = Table<K, L, super::seed::TableHasher>;
 /// clients that keep coming back: keys granted twice or more that went idle within their
 /// horizon (GCRA: τ) are evicted only when no key granted at most once is busy, so until the
 /// flood's keys go idle, new keys are refused rather than those clients evicted (see the
-/// [`guide`](crate::guide#keyed-under-a-flood-of-new-keys)). A sweep runs on one thread at a
+/// [`guide`](crate::guide::keyed#keyed-under-a-flood-of-new-keys)). A sweep runs on one thread at a
 /// time; a new key arriving at a full table while another thread sweeps is denied with a
 /// 10 µs `retry_after` under either policy.
 ///

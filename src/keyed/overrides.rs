@@ -425,7 +425,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// granted at its old bucket's last instant (never earlier than it was granted), the
     /// newest new-`limit` of them. So no key over-admits at the switch: every request after
     /// it is judged by the new rate's guarantee with the grants made before it counted (see
-    /// the [`guide`](crate::guide#rate-overrides-and-rate-changes)).
+    /// the [`guide`](crate::guide::keyed#rate-overrides-and-rate-changes)).
     ///
     /// Cost: O(`len()`) map operations, on the calling thread. A request on a key being moved
     /// waits for its move (one map store); keys are moved one at a time, so for a moment some

@@ -39,7 +39,7 @@
 //! `duplicate` and [`Stored`].
 //!
 //! The protocol (creation, grants, evictions, rate changes, rebuilds) and its proofs are in
-//! the [`guide`](crate::guide#keyed-the-inline-table); the admission paths that use the table
+//! the [`guide`](crate::guide::keyed_table#keyed-the-inline-table); the admission paths that use the table
 //! are `keyed/admit.rs`.
 
 use alloc::boxed::Box;

@@ -49,7 +49,7 @@ impl<C> ShardedGcra<C> {
     /// over the shards (Σ b_k = b, Σ 1/I_k ≤ 1/I), in any interval [t, t + d] with t ≤ `now`
     /// = s at most b + (s − t)/I + (t + d − s)/I' permits are granted, and in any interval
     /// after s at most b' + d/I' (the proof is `Gcra`'s, shard by shard: see the
-    /// [`guide`](crate::guide#changing-a-rate-while-running)). `burst: None` means the new
+    /// [`guide`](crate::guide::rate_changes#changing-a-rate-while-running)). `burst: None` means the new
     /// rate's `limit`.
     ///
     /// The shards are frozen and converted one at a time; a request that meets a frozen shard

@@ -11,7 +11,7 @@ impl<C> SlidingLog<C> {
     /// the grants in the window allow, and with a lower limit a window that still holds the
     /// dropped (older) grants holds all the kept ones too, so it admits nothing until it is
     /// under the new limit (the argument of `Keyed`'s log carry, in the
-    /// [`guide`](crate::guide#rate-overrides-and-rate-changes)). Every window ending after the
+    /// [`guide`](crate::guide::keyed#rate-overrides-and-rate-changes)). Every window ending after the
     /// change holds at most the new limit, counting the grants from before it.
     ///
     /// Exactness needs one slot per permit of the limit, and the ring cannot grow or shrink

@@ -130,7 +130,7 @@ impl<C> SlidingWindowBuilder<C> {
     ///
     /// Memory: ⌊limit / k⌋ closed-bucket entries of 16 bytes on top of the time buckets (the
     /// exact number a window can need: see the
-    /// [`guide`](crate::guide#count-closed-buckets)). Never over-admits, under any concurrency.
+    /// [`guide`](crate::guide::count_closed#count-closed-buckets)). Never over-admits, under any concurrency.
     /// A grant costs a few more atomic steps than strict mode (a shared high-water mark of the
     /// clock and a released-permits counter).
     ///

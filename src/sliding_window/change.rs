@@ -27,7 +27,7 @@ impl<C> SlidingWindow<C> {
     ///
     /// Racing requests are judged wholly by the old limit or wholly by the new: a request
     /// reads the limit after the state word and its CAS on that word validates both (see the
-    /// [`guide`](crate::guide#changing-a-rate-while-running)). The grant path is unchanged
+    /// [`guide`](crate::guide::rate_changes#changing-a-rate-while-running)). The grant path is unchanged
     /// (the limit is read with the same plain load); a denial checks for a raise that is due.
     ///
     /// The memory of a window is O(buckets), independent of the limit, so any limit up to

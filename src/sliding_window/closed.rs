@@ -3,7 +3,7 @@
 //! time buckets whose open part also closes at `k` permits. The decision word is `{ floor: s, granted: G }`
 //! over a ring of `{ epoch, count }` bucket words; an expired bucket's count is given back
 //! exactly once, by whoever wins the CAS that retires its slot. See the module docs of
-//! [`sliding_window`](super) and the [`guide`](crate::guide#count-closed-buckets).
+//! [`sliding_window`](super) and the [`guide`](crate::guide::count_closed#count-closed-buckets).
 //!
 //! ```text
 //! state:     { floor: s mod 2^32 (bits 63..32), granted: G mod 2^32 (bits 31..0) }
