@@ -10,7 +10,9 @@ use std::time::Duration;
 use hotlimit::{Clock, Decision, Denied, Quota};
 
 use crate::connection::SyncConnection;
+use crate::durable::Durable;
 use crate::error::Error;
+use crate::fence::Fence;
 use crate::gcra::GcraScript;
 use crate::policy::OnError;
 use crate::sync::{AtomicU64, Ordering};
@@ -162,6 +164,13 @@ pub(crate) struct Shared<C> {
     /// Blocking connections for refills and returns, taken one per round trip.
     client: redis::Client,
     pool: Mutex<Vec<SyncConnection>>,
+    /// Q, µs: how far past τ the key's TAT may run ahead of the server's now (the lease queue;
+    /// τ/2). A lost key restarts at now + Q (see `lua/lease.lua`).
+    queue: u64,
+    /// Fenced mode: the fence (τ + Q), or none.
+    fence: Option<Fence>,
+    /// Durable leases: the replicas to wait for, or none.
+    durable: Option<Durable>,
     /// Planted bug (tests only): every leased permit may be granted at once, before its slot.
     planted_early: bool,
 }
@@ -446,6 +455,7 @@ impl<C: Clock> LeasedGcra<C> {
                 }
             }
             Refilled::Busy => Err(self.busy()),
+            Refilled::Wait(ns) => Err(Denied::new(Some(Duration::from_nanos(ns)))),
             Refilled::Failed => self.policy(key, n),
         }
     }

@@ -41,15 +41,21 @@
 #![forbid(unsafe_code)]
 
 mod algorithm;
+mod args;
 mod batch;
 mod cache;
 mod connection;
+mod deadline;
 mod decide;
+mod durable;
 mod error;
+mod eviction;
+mod fence;
 mod gcra;
 mod lease;
 mod limiter;
 mod policy;
+mod reply;
 mod sliding_log;
 mod stats;
 mod sync;
@@ -57,7 +63,9 @@ mod transport;
 
 pub use connection::{cluster_connection, connection_manager, SyncConnection};
 pub use decide::{DecideFuture, RedisDecide};
+pub use durable::Durable;
 pub use error::Error;
+pub use eviction::check_eviction;
 /// A limiter that cannot be built: the core's [`hotlimit::ConfigError`] (the field and the
 /// value that were refused, and why), so that one error type covers the rate and the limiter.
 ///

@@ -116,8 +116,10 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
     let mut leased_times = times;
     assert_eq!(over(&mut leased_times, 500_000, 20), None);
     let s = leased.stats();
+    // Burst 20 (10 ms): a lease holds at most b + Q/I = 30 permits (the queue is capped at
+    // τ + Q so that a lost key costs at most b), so round trips are about 1 per 10 grants.
     assert!(
-        s.round_trips * 10 <= leased_times.len() as u64,
+        s.round_trips * 8 <= leased_times.len() as u64,
         "{s:?}, {} grants",
         leased_times.len()
     );
@@ -205,10 +207,13 @@ fn idle_leases_go_back() {
         .unwrap();
     let mut con = SyncConnection::new(server.client());
     let d = per_decision.decide_blocking(&mut con, "k", 0).unwrap();
+    // A key a lease finds missing starts at now + Q (Q = τ/2: 50 permits here), not now:
+    // the price of a lost key costing at most b (see `lua/lease.lua`). So all but those 50,
+    // the 3 granted and the skipped.
     assert_eq!(
         d.remaining(),
-        100 - 3 - s.skipped,
-        "all but the 3 granted and the skipped"
+        100 - 50 - 3 - s.skipped,
+        "all but the queue's 50, the 3 granted and the skipped"
     );
 }
 
