@@ -116,10 +116,11 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
     let mut leased_times = times;
     assert_eq!(over(&mut leased_times, 500_000, 20), None);
     let s = leased.stats();
-    // Burst 20 (10 ms): a lease holds at most b + Q/I = 30 permits (the queue is capped at
-    // τ + Q so that a lost key costs at most b), so round trips are about 1 per 10 grants.
+    // Burst 20 (10 ms): the queue is capped at τ + Q (Q = τ/2: 10 permits) so that a lost key
+    // costs at most b; 4 threads and a per-decision caller share so short a queue in leases of
+    // about 10 permits (7–9 grants per round trip measured; 10+ before the cap).
     assert!(
-        s.round_trips * 8 <= leased_times.len() as u64,
+        s.round_trips * 5 <= leased_times.len() as u64,
         "{s:?}, {} grants",
         leased_times.len()
     );
