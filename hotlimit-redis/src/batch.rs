@@ -5,9 +5,9 @@ use hotlimit::Decision;
 use redis::aio::ConnectionLike;
 
 use crate::connection::SyncConnection;
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::limiter::{Ask, RedisLimiter, Step};
-use crate::deadline::Deadline;
 use crate::transport::{Call, Replies};
 
 impl RedisLimiter {

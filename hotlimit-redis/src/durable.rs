@@ -45,7 +45,9 @@ impl Durable {
     pub fn new(replicas: u32, timeout: Duration) -> Durable {
         Durable {
             replicas,
-            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1),
+            timeout_ms: u64::try_from(timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
         }
     }
 

@@ -43,8 +43,9 @@ pub fn check_eviction(con: &mut impl ConnectionLike) -> Result<Option<String>, E
             None => return Ok(None),
         },
         // A server error (CONFIG renamed, forbidden by an ACL, unknown): nothing is known.
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError)
-            || e.code().is_some() =>
+        Err(e)
+            if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError)
+                || e.code().is_some() =>
         {
             return Ok(None)
         }

@@ -15,13 +15,13 @@ use crate::algorithm::Algorithm;
 use crate::args::Args;
 use crate::cache::{DenialCache, Entry};
 use crate::connection::SyncConnection;
+use crate::deadline::Deadline;
 use crate::durable::Durable;
 use crate::error::Error;
 use crate::fence::Fence;
 use crate::policy::OnError;
 use crate::reply::Reply;
 use crate::stats::{Counters, Stats};
-use crate::deadline::Deadline;
 use crate::transport::{is_connection_fault, Call, Lua, Replies};
 
 mod builder;

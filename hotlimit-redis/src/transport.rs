@@ -169,7 +169,11 @@ impl Call {
             return Ok(first);
         };
         let second = con
-            .exchange(deadline, &again.get_packed_pipeline(), self.count(at.len() + 1))
+            .exchange(
+                deadline,
+                &again.get_packed_pipeline(),
+                self.count(at.len() + 1),
+            )
             .map(|r| self.waited(r));
         Ok(merge(first, &at, second))
     }

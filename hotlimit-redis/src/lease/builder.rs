@@ -387,13 +387,15 @@ impl<C> LeasedGcraBuilder<C> {
         // By default one lease_time of the whole rate (at least 2): lease sizes follow the rate.
         let max_lease = self.max_lease.unwrap_or_else(|| {
             let i = u128::from(gcra.interval()) * 1000;
-            (self.lease_time.as_nanos().div_ceil(i).min(u128::from(MAX_PERMITS)) as u64).max(2)
+            (self
+                .lease_time
+                .as_nanos()
+                .div_ceil(i)
+                .min(u128::from(MAX_PERMITS)) as u64)
+                .max(2)
         });
         let span = max_lease.checked_mul(gcra.interval());
-        if max_lease == 0
-            || max_lease > MAX_PERMITS
-            || span.is_none_or(|s| s > MAX_MICROS)
-        {
+        if max_lease == 0 || max_lease > MAX_PERMITS || span.is_none_or(|s| s > MAX_MICROS) {
             return Err(ConfigError::invalid(
                 "max_lease",
                 max_lease,

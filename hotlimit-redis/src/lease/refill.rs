@@ -11,13 +11,13 @@ use redis::{RedisResult, Value};
 use super::offset;
 use super::word::{Closed, Lease, RefillGuard, MAX_PERMITS};
 use super::{KeyState, LeasedGcra};
-use crate::reply::ints;
 use crate::connection::SyncConnection;
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::fence::Fence;
 use crate::limiter::{nanos, only};
+use crate::reply::ints;
 use crate::sync::Ordering;
-use crate::deadline::Deadline;
 use crate::transport::{is_connection_fault, Call, Lua, Replies};
 
 /// The lease script: the shared prelude, then `lua/lease.lua`.

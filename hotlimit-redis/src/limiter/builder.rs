@@ -361,13 +361,11 @@ impl RedisLimiterBuilder {
             (true, Algorithm::Gcra(g)) => Some(Fence {
                 horizon: g.tolerance(),
             }),
-            (true, Algorithm::Log(_)) => {
-                return Err(ConfigError::invalid(
-                    "fenced",
-                    true,
-                    "fenced mode is for GCRA (a sliding log's lost stamps cannot be restarted full)",
-                ))
-            }
+            (true, Algorithm::Log(_)) => return Err(ConfigError::invalid(
+                "fenced",
+                true,
+                "fenced mode is for GCRA (a sliding log's lost stamps cannot be restarted full)",
+            )),
         };
         Ok(RedisLimiter {
             shared: Arc::new(Shared {
