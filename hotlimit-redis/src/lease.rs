@@ -337,7 +337,8 @@ impl<C: Clock> LeasedGcra<C> {
         let s = &self.shared;
         let keys = s.keys.pin();
         let skipped = keys.values().map(|k| k.lease.skipped()).sum();
-        s.counters.snapshot(keys.len(), skipped)
+        let held = keys.values().map(|k| k.lease.held()).sum();
+        s.counters.snapshot(keys.len(), skipped, held)
     }
 
     /// The Redis key that holds `key`'s TAT: the prefix, then `key` (the same key a

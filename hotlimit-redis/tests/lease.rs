@@ -186,6 +186,10 @@ fn idle_leases_go_back() {
     }
     let s = leased.stats();
     assert!(s.leased > 3, "{s:?}");
+    // The grants apart from the round trips and the permits leased: 3 granted, the rest held
+    // or passed over.
+    assert_eq!((s.granted, s.round_trips), (3, s.leases), "{s:?}");
+    assert_eq!(s.leased, s.granted + s.held + s.skipped, "{s:?}");
     // The first sweep notes the word, the second finds it unchanged: idle.
     assert_eq!(leased.return_idle(), 0);
     let back = leased.return_idle();

@@ -401,10 +401,13 @@ impl<C: Clock> LeasedGcra<C> {
         s.counters.round_trip();
         let deadline = Deadline::new(s.deadline);
         let mut con = self.connection();
+        let unspent: u64 = closed.iter().map(|(_, l, spent)| l.permits - spent).sum();
         let replies: Replies = match call.send_blocking(&mut con, &deadline) {
             Ok(replies) => replies,
             Err(_) => {
                 s.counters.error();
+                // Closed and not given back: passed over.
+                s.counters.skipped(unspent);
                 return 0;
             }
         };
@@ -416,6 +419,7 @@ impl<C: Clock> LeasedGcra<C> {
             }
         }
         s.counters.returned(returned);
+        s.counters.skipped(unspent - returned);
         returned
     }
 }
