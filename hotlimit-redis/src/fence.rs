@@ -5,7 +5,8 @@
 /// A fence of `horizon` µs: the longest a TAT can run ahead of the server's `now` (τ for a
 /// per-decision GCRA, τ + the lease queue for leases). For that long after the server is
 /// found to have lost its data (its marker key is missing), a missing limiter key is taken as
-/// lost and restarts at the marker's time + `horizon`: the refusal window of a loss.
+/// lost and restarts at the marker's time + `horizon`: with no burst (and, for leases, refused
+/// for the queue's length), refilling at the rate: what a loss costs in fenced mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Fence {
     pub(crate) horizon: u64,

@@ -70,6 +70,30 @@ use word::{KeyLease, Take};
 /// permit whose deadline passes unused is skipped (lost), as is the tail of a lease that a
 /// request for more permits than it has left moves past.
 ///
+/// # The queue, and what a lost key costs
+///
+/// The lease script never lets a key's TAT run more than τ + Q ahead of the server's `now`
+/// (Q = τ/2, the queue: leases may reserve permits past the burst, but only that far). A
+/// lease that does not fit whole is cut to what fits, and refused (retry-after: until the
+/// request's permits fit) when not even those do. So a process's lease never waits behind
+/// seconds of other processes' leases, and every process on an over-limit key gets its turn
+/// (measured in `tests/fairness.rs`: every process ≥ 3/4 of its fair share in every second).
+///
+/// When the server loses a key (a restart without persistence, `FLUSHALL`, eviction), the
+/// leases taken before the loss stay valid in their processes, with TATs (the GCRA sequence
+/// of their permits) at most t_loss + τ + Q. A lease that finds the key missing starts it at
+/// now + Q (not now), so every TAT after the loss is past now + Q ≥ t_loss + Q: the TATs
+/// from before and after overlap on at most τ, at most b of them, I apart on each side. In a
+/// window [t, t + d] the grants' TATs lie in [t + I, t + d + τ], so at most b + ⌊d/I⌋ from
+/// each sequence's part outside the overlap and at most b more inside it: **a loss costs at
+/// most b**, whatever the number of processes and the lease sizes (as it does a per-decision
+/// key). The price: a leased key that was idle (missing) starts with b/2 permits at once
+/// instead of b. Per-decision callers on the same key start a missing key at `now`, so a
+/// mixed key's loss costs up to b + Q/I = 1.5 b; a failover to a replica that lags (the key
+/// present but stale) likewise costs up to 1.5 b; [`fenced`](LeasedGcraBuilder::fenced)
+/// mode makes a whole-server loss cost nothing (fence τ + Q), and
+/// [`durable`](LeasedGcraBuilder::durable) leases make a failover cost nothing.
+///
 /// # Under-use, never over-admission
 ///
 /// - A lease taken while the key is idle starts at S = now: its first permits' deadlines pass

@@ -118,6 +118,10 @@ fn leased_run(
         .map(|_| leased(server.client(), fenced, None))
         .collect();
     let g = hammer(processes, MILLIS, FAULT_AT, || fault(server));
+    println!(
+        "chaos: {name}: {} grants in the 200 ms after the fault (the rate: 400)",
+        g.within_after_fault(200)
+    );
     audit(name, &g.times, g.after_fault, 0, allowed);
 }
 
@@ -143,6 +147,10 @@ fn restart_without_persistence() {
         RTT.store(0, std::sync::atomic::Ordering::Relaxed);
         let g = hammer(processes, MILLIS, FAULT_AT, || server.restart());
         let slack = RTT.load(std::sync::atomic::Ordering::Relaxed);
+        println!(
+            "chaos: per decision, fenced {fenced}: {} grants in the 200 ms after the fault (the rate: 400)",
+            g.within_after_fault(200)
+        );
         let name = if fenced {
             "restart, per decision, fenced"
         } else {

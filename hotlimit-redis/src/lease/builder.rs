@@ -291,8 +291,9 @@ impl<C> LeasedGcraBuilder<C> {
     /// Fenced mode: a key the server lost (a restart without persistence, `FLUSHALL`, a
     /// failover to an empty replica) restarts **full** instead of empty, so that the limit
     /// stays exact across the loss, for every process together. The fence is τ + Q (Q = τ/2,
-    /// the lease queue: the furthest a lease can have pushed a key's TAT): after a loss, keys
-    /// not in Redis are refused for up to 1.5 τ. As
+    /// the lease queue: the furthest a lease can have pushed a key's TAT): after a loss, a key
+    /// not in Redis is refused for Q and then grants at the rate, with no burst, until its
+    /// bucket refills. As
     /// [`RedisLimiterBuilder::fenced`](crate::RedisLimiterBuilder::fenced) otherwise.
     ///
     /// # Examples

@@ -276,7 +276,8 @@ impl RedisLimiterBuilder {
     /// marker too; the first decision after the loss remakes it, and for τ = b·I after that
     /// (the fence: the furthest a grant's TAT can have reached) a missing key restarts with
     /// its TAT at the marker's time + τ. The cost: after a loss (and on the very first use of
-    /// a key space) every key that is not in Redis is refused for up to τ (its refill time).
+    /// a key space) a key that is not in Redis has no burst: it grants at the rate, from
+    /// empty, until its bucket refills (τ).
     /// One `GET` more per decision.
     ///
     /// Not detected: a failover to a replica that has the marker but lags (use

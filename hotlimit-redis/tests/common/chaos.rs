@@ -33,6 +33,20 @@ pub struct Grants {
     pub times: Vec<u64>,
     /// Grants after the fault's instant.
     pub after_fault: usize,
+    /// The fault's instant (ns).
+    pub fault_time: u64,
+}
+
+impl Grants {
+    /// Grants in the `ms` milliseconds from the fault's instant (a refusal window shows as
+    /// fewer than the rate's).
+    pub fn within_after_fault(&self, ms: u64) -> usize {
+        let end = self.fault_time + ms * 1_000_000;
+        self.times
+            .iter()
+            .filter(|&&t| t > self.fault_time && t <= end)
+            .count()
+    }
 }
 
 /// Runs `processes` (each a closure that tries one grant and returns its time, or how long to
@@ -71,7 +85,11 @@ pub fn hammer(
         .collect();
     times.sort_unstable();
     let after_fault = times.iter().filter(|&&t| t > fault_time).count();
-    Grants { times, after_fault }
+    Grants {
+        times,
+        after_fault,
+        fault_time,
+    }
 }
 
 /// The largest excess of any window over the GCRA bound: max over every pair of grants
