@@ -20,6 +20,12 @@
 //! (a reconnect and a `NOSCRIPT` reload included). Denials are remembered per key, so a denied key is
 //! denied again locally until its retry-after (exact for GCRA). [`Stats`] counts it all.
 //!
+//! Redis losing state (a restart without persistence, `FLUSHALL`, a failover to a lagging
+//! replica, eviction) costs at most the burst per key, leases included; `fenced(true)` makes a
+//! whole-server loss cost nothing, [`Durable`] grants make a failover cost nothing, and
+//! [`check_eviction`] refuses a `maxmemory-policy` that can evict limiter keys. The README's
+//! "What each fault costs" table is measured by `tests/chaos.rs`.
+//!
 //! Blocking callers use a [`SyncConnection`]; async callers a
 //! [`ConnectionManager`](redis::aio::ConnectionManager) ([`connection_manager`]) or a cluster
 //! connection ([`cluster_connection`]); [`RedisLimiter::with_connection`] makes a

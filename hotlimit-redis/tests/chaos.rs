@@ -103,7 +103,12 @@ fn audit(name: &str, times: &[u64], after_fault: usize, slack: u64, allowed: u64
         excess(&twin, I_NS, BURST, slack) > allowed,
         "{name}: the planted twin passed the audit"
     );
-    assert!(after_fault > 0, "{name}: no grant after the fault");
+    // Service goes on after the fault (durable grants need a replica, and a promoted one
+    // has none: that run is exempt).
+    assert!(
+        after_fault > 0 || name.contains("durable"),
+        "{name}: no grant after the fault"
+    );
     over
 }
 
