@@ -419,7 +419,13 @@ impl<C> LeasedGcraBuilder<C> {
                 capacity: self.capacity,
                 max_lease,
                 lease_time: nanos(self.lease_time),
-                queue: gcra.tolerance() / 2,
+                // The planted twin's leases queue 4 τ deep (its early grants then overrun the
+                // bound by far more than the capped queue's b/2 could show).
+                queue: if self.planted_early {
+                    gcra.tolerance() * 4
+                } else {
+                    gcra.tolerance() / 2
+                },
                 fence: self.fenced.then(|| Fence {
                     horizon: gcra.tolerance() + gcra.tolerance() / 2,
                 }),

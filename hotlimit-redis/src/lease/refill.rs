@@ -140,9 +140,10 @@ impl<C: Clock> LeasedGcra<C> {
         }
     }
 
-    /// The lease script's call: ARGV I, τ, k, no test hook, the fence (0: none), the queue Q
-    /// and the fewest permits worth leasing (see `lua/lease.lua`); `WAIT` after it when the
-    /// limiter is durable (paid once per lease).
+    /// The lease script's call: ARGV I, τ, k, no test hook, the fence (0: none), the queue Q,
+    /// the fewest permits worth leasing and where a missing key starts (Q; the planted twin:
+    /// now) (see `lua/lease.lua`); `WAIT` after it when the limiter is durable (paid once per
+    /// lease).
     fn call(&self, pending: &Pending<'_>) -> Call {
         let s = &self.shared;
         let g = &s.gcra;
@@ -160,6 +161,7 @@ impl<C: Clock> LeasedGcra<C> {
                 fence,
                 s.queue,
                 pending.fewest,
+                if s.planted_early { 0 } else { s.queue },
             ],
         );
         call

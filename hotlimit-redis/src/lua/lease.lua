@@ -21,6 +21,8 @@
 -- ARGV[5]  the fence F, microseconds (0: not fenced; else KEYS[2] is the marker, see now.lua)
 -- ARGV[6]  Q, the queue: how far past tau the TAT may run ahead of now, microseconds (< tau)
 -- ARGV[7]  the fewest permits worth leasing (>= 1, <= k)
+-- ARGV[8]  where a missing key starts, past now, microseconds: Q (the crate's planted twin
+--          alone passes 0)
 --
 -- Returns {S, I, tau, now, k'}, integers (microseconds; k' the permits leased, 0: none fit, and
 -- then S is where the next lease would start).
@@ -32,7 +34,8 @@ local k = tonumber(ARGV[3])
 
 local queue = tonumber(ARGV[6])
 local fewest = tonumber(ARGV[7])
-local tat = tonumber(redis.call('GET', KEYS[1])) or fenced_tat or (now + queue)
+local lost_start = tonumber(ARGV[8])
+local tat = tonumber(redis.call('GET', KEYS[1])) or fenced_tat or (now + lost_start)
 -- A server clock that went back sees the TAT further ahead: no time has passed.
 local start = tat
 if start < now then
