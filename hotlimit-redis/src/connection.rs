@@ -10,7 +10,7 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Client, Connection, ConnectionLike, RedisError, RedisResult, Value};
 
-use crate::transport::Deadline;
+use crate::deadline::Deadline;
 
 /// A blocking connection that reconnects by itself: after an I/O error or a timeout it is
 /// dropped, and the next call connects again. Connecting, writing and reading share one
