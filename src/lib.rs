@@ -112,6 +112,7 @@ mod key_wait;
 mod keyed;
 mod limiter;
 mod memory;
+mod multi_window;
 mod pacer;
 mod rate;
 mod reservation;
@@ -145,6 +146,7 @@ pub use keyed::{Keyed, KeyedBuilder, KeyedRead, KeyedState, WhenFull};
 #[cfg(all(hotlimit_loom, not(feature = "std")))]
 pub use keyed::{KeyedRead, KeyedState};
 pub use limiter::Limiter;
+pub use multi_window::{MultiWindow, MultiWindowBuilder};
 pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
 pub use reservation::{FairAcquire, Reservation};
@@ -173,6 +175,9 @@ pub use int_keyed::planted as __planted_int_keyed;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use keyed::planted as __planted_keyed;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use multi_window::planted as __planted_multi_window;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use reservation::planted as __planted_reservation;
