@@ -9,13 +9,26 @@ use super::*;
 #[derive(Debug)]
 pub struct ChargeAsYouGo<C>(pub MultiWindow<C>);
 
-impl<C: Clock> ChargeAsYouGo<C> {
-    /// The broken acquire of one permit: every window in order, stopping at the first refusal.
-    pub fn try_acquire(&self) -> Result<(), Denied> {
-        let now = self.0.clock.now();
+impl<C> ChargeAsYouGo<C> {
+    /// The broken acquire of one permit at `now`: every window in order, stopping at the first
+    /// refusal.
+    pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
         for w in self.0.windows.as_slice() {
             w.charge(1, now)?;
         }
         Ok(())
+    }
+}
+
+/// [`MultiWindow`] whose ring give-back does not check that the charged bucket is still the
+/// current one: a refused call whose charge was closed into a snapshot by a roll takes its
+/// permits out of the new bucket instead, which then undercounts its grants.
+#[derive(Debug)]
+pub struct GiveBackToAnyBucket<C>(pub MultiWindow<C>);
+
+impl<C> GiveBackToAnyBucket<C> {
+    /// The broken acquire of one permit at `now`.
+    pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
+        (self.0.windows).acquire_with(1, now, window::Window::give_back_to_any_bucket)
     }
 }

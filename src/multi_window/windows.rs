@@ -42,6 +42,18 @@ impl Windows {
     /// refusal leaves nothing counted but what a give-back that raced a ring's roll strands.
     #[inline(always)]
     pub(crate) fn acquire(&self, n: u64, now: u64) -> Result<(), Denied> {
+        self.acquire_with(n, now, Window::give_back)
+    }
+
+    /// [`acquire`](Windows::acquire) with the give-back step `give_back` (the real one, or a
+    /// loom model's planted twin).
+    #[inline(always)]
+    pub(crate) fn acquire_with(
+        &self,
+        n: u64,
+        now: u64,
+        give_back: impl Fn(&Window, u64, Token, u64) -> bool,
+    ) -> Result<(), Denied> {
         let k = self.windows.len();
         // Relaxed: a hint (see `first`); any value below k is a valid order.
         let first = (self.first.load(Ordering::Relaxed) as usize).min(k - 1);
@@ -50,7 +62,10 @@ impl Windows {
         while step < k {
             match self.windows[i].charge(n, now) {
                 Ok(t) => tokens[step] = t,
-                Err(d) => return Err(self.refused(n, now, first, &tokens[..step], i, d)),
+                Err(d) => {
+                    let given = &tokens[..step];
+                    return Err(self.refused(n, now, first, given, i, d, give_back));
+                }
             }
             step += 1;
             i += 1;
@@ -67,6 +82,7 @@ impl Windows {
     /// waiting the result and retrying succeeds, and one nanosecond less does not).
     #[cold]
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn refused(
         &self,
         n: u64,
@@ -75,12 +91,13 @@ impl Windows {
         tokens: &[Token],
         at: usize,
         denied: Denied,
+        give_back: impl Fn(&Window, u64, Token, u64) -> bool,
     ) -> Denied {
         let k = self.windows.len();
         let next = |i: usize| if i + 1 == k { 0 } else { i + 1 };
         let mut i = first;
         for &token in tokens {
-            self.windows[i].give_back(n, token, now);
+            give_back(&self.windows[i], n, token, now);
             i = next(i);
         }
         if at != first {

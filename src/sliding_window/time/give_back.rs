@@ -92,6 +92,31 @@ impl<H: HeadCell> TimeRing<H> {
         }
     }
 
+    /// The planted twin of [`give_back`](Self::give_back) (loom models only): lowers G in
+    /// whatever bucket is current, unless frozen. Given back after a roll, the permits leave
+    /// bucket x's snapshot counted and are taken from the new bucket's count instead: that
+    /// bucket then undercounts by n.
+    #[cfg(hotlimit_loom)]
+    pub(in crate::sliding_window) fn give_back_to_any_bucket(&self, n: u64) -> bool {
+        // Relaxed: the twin's guess for the CAS.
+        let mut s = self.head.state().load(Ordering::Relaxed);
+        loop {
+            if s & FROZEN != 0 {
+                return false;
+            }
+            // AcqRel: as in `give_back`.
+            match self.head.state().compare_exchange_weak(
+                s,
+                s.wrapping_sub(n << HIGH),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(current) => s = current,
+            }
+        }
+    }
+
     /// The denial a request for `n` ≥ 1 permits at `now` would get, or `None` if it would be
     /// granted. Reads only (beyond finishing a roll another call froze), as
     /// [`read_at`](Self::read_at).
@@ -160,6 +185,12 @@ impl KeyWindow {
     #[inline]
     pub(crate) fn give_back(&self, n: u64, charged: u64) -> bool {
         self.ring.give_back(n, charged)
+    }
+
+    /// The planted twin of [`give_back`](KeyWindow::give_back) (loom models only).
+    #[cfg(hotlimit_loom)]
+    pub(crate) fn give_back_to_any_bucket(&self, n: u64) -> bool {
+        self.ring.give_back_to_any_bucket(n)
     }
 
     /// The denial a request for `n` ≥ 1 at `now` would get (`None`: granted). Reads only.
