@@ -1339,6 +1339,7 @@
 //! clock moved), and a closing grant one push (a CAS and two stores); expiry costs a CAS and
 //! an add per closed bucket. Strict mode's code path is unchanged.
 //!
+#![doc = include_str!("guide/multi_window.md")]
 //! # Keyed: per-key limits with bounded memory
 //!
 //! [`Keyed`](crate::Keyed) keeps one limiter state per key (`std` only). A GCRA state (the TAT

@@ -87,7 +87,7 @@ pub(crate) const MAX_WINDOWS: usize = 8;
 ///   ⟺ granted; the wait is the latest window's, and waiting it succeeds). Under
 ///   concurrency a refused call may refuse others while its charges are in flight, and a
 ///   ring's give-back that races a roll to a new bucket leaves its permits counted until that
-///   bucket leaves the window: false denials, bounded in the [module docs](self) and the
+///   bucket leaves the window: false denials, bounded in the
 ///   [`guide`](crate::guide#multiwindow-several-hard-windows-all-or-nothing), never a grant.
 /// - A request for more than some window's limit is denied with `retry_after() == None`.
 ///
@@ -96,9 +96,9 @@ pub(crate) const MAX_WINDOWS: usize = 8;
 /// Cost: a grant is each window's grant (a ring: three loads and a CAS; a log: a look, a CAS
 /// of the cursor and one of each slot) plus a loop over the windows. A denial by the window
 /// that refused last (the first one tried) writes nothing; one by a later window gives back
-/// the charges before it. Memory: per ring window about 110 bytes plus 8 bytes per ring slot
-/// (the power of two above `buckets`: 128 bytes for the default 10 buckets); per log window
-/// about 110 bytes plus 8 bytes per permit of its limit.
+/// the charges before it. Memory: per ring window 120 bytes (x86-64) plus 8 bytes per ring slot
+/// (the power of two above `buckets` + 1: 128 bytes for the default 10 buckets); per log window
+/// 120 bytes plus 8 bytes per permit of its limit.
 ///
 /// # Examples
 ///
