@@ -46,7 +46,8 @@ impl Windows {
     }
 
     /// [`acquire`](Windows::acquire) with the give-back step `give_back` (the real one, or a
-    /// loom model's planted twin).
+    /// loom model's planted twin). One or two windows are charged inline, with no array of
+    /// tokens; a third and later ones in [`acquire_more`](Windows::acquire_more).
     #[inline(always)]
     pub(crate) fn acquire_with(
         &self,
@@ -54,11 +55,48 @@ impl Windows {
         now: u64,
         give_back: impl Fn(&Window, u64, Token, u64) -> bool,
     ) -> Result<(), Denied> {
+        let windows = &*self.windows;
+        let k = windows.len();
+        // Relaxed: a hint (see `first`); only indices below k are ever stored.
+        let first = self.first.load(Ordering::Relaxed) as usize;
+        let Some(w0) = windows.get(first) else {
+            // Not reached: `first` is always an index of a window.
+            return self.acquire_more(n, now, 0, &[], give_back);
+        };
+        let t0 = match w0.charge(n, now) {
+            Ok(t) => t,
+            Err(d) => return Err(self.refused(n, now, first, &[], first, d, give_back)),
+        };
+        if k == 1 {
+            return Ok(());
+        }
+        let second = if first + 1 == k { 0 } else { first + 1 };
+        match windows[second].charge(n, now) {
+            Ok(t1) if k == 2 => {
+                let _ = t1;
+                Ok(())
+            }
+            Ok(t1) => self.acquire_more(n, now, first, &[t0, t1], give_back),
+            Err(d) => Err(self.refused(n, now, first, &[t0], second, d, give_back)),
+        }
+    }
+
+    /// The rest of [`acquire_with`](Windows::acquire_with): the windows after those from
+    /// `first` on that took `taken` (wrapping around).
+    #[inline(never)]
+    fn acquire_more(
+        &self,
+        n: u64,
+        now: u64,
+        first: usize,
+        taken: &[Token],
+        give_back: impl Fn(&Window, u64, Token, u64) -> bool,
+    ) -> Result<(), Denied> {
         let k = self.windows.len();
-        // Relaxed: a hint (see `first`); any value below k is a valid order.
-        let first = (self.first.load(Ordering::Relaxed) as usize).min(k - 1);
         let mut tokens = [Token::default(); MAX_WINDOWS];
-        let (mut i, mut step) = (first, 0);
+        tokens[..taken.len()].copy_from_slice(taken);
+        let mut step = taken.len();
+        let mut i = (first + step) % k;
         while step < k {
             match self.windows[i].charge(n, now) {
                 Ok(t) => tokens[step] = t,
