@@ -308,8 +308,8 @@ fn sixteen_racing_threads_never_overfill_a_window() {
                     barrier.wait();
                     let mut mine = Vec::new();
                     for i in 0..calls {
-                        // Relaxed: a counter; every 8th call moves the clock by 1 ns.
-                        if ticks.fetch_add(1, Ordering::Relaxed) % 8 == 0 {
+                        // Relaxed: a counter; every 4th call moves the clock by 1 ns.
+                        if ticks.fetch_add(1, Ordering::Relaxed) % 4 == 0 {
                             clock.advance(Duration::from_nanos(1));
                         }
                         let n = if (t + i) % 5 == 0 { 2 } else { 1 };
