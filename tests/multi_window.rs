@@ -286,6 +286,8 @@ fn sixteen_racing_threads_never_overfill_a_window() {
     for (ring, log) in [
         ((5u64, 64u64, 4usize), (7u64, 100u64)),
         ((9, 40, 3), (3, 25)),
+        ((3, 8, 4), (4, 10)),
+        ((2, 4, 2), (3, 6)),
     ] {
         let clock = ManualClock::new();
         let limiter = MultiWindow::builder()
