@@ -70,7 +70,7 @@ pub(crate) const MAX_WINDOWS: usize = 8;
 /// For terms such as "100 per minute and 2,000 per hour": [`GcraPair`](crate::GcraPair) and
 /// [`GcraMulti`](crate::GcraMulti) keep smooth *rates*, and each GCRA allows its burst plus
 /// its rate in any window, so a greedy client on `100/min and 2000/h` gets 3,999 in its first
-/// hour and 199 in its busiest minute. Here no window of either length ever holds more than
+/// hour and 198 in its busiest minute. Here no window of either length ever holds more than
 /// its limit.
 ///
 /// # Guarantees
