@@ -182,6 +182,51 @@ impl<C> MultiWindowBuilder<C> {
 }
 
 impl<C> MultiWindowBuilder<C> {
+    /// This builder without its clock (a per-key state reads none).
+    #[cfg(feature = "std")]
+    pub(crate) fn unclocked(self) -> MultiWindowBuilder<crate::clock::NoClock> {
+        MultiWindowBuilder {
+            windows: self.windows,
+            clock: crate::clock::NoClock,
+        }
+    }
+
+    /// The first window's rate (1 per second with none: `build` then reports `windows`).
+    #[cfg(feature = "std")]
+    pub(crate) fn first_rate(&self) -> Rate {
+        match self.windows.first() {
+            Some(&(rate, _)) => rate,
+            None => match Rate::per_second(1) {
+                Ok(rate) => rate,
+                Err(e) => unreachable!("1 per second is a rate: {e}"),
+            },
+        }
+    }
+
+    /// The smallest limit of the windows (0 with none).
+    #[cfg(feature = "std")]
+    pub(crate) fn min_limit(&self) -> u64 {
+        self.windows
+            .iter()
+            .map(|(r, _)| r.limit())
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The bytes the windows take, headers and rings or logs (for `Keyed`'s memory budget).
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](MultiWindowBuilder::build).
+    #[cfg(feature = "std")]
+    pub(crate) fn bytes(&self) -> Result<u128, ConfigError> {
+        let mut total = core::mem::size_of::<Windows>() as u128;
+        for &(rate, kind) in &self.windows {
+            total += Window::size_for(rate, kind)?;
+        }
+        Ok(total)
+    }
+
     /// The windows, checked and allocated (shared with the per-key state).
     ///
     /// # Errors

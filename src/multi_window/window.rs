@@ -84,6 +84,46 @@ impl Window {
         }
     }
 
+    /// The bytes a window for `rate` counted as `kind` takes, header and ring or log.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Window::new), for a ring.
+    #[cfg(feature = "std")]
+    pub(crate) fn size_for(rate: Rate, kind: Kind) -> Result<u128, ConfigError> {
+        let header = core::mem::size_of::<Window>() as u128;
+        Ok(match kind {
+            Kind::Ring(buckets) => {
+                let builder = SlidingWindow::builder(rate)
+                    .buckets(buckets)
+                    .clock(Unclocked);
+                header - core::mem::size_of::<KeyWindow>() as u128 + KeyWindow::size_for(&builder)?
+            }
+            Kind::Log => header + 8 * u128::from(rate.limit()),
+        })
+    }
+
+    /// The time from which the window counts none of its permits (0: none counted now). Exact
+    /// when no call is in flight (a `Keyed` gate closed and drained).
+    #[cfg(feature = "std")]
+    pub(crate) fn idle_at(&self) -> u64 {
+        match self {
+            Window::Ring { ring, rate } => ring
+                .counted()
+                .map(|(t, _)| t.saturating_add(rate.period_nanos()))
+                .max()
+                .unwrap_or(0),
+            Window::Log(log) => {
+                let period = log.rate().period_nanos();
+                log.stamps()
+                    .filter(|&s| s != 0)
+                    .map(|s| (s - 1).saturating_add(period))
+                    .max()
+                    .unwrap_or(0)
+            }
+        }
+    }
+
     /// Takes `n` ≥ 1 permits at `now`, all or nothing; the token for
     /// [`give_back`](Window::give_back).
     #[inline(always)]

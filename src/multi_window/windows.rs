@@ -153,6 +153,12 @@ impl Windows {
         denied
     }
 
+    /// The time from which no window counts a permit (0: none counted now).
+    #[cfg(feature = "std")]
+    pub(crate) fn idle_at(&self) -> u64 {
+        self.windows.iter().map(Window::idle_at).max().unwrap_or(0)
+    }
+
     /// The denial a request for `n` ≥ 1 at `now` would get from the windows (`None`: every
     /// window has room). Reads only.
     pub(crate) fn wait_for(&self, n: u64, now: u64) -> Option<Denied> {
