@@ -47,6 +47,10 @@ fn each_key_has_its_own_windows_and_a_refusal_charges_none() {
     assert!(k.try_acquire_at(&1, s / 2).is_err());
     assert!(k.try_acquire_at(&1, 2 * s).is_ok());
     assert!(k.try_acquire_at(&1, 3 * s).is_err());
+    // Read-back: the fewest permits left in any window (the minute's, spent), and a new key's.
+    assert_eq!(k.remaining_at(&1, 3 * s), 0);
+    assert_eq!(k.remaining_at(&1, 60 * s), 2);
+    assert_eq!(k.remaining_at(&9, 0), 2);
 }
 
 #[test]
@@ -114,4 +118,28 @@ fn sixteen_threads_on_one_key_get_exactly_the_smallest_limit() {
         }
     });
     assert_eq!(granted.into_inner(), 7);
+}
+
+/// Per-key decisions report the first window's quota and the fewest permits left.
+#[test]
+fn decide_reports_the_fewest_permits_left() {
+    use hotlimit::{Decide, Quota};
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let k: Keyed<u32, MultiWindow, ManualClock> = Keyed::multi_window(windows())
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    let mut fut = std::pin::pin!(k.decide(&4, 2));
+    let Poll::Ready(Ok(d)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+        panic!("an in-process decision is ready at once")
+    };
+    assert!(d.is_allowed());
+    // 0 of 2 per second left (the minute has 1): r = 0, never above q.
+    assert_eq!(d.remaining(), 0);
+    assert_eq!(
+        d.quota(),
+        Quota::new(2, std::time::Duration::from_millis(1_100))
+    );
 }

@@ -7,14 +7,17 @@
 //! nothing is carried but, for safety, the time the state goes idle: a state made from it
 //! denies until then.
 
-use super::gate::{gate_retire, gated_acquire, gated_idle_at, gated_state_methods, LOG_PENDING};
+use super::gate::{gate_retire, gated_acquire, gated_idle_at, gated_state_methods};
+use super::gate::{LOG_EVICTED, LOG_MOVING, LOG_PENDING};
+use super::read::KeyedRead;
+use super::word::WordOf;
 use super::{Admit, KeyedState, Retire};
 use crate::clock::NoClock;
 use crate::error::ConfigError;
 use crate::multi_window::windows::Windows;
 use crate::multi_window::{MultiWindow, MultiWindowBuilder};
 use crate::rate::Rate;
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicU64, Ordering};
 
 pub(super) use state::{MultiConfig, MultiState};
 
@@ -131,4 +134,38 @@ impl KeyedState for MultiWindow {
     }
 
     super::word::no_word!();
+}
+
+/// Read-back per key: the fewest permits any window has left, and when every window is full
+/// again; the quota of the first window (as the unkeyed [`MultiWindow`]'s `Decide::quota`).
+impl KeyedRead for MultiWindow {
+    fn read_word(_: &MultiConfig, w: WordOf<Self>, _: u64) -> (u64, u64) {
+        match w {}
+    }
+
+    fn rate(cfg: &MultiConfig) -> Rate {
+        cfg.builder.first_rate()
+    }
+
+    fn burst(cfg: &MultiConfig) -> u64 {
+        cfg.min_limit
+    }
+
+    fn quota(cfg: &MultiConfig) -> crate::decide::Quota {
+        cfg.builder.first_quota()
+    }
+
+    fn read(_: &MultiConfig, state: &MultiState, now: u64) -> Option<(u64, u64)> {
+        // Relaxed: a snapshot for headers, as for the per-key log and window.
+        if state.gate.load(Ordering::Relaxed) & (LOG_EVICTED | LOG_MOVING | LOG_PENDING) != 0 {
+            return None;
+        }
+        // Relaxed: written once before the state went live.
+        let floor = state.floor.load(Ordering::Relaxed);
+        let judged = now.max(floor);
+        let (remaining, reset) = state.windows.read_at(judged);
+        // Below the floor every request is denied until the floor (see `below_floor`).
+        let remaining = if now < floor { 0 } else { remaining };
+        Some((remaining, reset.saturating_add(judged - now)))
+    }
 }

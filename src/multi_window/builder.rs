@@ -203,6 +203,15 @@ impl<C> MultiWindowBuilder<C> {
         }
     }
 
+    /// The first window's quota (as [`MultiWindow`]'s `Decide::quota`).
+    #[cfg(feature = "std")]
+    pub(crate) fn first_quota(&self) -> crate::decide::Quota {
+        match self.windows.first() {
+            Some(&(rate, kind)) => Window::quota_for(rate, kind),
+            None => crate::decide::quota_of(self.first_rate()),
+        }
+    }
+
     /// The smallest limit of the windows (0 with none).
     #[cfg(feature = "std")]
     pub(crate) fn min_limit(&self) -> u64 {

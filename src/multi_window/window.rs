@@ -196,6 +196,21 @@ impl Window {
         }
     }
 
+    /// [`quota`](Window::quota) of a window for `rate` counted as `kind`, without building it.
+    #[cfg(feature = "std")]
+    pub(crate) fn quota_for(rate: Rate, kind: Kind) -> Quota {
+        match kind {
+            Kind::Ring(buckets) => {
+                let width = rate.period_nanos().div_ceil(buckets.max(1) as u64);
+                Quota::new(
+                    rate.limit(),
+                    rate.period() + core::time::Duration::from_nanos(width),
+                )
+            }
+            Kind::Log => crate::decide::quota_of(rate),
+        }
+    }
+
     /// What a client may spend from full, and over how long: a ring's `limit` per `period`
     /// plus one bucket width (a grant counts until its bucket leaves the window), a log's
     /// `limit` per `period` (as [`SlidingWindow`]'s and [`SlidingLog`]'s `Decide`).
