@@ -212,6 +212,15 @@ impl<C> MultiWindowBuilder<C> {
         }
     }
 
+    /// Each window's quota, in the order added.
+    #[cfg(feature = "std")]
+    pub(crate) fn quotas(&self) -> Vec<crate::decide::Quota> {
+        self.windows
+            .iter()
+            .map(|&(rate, kind)| Window::quota_for(rate, kind))
+            .collect()
+    }
+
     /// The smallest limit of the windows (0 with none).
     #[cfg(feature = "std")]
     pub(crate) fn min_limit(&self) -> u64 {
