@@ -14,8 +14,8 @@ use std::hash::Hash;
 use std::net::Ipv4Addr;
 
 use hotlimit::{
-    Denied, Gcra, IntKey, IntKeyed, Keyed, Limiter, QuantaClock, ShardedGcra, ShortKey, SlidingLog,
-    SlidingWindow,
+    Denied, Gcra, IntKey, IntKeyed, Keyed, Limiter, MultiWindow, QuantaClock, ShardedGcra,
+    ShortKey, SlidingLog, SlidingWindow,
 };
 use rows::*;
 
@@ -168,6 +168,25 @@ fn main() {
             run(SlidingWindow::new(s.rate()).unwrap(), path, iters)
         }
         "SlidingLog" if path != Path::Busy => run(SlidingLog::new(s.rate()).unwrap(), path, iters),
+        // Two windows of the path's rate: counted rings, or exact logs (issue 45).
+        "MultiWindow2" if path != Path::Busy => run(
+            MultiWindow::builder()
+                .window(s.rate())
+                .window(s.rate())
+                .build()
+                .unwrap(),
+            path,
+            iters,
+        ),
+        "MultiWindow2-log" if path != Path::Busy => run(
+            MultiWindow::builder()
+                .exact(s.rate())
+                .exact(s.rate())
+                .build()
+                .unwrap(),
+            path,
+            iters,
+        ),
         "GcraPair" => run(gcra_pair(&s), path, iters),
         "GcraMulti2" => run(gcra_multi(&s, 2), path, iters),
         "GcraMulti3" => run(gcra_multi(&s, 3), path, iters),

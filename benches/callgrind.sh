@@ -30,14 +30,14 @@ echo "ITERS=$ITERS; empty loop: $(echo "scale=2; $base_a / $ITERS" | bc) instr/i
 echo
 echo "| row | allowed instr/call | busy instr/call | denied instr/call |"
 echo "|---|---|---|---|"
-ROWS=${ROWS:-"Gcra Gcra+CoarseClock ShardedGcra ShardedGcra16 SlidingWindow SlidingLog GcraPair GcraMulti2 GcraMulti3 Gcra-then-Gcra \
+ROWS=${ROWS:-"Gcra Gcra+CoarseClock ShardedGcra ShardedGcra16 SlidingWindow SlidingLog MultiWindow2 MultiWindow2-log GcraPair GcraMulti2 GcraMulti3 Gcra-then-Gcra \
            governor governor-keyed governor-then-governor throttle-net-hybrid2 ratelimit rate-net rate-net+CoarseClock rate-net-keyed \
            mutex-log mutex-bucket Keyed-u64 Keyed-String Keyed-str Keyed-short IntKeyed-u64 IntKeyed-Ipv4Addr IntKeyed-IpAddr-v6 \
            quanta-now coarse-now instant-now fetch-add cas-loop sdd-guard seize-guard"}
 for row in $ROWS; do
     a=$(count "$row" allowed)
     d=$(count "$row" denied)
-    if [ "$row" = mutex-log ] || [ "$row" = SlidingWindow ] || [ "$row" = SlidingLog ]; then
+    if [ "$row" = mutex-log ] || [ "$row" = SlidingWindow ] || [ "$row" = SlidingLog ] || [ "$row" = MultiWindow2 ] || [ "$row" = MultiWindow2-log ]; then
         b="–" # a sliding log has no burst apart from its limit: no busy path
     else
         b=$(echo "scale=1; ($(count "$row" busy) - $base_b) / $ITERS" | bc)

@@ -550,6 +550,19 @@ impl ConfigError {
     }
 }
 
+/// For limiters built of several windows, which report each window's settings under its own
+/// name.
+impl ConfigError {
+    /// This error with its field renamed to `to` if it is `from`; any other field is kept.
+    pub(crate) fn renamed(self, from: &str, to: &'static str) -> Self {
+        if self.field == from {
+            ConfigError { field: to, ..self }
+        } else {
+            self
+        }
+    }
+}
+
 /// For limiters built of several rates, which deny with the longest of their waits.
 impl Denied {
     /// The later of two denials: the one with the longer wait, "never" beating any wait. Both

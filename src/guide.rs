@@ -13,6 +13,7 @@
 //! | [`rate_changes`] | Changing a limiter's rate while it runs, and the bound across the change. |
 //! | [`gcra_pair`] | Two rates in one word, all or nothing, and why not "claim, then give back" for more. |
 //! | [`gcra_multi`] | Up to eight rates by snapshot swap. |
+//! | [`multi_window`] | Several hard windows at once ("100 per minute AND 2,000 per hour"), all or nothing: each window's bound, proved, and what a give-back can do to other callers. |
 //! | [`sliding_log`] | The exact sliding window: no over-admission under any concurrency, exact for a sequential caller. |
 //! | [`key_pool`] | Handing out API keys, and the pool's bounded memory. |
 //! | [`waiting`] | Blocking and async waits, reservations, and the pacer. |
@@ -49,6 +50,9 @@ pub mod gcra_pair {
 }
 pub mod gcra_multi {
     #![doc = include_str!("guide/gcra_multi.md")]
+}
+pub mod multi_window {
+    #![doc = include_str!("guide/multi_window.md")]
 }
 pub mod sliding_log {
     #![doc = include_str!("guide/sliding_log.md")]

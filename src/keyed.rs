@@ -135,6 +135,19 @@ pub trait KeyedState: sealed::Sealed + 'static {
         let _ = second;
         Self::config(rate, burst)
     }
+    /// The configuration for several windows ([`MultiWindow`](crate::MultiWindow)); the
+    /// others take a rate and refuse windows.
+    #[doc(hidden)]
+    fn config_windows(
+        windows: &crate::multi_window::MultiWindowBuilder<crate::clock::NoClock>,
+    ) -> Result<Self::Config, ConfigError> {
+        let _ = windows;
+        Err(ConfigError::new(
+            "windows",
+            crate::error::Value::Count(0),
+            "only a MultiWindow per key takes windows",
+        ))
+    }
     /// A state under `cfg` continuing from `carry` (taken from a retired state).
     #[doc(hidden)]
     fn carried(cfg: &Self::Config, carry: Self::Carry, floor: u64) -> Self::State;
@@ -230,6 +243,7 @@ mod sealed {
     impl Sealed for crate::gcra_pair::GcraPair {}
     impl Sealed for super::SlidingLog {}
     impl Sealed for super::SlidingWindow {}
+    impl Sealed for crate::multi_window::MultiWindow {}
 }
 
 /// The outcome of one admission attempt on one key's state.
@@ -270,6 +284,8 @@ mod gcra_pair;
 mod log;
 #[cfg(feature = "std")]
 mod map;
+#[cfg(feature = "std")]
+mod multi_window;
 #[cfg(feature = "std")]
 mod overrides;
 #[cfg(feature = "std")]

@@ -9,6 +9,7 @@
 //! | [`ShardedGcra`] | S cache-padded GCRA words (default S = cores), each with its share of the rate and burst | never over one `Gcra`'s b + d/I; each thread starts at its own home shard (thread-local) and borrows from the others before it denies, so a single busy thread still gets the global rate | S × one padded line (128 bytes on x86-64) |
 //! | [`SlidingWindow`] | one decision word (the count of permits ever granted, beside the current bucket) and a ring of that count's snapshots at bucket ends: a grant is one CAS | hard cap: at most `limit` in every window of length `period`, never over-admits, each grant counted at its effective time τ (its `now`; for a caller preempted between its clock read and its CAS, the newest bucket's start: τ always lies within the call, so an audit by real time never sees more than `limit`, while an audit by the callers' own `now`s can see up to `limit` + the number of threads, measured 1.88 × `limit` at `limit` 8 with 16 threads on 2 cores: see the [guide](guide::sliding_window#what-time-a-grant-is-counted-at)); a false denial only if `limit` were granted within `period` + one bucket width (default 10 buckets); `count_closed(k)` also closes a bucket at k permits, so a request for n is wrongly denied only if fewer than n + k − 1 permits are truly free as well (k = 1: exact for a sequential caller); `approximate()` mode never wrongly denies a sequential caller but may admit up to 2 × `limit` in a window (measured +8–19 % under random load, 10 buckets) | 8 bytes × M (M the power of two ≥ buckets + 1: 16 for the default 10) + 512 bytes (the head's two cache lines: the word every grant CASes, and the epoch every call reads; 128 bytes of padding on each side of the ring); count-closed: 8 bytes × (buckets + 1) + 16 bytes × ⌊`limit`/k⌋ + six cache lines |
 //! | [`SlidingLog`] | a ring of `limit` `AtomicU64` grant times and a cursor | exact sliding window: at most `limit` permits in every window (t − period, t], under any concurrency; a sequential caller gets exactly the exact log's decisions and `retry_after`; a denial is read-only | 8 bytes × `limit` |
+//! | [`MultiWindow`] | up to 8 windows, each a `SlidingWindow` ring or a `SlidingLog` ring with its own limit and period | several hard windows at once ("100/min AND 2,000/h"): each window's bound (a ring's or a log's), all or nothing: each window is charged by its own CAS and a refusal gives every charge back (a racing caller may be refused meanwhile, never granted: see the [guide](guide::multi_window)); a sequential caller gets the windows' exact decisions and the latest wait; per key: [`Keyed::multi_window`] | per window 120 bytes + a ring's 8 bytes × M or a log's 8 bytes × `limit`; per key 40 bytes + the windows + the key and map entry |
 //! | [`KeyPool`] | a [`SlidingLog`] of K·`max_uses` slots, slot i → key i mod K; or, with [`buckets(n)`](KeyPoolBuilder::buckets), one strict [`SlidingWindow`] per key and a cursor | hands out API keys ([`get_next_key`](KeyPool::get_next_key)): no key more than `max_uses` times in any window of `period`; denied, with the exact wait, only when every key is spent (with `buckets(n)`: spent within `period` + one bucket width) | 8 bytes × K × `max_uses`; with `buckets(n)`: about 104 + 8·M bytes × K, M the power of two ≥ n + 1 (245 MB for a million keys, n = 10) |
 //! | [`Keyed`] (`std`) | key → one limiter state: for [`Gcra`] (one `AtomicU64`) and [`GcraPair`] (one 16-byte word) inline beside the key in a lock-free open-addressed table; for [`SlidingLog`] and [`SlidingWindow`] (a ring behind a gate word) in a lock-free map | the inner limiter's guarantee per key, also while keys are evicted; at most `capacity` keys, idle keys evicted by sweeps on insert, [`WhenFull`] when too few are idle; per-key rate overrides (at most `capacity`) and default-rate changes at runtime | `Gcra`: at most 1.4 slots of 16 bytes per `u64` key of capacity (32 with `GcraPair`), segments that grow with integer keys; logs and windows: the key + 16 bytes + map overhead, `SlidingLog` + 8 bytes × `limit`, `SlidingWindow` + 8 bytes × M (M the power of two ≥ buckets + 1) + about 150 bytes of header (measured for `u64` keys: 28 bytes with `Gcra`, 55 with `GcraPair`, 278 with a `SlidingLog` of `limit` 10, 342 with a `SlidingWindow` of 10 buckets) |
 //! | [`IntKeyed`] (`std`) | an open-addressed table of 16-byte atomic slots `{key, GCRA state}` for integer keys (`u64`, `u32`, `u16`, `i64`, `usize`) and IP addresses (`Ipv4Addr`; `Ipv6Addr` and `IpAddr` per prefix, default /56), two buckets of four per key (one cache line each; two more in a secondary area in tables over 1 MiB) | per key exactly [`Gcra`] (one rate for all keys, changed at runtime by [`set_rate`](IntKeyed::set_rate) as [`Gcra::set_rate`] changes one), also while keys are evicted: a grant is one 128-bit CAS of key and state together, and an insert protocol keeps at most one state per key (proof in the [guide](guide::int_keyed#intkeyed-integer-keys-inline), loom-checked); a hard capacity, idle keys replaced by new ones (no background thread); a new key with no room is denied with the wait until a slot goes idle | allocated at build: 16 bytes × the power of two ≥ 2·`capacity` up to a capacity of 32,768 (at most 1 MiB), 20.8 bytes per key of capacity above it (a primary area at load 0.85 and a secondary one for keys whose buckets are full); lock-free where the target has a 16-byte CAS (x86-64, aarch64), portable-atomic's lock elsewhere |
@@ -112,6 +113,7 @@ mod key_wait;
 mod keyed;
 mod limiter;
 mod memory;
+mod multi_window;
 mod pacer;
 mod rate;
 mod reservation;
@@ -145,6 +147,7 @@ pub use keyed::{Keyed, KeyedBuilder, KeyedRead, KeyedState, WhenFull};
 #[cfg(all(hotlimit_loom, not(feature = "std")))]
 pub use keyed::{KeyedRead, KeyedState};
 pub use limiter::Limiter;
+pub use multi_window::{MultiWindow, MultiWindowBuilder};
 pub use pacer::{Pacer, PacerBuilder, Tick};
 pub use rate::Rate;
 pub use reservation::{FairAcquire, Reservation};
@@ -173,6 +176,9 @@ pub use int_keyed::planted as __planted_int_keyed;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use keyed::planted as __planted_keyed;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub use multi_window::planted as __planted_multi_window;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
 pub use reservation::planted as __planted_reservation;

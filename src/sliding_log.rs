@@ -52,6 +52,7 @@ use crate::sync::{AtomicU64, Ordering};
 
 mod builder;
 mod change;
+mod give_back;
 mod read;
 
 pub use builder::SlidingLogBuilder;

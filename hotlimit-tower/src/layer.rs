@@ -19,6 +19,7 @@ use crate::field::Field;
 use crate::headers::PolicyText;
 use crate::key::KeyExtractor;
 use crate::policy::{BoxError, Policy};
+use crate::policy_multi::PolicyMulti;
 use crate::policy_pair::PolicyPair;
 use crate::response::{Rejection, RejectionBody};
 use crate::service::RateLimit;
@@ -244,6 +245,34 @@ impl RateLimitLayerBuilder {
         X::Key: Borrow<K>,
     {
         self.policies.push(Box::new(pair));
+        self
+    }
+
+    /// Adds one policy per hard window of a [`PolicyMulti`]: every window's limit on one key,
+    /// all or nothing, one `RateLimit-Policy` item per window.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Keyed, MultiWindow, Rate};
+    /// use hotlimit_tower::{HeaderKey, PolicyMulti, RateLimitLayer};
+    ///
+    /// let windows = MultiWindow::builder().window(Rate::per_minute(100)?).exact(Rate::per_hour(2_000)?);
+    /// let per_key = Keyed::<String, MultiWindow>::multi_window(windows).capacity(10_000).build()?;
+    /// let layer = RateLimitLayer::builder()
+    ///     .multi(PolicyMulti::new(["per-minute", "per-hour"], per_key, HeaderKey::new("x-api-key")?))
+    ///     .build()?;
+    /// assert_eq!(layer.counters()[1].policy, "per-hour");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi<K, C, X>(mut self, multi: PolicyMulti<K, C, X>) -> Self
+    where
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+        C: Clock + 'static,
+        X: KeyExtractor,
+        X::Key: Borrow<K>,
+    {
+        self.policies.push(Box::new(multi));
         self
     }
 

@@ -105,6 +105,7 @@ mod key;
 mod keying;
 mod layer;
 mod policy;
+mod policy_multi;
 mod policy_pair;
 mod response;
 mod service;
@@ -142,6 +143,7 @@ pub use key::{
 pub use keying::MissingKey;
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
 pub use policy::{BoxError, Policy};
+pub use policy_multi::PolicyMulti;
 pub use policy_pair::PolicyPair;
 pub use response::{
     RateLimitDecision, Rejection, RejectionBody, RejectionKind, QUOTA_EXCEEDED_TYPE,

@@ -9,10 +9,11 @@ use crossbeam_utils::CachePadded;
 use super::map::{KeyTable, Keyed, Map, WhenFull};
 use super::word::TatWord;
 use super::KeyedState;
-use crate::clock::{Clock, DefaultClock};
+use crate::clock::{Clock, DefaultClock, NoClock};
 use crate::error::{ConfigError, Value};
 use crate::gcra::Gcra;
 use crate::gcra_pair::GcraPair;
+use crate::multi_window::{MultiWindow, MultiWindowBuilder};
 use crate::rate::Rate;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
@@ -39,6 +40,8 @@ pub struct KeyedBuilder<K, L, C> {
     burst: Option<u64>,
     /// A `GcraPair`'s second rate and burst (`None` for every other limiter).
     second: Option<(Rate, Option<u64>)>,
+    /// A `MultiWindow`'s windows (`None` for every other limiter).
+    windows: Option<MultiWindowBuilder<NoClock>>,
     capacity: usize,
     max_memory: usize,
     when_full: WhenFull,
@@ -88,6 +91,7 @@ impl<K, L> KeyedBuilder<K, L, DefaultClock> {
             rate,
             burst: None,
             second: None,
+            windows: None,
             capacity: DEFAULT_CAPACITY,
             max_memory: crate::memory::DEFAULT_MAX_MEMORY,
             when_full: WhenFull::DenyNewKeys,
@@ -265,6 +269,7 @@ impl<K, L, C> KeyedBuilder<K, L, C> {
             rate: self.rate,
             burst: self.burst,
             second: self.second,
+            windows: self.windows,
             capacity: self.capacity,
             max_memory: self.max_memory,
             when_full: self.when_full,
@@ -304,7 +309,10 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C: Clock> KeyedBuilder<K, L,
                 "must be at least 1 key",
             ));
         }
-        let cfg = Arc::new(L::config_with(self.rate, self.burst, self.second)?);
+        let cfg = Arc::new(match &self.windows {
+            Some(windows) => L::config_windows(windows)?,
+            None => L::config_with(self.rate, self.burst, self.second)?,
+        });
         let capacity = self.capacity as u64;
         let need = table_bytes::<K, L>(capacity, &cfg);
         crate::memory::within("capacity", u128::from(capacity), need, self.max_memory)?;
@@ -423,6 +431,43 @@ impl<K> Keyed<K, GcraPair> {
     pub fn gcra_pair(first: Rate, second: Rate) -> KeyedBuilder<K, GcraPair, DefaultClock> {
         let mut b = KeyedBuilder::defaults(first);
         b.second = Some((second, None));
+        b
+    }
+}
+
+impl<K> Keyed<K, MultiWindow> {
+    /// A builder for per-key [`MultiWindow`] limits: every key held to all of `windows` (hard
+    /// windows, each a ring or a log), all or nothing (capacity 100,000 keys,
+    /// [`WhenFull::DenyNewKeys`], the default clock; the clock `windows` was given is not
+    /// used). The windows are fixed at build: [`set_rate`](Keyed::set_rate) and
+    /// [`set_default_rate`](Keyed::set_default_rate) return an error (field `rate`). Memory
+    /// per key: the map's entry and key, 16 bytes of gate, and the windows (see
+    /// [`MultiWindow`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Keyed, ManualClock, MultiWindow, Rate};
+    ///
+    /// // Per user: 2 per second AND 3 per minute, hard windows.
+    /// let windows = MultiWindow::builder()
+    ///     .exact(Rate::per_second(2)?)
+    ///     .window(Rate::per_minute(3)?);
+    /// let k: Keyed<u32, MultiWindow, ManualClock> =
+    ///     Keyed::multi_window(windows).clock(ManualClock::new()).build()?;
+    /// assert!(k.try_acquire_n_at(&7, 2, 0).is_ok());
+    /// assert!(k.try_acquire_at(&7, 1_000_000_000).is_ok()); // the minute's third
+    /// assert!(k.try_acquire_at(&7, 2_000_000_000).is_err()); // the minute is spent
+    /// assert!(k.try_acquire_at(&8, 2_000_000_000).is_ok()); // another user
+    /// # Ok::<(), hotlimit::ConfigError>(())
+    /// ```
+    pub fn multi_window<C0>(
+        windows: MultiWindowBuilder<C0>,
+    ) -> KeyedBuilder<K, MultiWindow, DefaultClock> {
+        // The rate is never used: `build` takes the windows.
+        let first = windows.first_rate();
+        let mut b = KeyedBuilder::defaults(first);
+        b.windows = Some(windows.unclocked());
         b
     }
 }

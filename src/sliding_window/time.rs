@@ -61,6 +61,7 @@ use crate::error::Denied;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// Planted bugs for the loom models (see `super::planted`).
+mod give_back;
 #[cfg(hotlimit_loom)]
 mod planted;
 mod read;
@@ -333,7 +334,7 @@ impl<H: HeadCell> TimeRing<H> {
                 Fast::Slow => None,
             };
             match self.acquire_slow(n, now, seen) {
-                Ok(()) => return Ok(()),
+                Ok(_) => return Ok(()),
                 Err(d) => d,
             }
         };
@@ -450,10 +451,11 @@ impl<H: HeadCell> TimeRing<H> {
         }
     }
 
-    /// [`acquire`](Self::acquire) after its fast path failed: the full loop.
+    /// [`acquire`](Self::acquire) after its fast path failed: the full loop. A grant returns
+    /// the word its CAS installed (the charge's token for a give-back, `give_back.rs`).
     #[cold]
     #[inline(never)]
-    fn acquire_slow(&self, n: u64, now: u64, seen: Option<u64>) -> Result<(), Denied> {
+    fn acquire_slow(&self, n: u64, now: u64, seen: Option<u64>) -> Result<u64, Denied> {
         if n > self.limit() {
             // Never, and without moving the window.
             return Err(Denied::never());
@@ -491,7 +493,7 @@ impl<H: HeadCell> TimeRing<H> {
                 Ordering::Release,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Ok(()),
+                Ok(_) => return Ok(next),
                 Err(current) => {
                     // Acquire (a reload after a pause): as in `acquire`.
                     s = contention.lost(current, now, || self.head.state().load(Ordering::Acquire));

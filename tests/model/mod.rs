@@ -7,6 +7,7 @@ pub(crate) mod gcra_pair;
 pub(crate) mod int_keyed;
 pub(crate) mod keyed_table;
 pub(crate) mod log;
+pub(crate) mod multi_window;
 pub(crate) mod reservation;
 pub(crate) mod sharded;
 pub(crate) mod trace;
