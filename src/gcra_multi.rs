@@ -228,10 +228,10 @@ impl<C> GcraMulti<C> {
             // Acquire: pairs with the Release of the `current` CAS that published it, so the
             // snapshot's seq store (sequenced before that CAS) is visible below.
             let cur = self.current.load(Ordering::Acquire);
-            let (gen, slot) = (cur >> SLOT_BITS, (cur & SLOT_MASK) as usize);
+            let (r#gen, slot) = (cur >> SLOT_BITS, (cur & SLOT_MASK) as usize);
             let snap = &self.snapshots[slot];
             let mut tats = [0u64; MAX_RATES];
-            if !read(snap, gen, &mut tats[..k]) {
+            if !read(snap, r#gen, &mut tats[..k]) {
                 // The snapshot was reclaimed since `current` named it: a grant completed.
                 contention.wait();
                 continue;
@@ -250,7 +250,7 @@ impl<C> GcraMulti<C> {
                 // A denial returns before any write: no rate is charged.
                 return Err(d);
             }
-            let Some(j) = self.claim(slot, gen) else {
+            let Some(j) = self.claim(slot, r#gen) else {
                 // Every spare snapshot is held by a grant in progress: one of them will finish.
                 contention.wait();
                 continue;
@@ -262,12 +262,12 @@ impl<C> GcraMulti<C> {
                 t.store(v, Ordering::Relaxed);
             }
             // Release: a reader that Acquire-loads this even seq sees the TATs stored above.
-            spare.seq.store(2 * (gen + 1), Ordering::Release);
+            spare.seq.store(2 * (r#gen + 1), Ordering::Release);
             // Release on success: publishes the new snapshot (its seq store above) to readers
             // that Acquire-load `current`. Relaxed on failure: we start again from a load.
             match self.current.compare_exchange(
                 cur,
-                ((gen + 1) << SLOT_BITS) | j as u64,
+                ((r#gen + 1) << SLOT_BITS) | j as u64,
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
@@ -310,14 +310,14 @@ impl<C> GcraMulti<C> {
     /// one whose seq is even with a generation below `gen` (so it is not the current snapshot
     /// and cannot become current again unless rewritten), by CAS to odd. `None` if every other
     /// snapshot is in use.
-    fn claim(&self, slot: usize, gen: u64) -> Option<usize> {
+    fn claim(&self, slot: usize, r#gen: u64) -> Option<usize> {
         let n = self.snapshots.len();
         for step in 1..n {
             let j = (slot + step) % n;
             let s = &self.snapshots[j];
             // Relaxed: the CAS below checks the value; a stale read only skips a slot or fails.
             let seq = s.seq.load(Ordering::Relaxed);
-            if seq % 2 == 1 || seq / 2 >= gen {
+            if seq % 2 == 1 || seq / 2 >= r#gen {
                 continue;
             }
             // Relaxed (both): the odd seq must be visible before the TAT stores that follow;
@@ -489,10 +489,10 @@ impl<C> GcraMulti<C> {
 /// Reads snapshot `snap` of generation `gen` into `out` as a seqlock reader: false if the
 /// snapshot does not hold that generation (it was reclaimed, or is being rewritten).
 #[inline]
-fn read(snap: &Snapshot, gen: u64, out: &mut [u64]) -> bool {
+fn read(snap: &Snapshot, r#gen: u64, out: &mut [u64]) -> bool {
     // Acquire: pairs with the Release seq store of the grant that wrote this snapshot, so the
     // TAT loads below see its stores.
-    if snap.seq.load(Ordering::Acquire) != 2 * gen {
+    if snap.seq.load(Ordering::Acquire) != 2 * r#gen {
         return false;
     }
     for (o, t) in out.iter_mut().zip(&snap.tats) {
@@ -504,7 +504,7 @@ fn read(snap: &Snapshot, gen: u64, out: &mut [u64]) -> bool {
     // through the claim's Release fence.
     fence(Ordering::Acquire);
     // Relaxed: ordered by the fence above.
-    snap.seq.load(Ordering::Relaxed) == 2 * gen
+    snap.seq.load(Ordering::Relaxed) == 2 * r#gen
 }
 
 impl<C: Clock> GcraMulti<C> {

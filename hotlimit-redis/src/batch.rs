@@ -5,9 +5,10 @@ use hotlimit::Decision;
 use redis::aio::ConnectionLike;
 
 use crate::connection::SyncConnection;
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::limiter::{Ask, RedisLimiter, Step};
-use crate::transport::{Call, Deadline, Replies};
+use crate::transport::{Call, Replies};
 
 impl RedisLimiter {
     /// Decide many requests in one round trip (a pipeline of scripts), for a caller that admits
@@ -100,9 +101,9 @@ impl RedisLimiter {
 
     /// The scripts of `asks`, in one request.
     fn batch_call(&self, asks: &[(usize, Ask)]) -> Call {
-        let mut call = Call::new(self.script());
+        let mut call = self.call();
         for (_, ask) in asks {
-            call.push(&ask.key, self.args(ask).as_slice());
+            call.push(&ask.key, ask.marker(), self.args(ask).as_slice());
         }
         call
     }

@@ -10,7 +10,7 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Client, Connection, ConnectionLike, RedisError, RedisResult, Value};
 
-use crate::transport::Deadline;
+use crate::deadline::Deadline;
 
 /// A blocking connection that reconnects by itself: after an I/O error or a timeout it is
 /// dropped, and the next call connects again. Connecting, writing and reading share one
@@ -136,14 +136,14 @@ impl SyncConnection {
                 .limit(deadline)
                 .and_then(|()| self.connection().recv_response())
                 .and_then(Value::extract_error);
-            if let Err(e) = &reply {
-                if is_broken(e) {
-                    if replies.is_empty() {
-                        return Err(e.clone());
-                    }
-                    replies.resize(count, Err(e.clone()));
-                    break;
+            if let Err(e) = &reply
+                && is_broken(e)
+            {
+                if replies.is_empty() {
+                    return Err(e.clone());
                 }
+                replies.resize(count, Err(e.clone()));
+                break;
             }
             replies.push(reply);
         }

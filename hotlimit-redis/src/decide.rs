@@ -58,6 +58,26 @@ impl<C> RedisDecide<C> {
     }
 }
 
+impl RedisLimiter {
+    /// This limiter bound to an async connection: a [`hotlimit::Decide`] for the tower layer.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use hotlimit::{Decide, Rate};
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// # async fn run(con: redis::aio::ConnectionManager) -> Result<(), Box<dyn std::error::Error>> {
+    /// let policy = RedisLimiter::gcra(Rate::per_second(10)?, OnError::FailOpen).build()?.with_connection(con);
+    /// let d = policy.decide("203.0.113.9", 1).await?;
+    /// # let _ = d;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_connection<C>(self, con: C) -> RedisDecide<C> {
+        RedisDecide::new(self, con)
+    }
+}
+
 /// The future of [`RedisDecide::decide`].
 pub type DecideFuture = Pin<Box<dyn Future<Output = Result<Decision, Error>> + Send>>;
 

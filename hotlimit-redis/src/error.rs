@@ -43,6 +43,9 @@ pub enum Error {
     /// The script answered something that is not the four integers it returns (another
     /// program wrote the key with a different type, or a foreign script has the same name).
     BadReply(String),
+    /// The server's `maxmemory-policy` evicts keys that have an expiry (every limiter key has
+    /// one): an evicted key resets its limit (see [`check_eviction`](crate::check_eviction)).
+    Evicting(String),
 }
 
 impl fmt::Display for Error {
@@ -54,6 +57,10 @@ impl fmt::Display for Error {
             Error::Redis(e) => write!(f, "redis: {e}"),
             Error::Timeout(d) => write!(f, "no answer from redis within {d:?}"),
             Error::BadReply(r) => write!(f, "unexpected reply from the limiter script: {r}"),
+            Error::Evicting(p) => write!(
+                f,
+                "maxmemory-policy {p} evicts keys with an expiry: a limit resets when its key is evicted (use noeviction)"
+            ),
         }
     }
 }

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use hotlimit::{ConfigError, Decision, GcraRule, Quota, Rate};
 
-use crate::algorithm::{Args, Reply, MAX_MICROS};
+use crate::args::{Args, MAX_MICROS};
 use crate::cache::Entry;
+use crate::reply::Reply;
 use crate::transport::Lua;
 
 /// The script: the shared prelude (`now`, `ttl_extra`), then GCRA's body, joined at compile
@@ -79,9 +80,9 @@ impl GcraScript {
         &SCRIPT
     }
 
-    /// ARGV: I, τ, n (and the test hook's `now`).
-    pub(crate) fn args(&self, n: u32, now: Option<u64>) -> Args {
-        Args::new(self.interval, self.tolerance, n, now)
+    /// ARGV: I, τ, n (and the test hook's `now`, and the fence: 0 for none).
+    pub(crate) fn args(&self, n: u32, now: Option<u64>, fence: u64) -> Args {
+        Args::new(self.interval, self.tolerance, n, now, fence)
     }
 
     /// The emission interval I in µs.

@@ -10,7 +10,9 @@ use std::time::Duration;
 use hotlimit::{Clock, Decision, Denied, Quota};
 
 use crate::connection::SyncConnection;
+use crate::durable::Durable;
 use crate::error::Error;
+use crate::fence::Fence;
 use crate::gcra::GcraScript;
 use crate::policy::OnError;
 use crate::sync::{AtomicU64, Ordering};
@@ -67,6 +69,30 @@ use word::{KeyLease, Take};
 /// (the builder refuses 1) and work best when (b − 1)·I is well above the round trip. A
 /// permit whose deadline passes unused is skipped (lost), as is the tail of a lease that a
 /// request for more permits than it has left moves past.
+///
+/// # The queue, and what a lost key costs
+///
+/// The lease script never lets a key's TAT run more than τ + Q ahead of the server's `now`
+/// (Q = τ/2, the queue: leases may reserve permits past the burst, but only that far). A
+/// lease that does not fit whole is cut to what fits, and refused (retry-after: until the
+/// request's permits fit) when not even those do. So a process's lease never waits behind
+/// seconds of other processes' leases, and every process on an over-limit key gets its turn
+/// (measured in `tests/fairness.rs`: every process ≥ 3/4 of its fair share in every second).
+///
+/// When the server loses a key (a restart without persistence, `FLUSHALL`, eviction), the
+/// leases taken before the loss stay valid in their processes, with TATs (the GCRA sequence
+/// of their permits) at most t_loss + τ + Q. A lease that finds the key missing starts it at
+/// now + Q (not now), so every TAT after the loss is past now + Q ≥ t_loss + Q: the TATs
+/// from before and after overlap on at most τ, at most b of them, I apart on each side. In a
+/// window [t, t + d] the grants' TATs lie in [t + I, t + d + τ], so at most b + ⌊d/I⌋ from
+/// each sequence's part outside the overlap and at most b more inside it: **a loss costs at
+/// most b**, whatever the number of processes and the lease sizes (as it does a per-decision
+/// key). The price: a leased key that was idle (missing) starts with b/2 permits at once
+/// instead of b. Per-decision callers on the same key start a missing key at `now`, so a
+/// mixed key's loss costs up to b + Q/I = 1.5 b; a failover to a replica that lags (the key
+/// present but stale) likewise costs up to 1.5 b; [`fenced`](LeasedGcraBuilder::fenced)
+/// mode makes a whole-server loss cost nothing (fence τ + Q), and
+/// [`durable`](LeasedGcraBuilder::durable) leases make a failover cost nothing.
 ///
 /// # Under-use, never over-admission
 ///
@@ -162,6 +188,13 @@ pub(crate) struct Shared<C> {
     /// Blocking connections for refills and returns, taken one per round trip.
     client: redis::Client,
     pool: Mutex<Vec<SyncConnection>>,
+    /// Q, µs: how far past τ the key's TAT may run ahead of the server's now (the lease queue;
+    /// τ/2). A lost key restarts at now + Q (see `lua/lease.lua`).
+    queue: u64,
+    /// Fenced mode: the fence (τ + Q), or none.
+    fence: Option<Fence>,
+    /// Durable leases: the replicas to wait for, or none.
+    durable: Option<Durable>,
     /// Planted bug (tests only): every leased permit may be granted at once, before its slot.
     planted_early: bool,
 }
@@ -328,7 +361,8 @@ impl<C: Clock> LeasedGcra<C> {
         let s = &self.shared;
         let keys = s.keys.pin();
         let skipped = keys.values().map(|k| k.lease.skipped()).sum();
-        s.counters.snapshot(keys.len(), skipped)
+        let held = keys.values().map(|k| k.lease.held()).sum();
+        s.counters.snapshot(keys.len(), skipped, held)
     }
 
     /// The Redis key that holds `key`'s TAT: the prefix, then `key` (the same key a
@@ -446,6 +480,7 @@ impl<C: Clock> LeasedGcra<C> {
                 }
             }
             Refilled::Busy => Err(self.busy()),
+            Refilled::Wait(ns) => Err(Denied::new(Some(Duration::from_nanos(ns)))),
             Refilled::Failed => self.policy(key, n),
         }
     }

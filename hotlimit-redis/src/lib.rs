@@ -20,6 +20,12 @@
 //! (a reconnect and a `NOSCRIPT` reload included). Denials are remembered per key, so a denied key is
 //! denied again locally until its retry-after (exact for GCRA). [`Stats`] counts it all.
 //!
+//! Redis losing state (a restart without persistence, `FLUSHALL`, a failover to a lagging
+//! replica, eviction) costs at most the burst per key, leases included; `fenced(true)` makes a
+//! whole-server loss cost nothing, [`Durable`] grants make a failover cost nothing, and
+//! [`check_eviction`] refuses a `maxmemory-policy` that can evict limiter keys. The README's
+//! "What each fault costs" table is measured by `tests/chaos.rs`.
+//!
 //! Blocking callers use a [`SyncConnection`]; async callers a
 //! [`ConnectionManager`](redis::aio::ConnectionManager) ([`connection_manager`]) or a cluster
 //! connection ([`cluster_connection`]); [`RedisLimiter::with_connection`] makes a
@@ -41,15 +47,21 @@
 #![forbid(unsafe_code)]
 
 mod algorithm;
+mod args;
 mod batch;
 mod cache;
 mod connection;
+mod deadline;
 mod decide;
+mod durable;
 mod error;
+mod eviction;
+mod fence;
 mod gcra;
 mod lease;
 mod limiter;
 mod policy;
+mod reply;
 mod sliding_log;
 mod stats;
 mod sync;
@@ -57,7 +69,9 @@ mod transport;
 
 pub use connection::{cluster_connection, connection_manager, SyncConnection};
 pub use decide::{DecideFuture, RedisDecide};
+pub use durable::Durable;
 pub use error::Error;
+pub use eviction::check_eviction;
 /// A limiter that cannot be built: the core's [`hotlimit::ConfigError`] (the field and the
 /// value that were refused, and why), so that one error type covers the rate and the limiter.
 ///

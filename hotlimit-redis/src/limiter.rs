@@ -11,13 +11,18 @@ use hotlimit::{Decision, Denied, Quota};
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Value};
 
-use crate::algorithm::{Algorithm, Args, Reply};
+use crate::algorithm::Algorithm;
+use crate::args::Args;
 use crate::cache::{DenialCache, Entry};
 use crate::connection::SyncConnection;
+use crate::deadline::Deadline;
+use crate::durable::Durable;
 use crate::error::Error;
+use crate::fence::Fence;
 use crate::policy::OnError;
+use crate::reply::Reply;
 use crate::stats::{Counters, Stats};
-use crate::transport::{is_connection_fault, Call, Deadline, Lua, Replies};
+use crate::transport::{is_connection_fault, Call, Lua, Replies};
 
 mod builder;
 
@@ -74,6 +79,10 @@ pub(crate) struct Shared {
     down_until: AtomicU64,
     counters: Counters,
     test_clock: Option<TestClock>,
+    /// Fenced mode: the fence (see `fence.rs`), or none.
+    fence: Option<Fence>,
+    /// Durable grants: the replicas to wait for, or none.
+    durable: Option<Durable>,
 }
 
 /// The first step of every decision: answered locally, or to be asked of Redis (the local
@@ -116,6 +125,15 @@ pub(crate) struct Ask {
     pub(crate) n: u32,
     /// Local ns when it was sent (the cache's clock).
     pub(crate) sent: u64,
+    /// The fence's marker (fenced mode), or empty.
+    pub(crate) marker: Vec<u8>,
+}
+
+impl Ask {
+    /// The fence's marker in fenced mode.
+    pub(crate) fn marker(&self) -> Option<&[u8]> {
+        (!self.marker.is_empty()).then_some(self.marker.as_slice())
+    }
 }
 
 impl RedisLimiter {
@@ -257,12 +275,19 @@ impl RedisLimiter {
 
     /// The request for `n` under `key`, to send (counted), from a step at local `now`.
     pub(crate) fn ask(&self, key: &str, n: u32, now: u64) -> Ask {
-        self.shared.counters.sent();
+        let s = &self.shared;
+        s.counters.sent();
+        let full = self.redis_key(key);
+        let marker = match s.fence {
+            Some(_) => Fence::marker(&s.prefix, &full),
+            None => Vec::new(),
+        };
         Ask {
             user: key.into(),
-            key: self.redis_key(key),
+            key: full,
             n,
             sent: now,
+            marker,
         }
     }
 
@@ -279,8 +304,14 @@ impl RedisLimiter {
     /// The script's arguments for `ask`.
     pub(crate) fn args(&self, ask: &Ask) -> Args {
         let s = &self.shared;
+        let fence = s.fence.map_or(0, |f| f.horizon);
         s.algorithm
-            .args(ask.n, s.test_clock.as_ref().map(TestClock::micros))
+            .args(ask.n, s.test_clock.as_ref().map(TestClock::micros), fence)
+    }
+
+    /// A call of the limiter's script, durable if the limiter is.
+    pub(crate) fn call(&self) -> Call {
+        Call::new(self.script()).durable(self.shared.durable)
     }
 
     /// A new deadline for one decision (or one batch), counting the round trip it bounds.
@@ -336,7 +367,8 @@ impl RedisLimiter {
     fn blocking(&self, con: &mut SyncConnection, key: &str, n: u32, now: u64) -> Sent {
         let ask = self.ask(key, n, now);
         let deadline = self.round_trip();
-        let call = Call::one(self.script(), &ask.key, self.args(&ask).as_slice());
+        let mut call = self.call();
+        call.push(&ask.key, ask.marker(), self.args(&ask).as_slice());
         let reply = call.send_blocking(con, &deadline).map(only);
         self.settle(&ask, reply, &deadline)
     }
@@ -351,7 +383,8 @@ impl RedisLimiter {
     ) -> Sent {
         let ask = self.ask(key, n, now);
         let deadline = self.round_trip();
-        let call = Call::one(self.script(), &ask.key, self.args(&ask).as_slice());
+        let mut call = self.call();
+        call.push(&ask.key, ask.marker(), self.args(&ask).as_slice());
         let reply = call.send_async(con, &deadline).await.map(only);
         self.settle(&ask, reply, &deadline)
     }
@@ -495,24 +528,6 @@ impl RedisLimiter {
             Step::Done(d) => Ok(d),
             Step::Ask(now) => self.asynchronous(con, key, n, now).await.into_result(),
         }
-    }
-
-    /// This limiter bound to an async connection: a [`hotlimit::Decide`] for the tower layer.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use hotlimit::{Decide, Rate};
-    /// use hotlimit_redis::{OnError, RedisLimiter};
-    ///
-    /// # async fn run(con: redis::aio::ConnectionManager) -> Result<(), Box<dyn std::error::Error>> {
-    /// let policy = RedisLimiter::gcra(Rate::per_second(10)?, OnError::FailOpen).build()?.with_connection(con);
-    /// let d = policy.decide("203.0.113.9", 1).await?;
-    /// # let _ = d;
-    /// # Ok(()) }
-    /// ```
-    pub fn with_connection<C>(self, con: C) -> crate::decide::RedisDecide<C> {
-        crate::decide::RedisDecide::new(self, con)
     }
 }
 

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use hotlimit::{ConfigError, Decision, Denied, Quota, Rate};
 
-use crate::algorithm::{Args, Reply, MAX_MICROS};
+use crate::args::{Args, MAX_MICROS};
 use crate::cache::Entry;
+use crate::reply::Reply;
 use crate::transport::Lua;
 
 /// The script: the shared prelude (`now`, `ttl_extra`), then the log's body.
@@ -69,9 +70,9 @@ impl LogScript {
         &SCRIPT
     }
 
-    /// ARGV: limit, period, n (and the test hook's `now`).
-    pub(crate) fn args(&self, n: u32, now: Option<u64>) -> Args {
-        Args::new(self.limit, self.period, n, now)
+    /// ARGV: limit, period, n (and the test hook's `now`; the log is never fenced: 0).
+    pub(crate) fn args(&self, n: u32, now: Option<u64>, fence: u64) -> Args {
+        Args::new(self.limit, self.period, n, now, fence)
     }
 
     pub(crate) fn limit(&self) -> u64 {

@@ -19,12 +19,15 @@ use crate::sync::{AtomicU64, Ordering};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Decisions asked for (every call of a decide method, each request of a batch).
+    /// Decisions sent to Redis (each request of a batch counts one): what reached the
+    /// server. Cached denials, refusals and the policy's decisions are not in it.
     pub decisions: u64,
     /// Round trips to Redis (a batch is one, its NOSCRIPT reload aside).
     pub round_trips: u64,
-    /// Decisions denied by the local cache, with no round trip.
+    /// Decisions denied by the local cache, with no round trip (not in `decisions`).
     pub local_denials: u64,
+    /// Requests for more than the limiter can ever hold: refused locally, never sent.
+    pub refused: u64,
     /// Requests Redis did not decide: errors and missed deadlines.
     pub errors: u64,
     /// Decisions made by the [`OnError`](crate::OnError) policy (after an error, or while the
@@ -80,7 +83,8 @@ impl Counters {
             load(&self.errors),
         );
         Stats {
-            decisions: load(&self.sent) + load(&self.refused) + local_denials + skipped,
+            decisions: load(&self.sent),
+            refused: load(&self.refused),
             round_trips: load(&self.round_trips),
             local_denials,
             errors,

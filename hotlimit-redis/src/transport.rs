@@ -9,57 +9,13 @@
 //! (`SCRIPT LOAD`, then their `EVALSHA`s): a second round trip, within the same deadline. No
 //! other error is retried: a script that timed out may have run and charged its permits.
 
-use std::time::{Duration, Instant};
-
 use redis::aio::ConnectionLike;
 use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Script, ServerErrorKind, Value};
 
 use crate::connection::SyncConnection;
+use crate::deadline::Deadline;
+use crate::durable::Durable;
 use crate::error::Error;
-
-/// One decision's deadline: everything it waits for (connecting, writing, reading, a
-/// `NOSCRIPT` reload) shares it, so the decision waits at most `total` in all.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Deadline {
-    start: Instant,
-    total: Duration,
-}
-
-impl Deadline {
-    /// A deadline `total` from now.
-    pub(crate) fn new(total: Duration) -> Deadline {
-        Deadline {
-            start: Instant::now(),
-            total,
-        }
-    }
-
-    /// The time left.
-    ///
-    /// # Errors
-    ///
-    /// A timeout (an I/O `TimedOut`, which [`Deadline::error`] turns into
-    /// [`Error::Timeout`]) when none is left.
-    pub(crate) fn left(&self) -> RedisResult<Duration> {
-        match self.total.checked_sub(self.start.elapsed()) {
-            Some(left) if !left.is_zero() => Ok(left),
-            _ => Err(RedisError::from(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the decision's deadline has passed",
-            ))),
-        }
-    }
-
-    /// A client error as ours: a timeout (a socket's, or the deadline's) is
-    /// [`Error::Timeout`] with the whole deadline.
-    pub(crate) fn error(&self, e: RedisError) -> Error {
-        if e.is_timeout() {
-            Error::Timeout(self.total)
-        } else {
-            Error::Redis(e)
-        }
-    }
-}
 
 /// A Lua script: its text (for `SCRIPT LOAD`) and its hash (for `EVALSHA`), computed once.
 #[derive(Debug)]
@@ -94,6 +50,7 @@ impl Lua {
 pub(crate) struct Call {
     script: &'static Lua,
     calls: Vec<redis::Cmd>,
+    wait: Option<Durable>,
 }
 
 /// The replies of a [`Call`], one per script in the order they were pushed.
@@ -105,21 +62,28 @@ impl Call {
         Call {
             script,
             calls: Vec::new(),
+            wait: None,
         }
     }
 
-    /// A request of one script on `key` with `args`.
-    pub(crate) fn one(script: &'static Lua, key: &[u8], args: &[u64]) -> Call {
-        let mut call = Call::new(script);
-        call.push(key, args);
-        call
+    /// Adds the script on `key` (and the fence's `marker` in fenced mode) with `args`.
+    pub(crate) fn push(&mut self, key: &[u8], marker: Option<&[u8]>, args: &[u64]) {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.hash());
+        match marker {
+            Some(marker) => cmd.arg(2).arg(key).arg(marker),
+            None => cmd.arg(1).arg(key),
+        };
+        cmd.arg(args);
+        self.calls.push(cmd);
     }
 
-    /// Adds the script on `key` with `args`.
-    pub(crate) fn push(&mut self, key: &[u8], args: &[u64]) {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.script.hash()).arg(1).arg(key).arg(args);
-        self.calls.push(cmd);
+    /// Makes the request durable: `WAIT` for `durable`'s replicas after its scripts (in the
+    /// same pipeline, one round trip); a script's reply counts only once they acknowledged
+    /// it (see [`Durable`]).
+    pub(crate) fn durable(mut self, durable: Option<Durable>) -> Call {
+        self.wait = durable;
+        self
     }
 
     /// Every script, in one pipeline.
@@ -129,7 +93,32 @@ impl Call {
         for cmd in &self.calls {
             pipe.add_command(cmd.clone());
         }
+        if let Some(wait) = self.wait {
+            pipe.add_command(wait.command());
+        }
         pipe
+    }
+
+    /// The replies a pipeline of `scripts` scripts gets (one more for a `WAIT`).
+    fn count(&self, scripts: usize) -> usize {
+        scripts + usize::from(self.wait.is_some())
+    }
+
+    /// The scripts' replies, with the `WAIT`'s (the last) taken off and applied: short of the
+    /// replicas asked for, every script's answer is the not-durable error.
+    fn waited(&self, mut replies: Replies) -> Replies {
+        let Some(wait) = self.wait else {
+            return replies;
+        };
+        let acks = replies.pop();
+        if !wait.acknowledged(acks) {
+            for reply in &mut replies {
+                if reply.is_ok() {
+                    *reply = Err(Durable::not_durable());
+                }
+            }
+        }
+        replies
     }
 
     /// After the first replies: the positions that got `NOSCRIPT`, and the pipeline that sends
@@ -151,6 +140,9 @@ impl Call {
         for &i in &at {
             pipe.add_command(self.calls[i].clone());
         }
+        if let Some(wait) = self.wait {
+            pipe.add_command(wait.command());
+        }
         Some((at, pipe))
     }
 
@@ -169,13 +161,20 @@ impl Call {
             .exchange(
                 deadline,
                 &self.first().get_packed_pipeline(),
-                self.calls.len(),
+                self.count(self.calls.len()),
             )
             .map_err(|e| deadline.error(e))?;
+        let first = self.waited(first);
         let Some((at, again)) = self.again(&first) else {
             return Ok(first);
         };
-        let second = con.exchange(deadline, &again.get_packed_pipeline(), at.len() + 1);
+        let second = con
+            .exchange(
+                deadline,
+                &again.get_packed_pipeline(),
+                self.count(at.len() + 1),
+            )
+            .map(|r| self.waited(r));
         Ok(merge(first, &at, second))
     }
 
@@ -192,17 +191,20 @@ impl Call {
     ) -> Result<Replies, Error> {
         let left = deadline.left().map_err(|e| deadline.error(e))?;
         let exchange = async {
-            let first: Replies = self.first().query_async(con).await?;
+            let first: Replies = self.waited(self.first().query_async(con).await?);
             let Some((at, again)) = self.again(&first) else {
                 return Ok(first);
             };
-            let second = again.query_async::<Replies>(con).await;
+            let second = again
+                .query_async::<Replies>(con)
+                .await
+                .map(|r| self.waited(r));
             Ok::<_, RedisError>(merge(first, &at, second))
         };
         match tokio::time::timeout(left, exchange).await {
             Ok(Ok(replies)) => Ok(replies),
             Ok(Err(e)) => Err(deadline.error(e)),
-            Err(_) => Err(Error::Timeout(deadline.total)),
+            Err(_) => Err(Error::Timeout(deadline.total())),
         }
     }
 }
@@ -242,6 +244,6 @@ pub(crate) fn is_connection_fault(error: &Error) -> bool {
                 || e.is_timeout()
                 || e.is_unrecoverable_error()
         }
-        Error::KeyTooLong { .. } | Error::BadReply(_) => false,
+        Error::KeyTooLong { .. } | Error::BadReply(_) | Error::Evicting(_) => false,
     }
 }

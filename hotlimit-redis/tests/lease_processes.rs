@@ -9,8 +9,8 @@
 //!
 //! Runs (about 15 s): 5 s as above; 2 s with Redis killed after 1 s (fail closed: the leased
 //! permits are granted, then nothing); 2 s with one process killed after 1 s (its leases are
-//! lost: under-use); and the planted twin (every leased permit granted before its slot), whose
-//! audit must fail.
+//! lost: under-use); and the planted twin (every leased permit granted before its slot, with
+//! a queue 4 τ deep that a new key may fill at once), whose audit must fail.
 //!
 //! `harness = false`: this binary is both the test and, with `LEASE_WORKER` set, a worker.
 
@@ -66,7 +66,7 @@ fn main() {
         "leased permits stay valid after the kill"
     );
     // Fail closed: after the leases run out, nothing (at most what was leased when it died:
-    // each process at most two leases of max_lease 1,024).
+    // each process at most two leases, each at most max_lease, well under 1,024 here).
     assert!(killed_redis.after_fault <= (PROCESSES * 2 * 1024) as u64);
 
     let killed_process = run(

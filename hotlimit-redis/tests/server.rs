@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use hotlimit::{Decide, Rate};
 use hotlimit_redis::{
-    connection_manager, Error, OnError, RedisLimiter, RedisLimiterBuilder, SyncConnection,
+    connection_manager, Durable, Error, OnError, RedisLimiter, RedisLimiterBuilder, SyncConnection,
+    TestClock,
 };
 use redis::Commands;
 
@@ -501,6 +502,12 @@ fn local_denial_cache() {
     assert_eq!(s.round_trips, trips);
     assert_eq!(s.local_denials, 1000);
     assert_eq!(s.cached_keys, 1);
+    // `decisions` counts what reached Redis (the 4 grants and the first denial), not the
+    // cached denials (the 3.7–4.8 M "decisions"/s behind 390 round trips/s).
+    assert_eq!(s.decisions, 5, "{s:?}");
+    // A request for more than the burst: refused locally, apart.
+    let _ = limiter.decide_blocking(&mut con, "c", 5).unwrap();
+    assert_eq!((limiter.stats().refused, limiter.stats().decisions), (1, 5));
     // After the retry-after, Redis is asked again and grants.
     std::thread::sleep(first.denial().unwrap().retry_after().unwrap());
     assert!(allowed(&limiter, &mut con, "c", 1));
@@ -592,4 +599,75 @@ fn local_denial_cache_is_bounded() {
     assert!(allowed(&limiter, &mut con, "new", 1));
     assert!(!allowed(&limiter, &mut con, "new", 1));
     assert_eq!(limiter.stats().cached_keys, 1);
+}
+
+/// Fenced mode, on the test hook's clock (exact): a key lost with the server's data
+/// (`FLUSHALL`) restarts full, with no permit free, and refills at the rate; unfenced (the
+/// twin) it restarts empty and grants its whole burst again.
+#[test]
+fn fenced_key_restarts_full_after_a_loss() {
+    let server = RedisServer::start();
+    let mut con = SyncConnection::new(server.client());
+    for fenced in [true, false] {
+        let clock = TestClock::default();
+        let limiter = RedisLimiter::gcra(Rate::per_second(5).unwrap(), OnError::FailClosed)
+            .local_cache(0)
+            .fenced(fenced)
+            .prefix(common::unique_key("fence"))
+            .test_clock(clock.clone())
+            .build()
+            .unwrap();
+        let t0 = 1_000_000_000_000u64; // µs
+        clock.set_micros(t0);
+        // The first use of the key space: the marker is made, and a missing key is fenced too.
+        let first = allowed(&limiter, &mut con, "k", 1);
+        assert_eq!(first, !fenced, "fenced {fenced}: first use");
+        // Past the fence (τ = 1 s): the whole burst.
+        clock.set_micros(t0 + 1_000_000);
+        let burst = (0..6)
+            .filter(|_| allowed(&limiter, &mut con, "k", 1))
+            .count();
+        assert_eq!(burst, 5, "fenced {fenced}");
+        let _: () = redis::cmd("FLUSHALL").query(&mut server.con()).unwrap();
+        // Lost: fenced, no permit free now, one per I (200 ms) after; unfenced, 5 again.
+        let again = (0..6)
+            .filter(|_| allowed(&limiter, &mut con, "k", 1))
+            .count();
+        clock.set_micros(t0 + 1_200_000);
+        let later = (0..6)
+            .filter(|_| allowed(&limiter, &mut con, "k", 1))
+            .count();
+        if fenced {
+            assert_eq!((again, later), (0, 1), "fenced: restarts full");
+        } else {
+            assert_eq!(again, 5, "the unfenced twin restarts empty");
+        }
+    }
+}
+
+/// Durable grants: with no replica to acknowledge them, no grant counts (fail closed), and
+/// the failure is counted; with one that follows, grants count.
+#[test]
+fn durable_grants_wait_for_a_replica() {
+    let primary = RedisServer::launch(common::free_port(), &[]);
+    let limiter = RedisLimiter::gcra(Rate::per_second(100).unwrap(), OnError::FailClosed)
+        .durable(Durable::new(1, Duration::from_millis(10)))
+        .build()
+        .unwrap();
+    let mut con = SyncConnection::new(primary.client());
+    assert!(
+        !allowed(&limiter, &mut con, "d", 1),
+        "no replica: not durable"
+    );
+    assert_eq!(limiter.stats().errors, 1);
+    let port = primary.port.to_string();
+    let replica = RedisServer::launch(common::free_port(), &["--replicaof", "127.0.0.1", &port]);
+    let start = std::time::Instant::now();
+    let mut granted = false;
+    while !granted && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(150));
+        granted = allowed(&limiter, &mut con, "d", 1);
+    }
+    assert!(granted, "a replica follows: durable grants count");
+    drop(replica);
 }

@@ -16,9 +16,9 @@ impl<C> StoreNotCas<C> {
         loop {
             // Acquire: as in the real code.
             let cur = g.current.load(Ordering::Acquire);
-            let (gen, slot) = (cur >> SLOT_BITS, (cur & SLOT_MASK) as usize);
+            let (r#gen, slot) = (cur >> SLOT_BITS, (cur & SLOT_MASK) as usize);
             let mut tats = [0u64; MAX_RATES];
-            if !read(&g.snapshots[slot], gen, &mut tats[..k]) {
+            if !read(&g.snapshots[slot], r#gen, &mut tats[..k]) {
                 continue;
             }
             let mut next = [0u64; MAX_RATES];
@@ -26,7 +26,7 @@ impl<C> StoreNotCas<C> {
                 let p = &g.params[i];
                 next[i] = decide(tats[i], now, p.interval, p.tolerance - p.interval)?;
             }
-            let Some(j) = g.claim(slot, gen) else {
+            let Some(j) = g.claim(slot, r#gen) else {
                 continue;
             };
             for (t, &v) in g.snapshots[j].tats[..k].iter().zip(&next[..k]) {
@@ -34,10 +34,10 @@ impl<C> StoreNotCas<C> {
                 t.store(v, Ordering::Relaxed);
             }
             // Release: as in the real code.
-            g.snapshots[j].seq.store(2 * (gen + 1), Ordering::Release);
+            g.snapshots[j].seq.store(2 * (r#gen + 1), Ordering::Release);
             // Release: the bug is the store, not its ordering.
             g.current
-                .store(((gen + 1) << SLOT_BITS) | j as u64, Ordering::Release);
+                .store(((r#gen + 1) << SLOT_BITS) | j as u64, Ordering::Release);
             return Ok(());
         }
     }

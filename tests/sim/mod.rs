@@ -223,7 +223,7 @@ impl Baton {
                 .parked
                 .iter()
                 .enumerate()
-                .min_by_key(|(_, &(task, deadline))| (deadline, std::cmp::Reverse(task)))
+                .min_by_key(|&(_, &(task, deadline))| (deadline, std::cmp::Reverse(task)))
                 .unwrap();
             st.parked.swap_remove(i);
             if deadline > self.clock.now() {

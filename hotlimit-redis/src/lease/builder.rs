@@ -8,7 +8,9 @@ use hotlimit::{Clock, ConfigError, QuantaClock, Rate};
 use super::stats::LeaseCounters;
 use super::word::MAX_PERMITS;
 use super::{LeasedGcra, Shared};
-use crate::algorithm::MAX_MICROS;
+use crate::args::MAX_MICROS;
+use crate::durable::Durable;
+use crate::fence::Fence;
 use crate::gcra::GcraScript;
 use crate::limiter::nanos;
 use crate::policy::OnError;
@@ -42,8 +44,10 @@ pub struct LeasedGcraBuilder<C = QuantaClock> {
     deadline: Duration,
     reprobe_after: Duration,
     capacity: usize,
-    max_lease: u64,
+    max_lease: Option<u64>,
     lease_time: Duration,
+    fenced: bool,
+    durable: Option<Durable>,
     idle_after: Duration,
     clock: C,
     planted_early: bool,
@@ -71,8 +75,10 @@ impl LeasedGcraBuilder {
             deadline: Duration::from_millis(100),
             reprobe_after: Duration::from_millis(100),
             capacity: 10_000,
-            max_lease: 1024,
-            lease_time: Duration::from_millis(50),
+            max_lease: None,
+            lease_time: Duration::from_millis(20),
+            fenced: false,
+            durable: None,
             idle_after: Duration::from_secs(1),
             clock: QuantaClock::new(),
             planted_early: false,
@@ -187,23 +193,7 @@ impl<C> LeasedGcraBuilder<C> {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         capacity: usize;
-        /// The most permits in one lease (default 1,024; a request for more gets a lease of its
-        /// own size). Bounds what one lost lease costs.
-        ///
-        /// # Examples
-        ///
-        /// ```
-        /// use hotlimit::Rate;
-        /// use hotlimit_redis::{LeasedGcra, OnError};
-        ///
-        /// let limiter = LeasedGcra::builder(Rate::per_second(100)?, OnError::FailOpen)
-        ///     .max_lease(64)
-        ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
-        /// # let _ = limiter;
-        /// # Ok::<(), Box<dyn std::error::Error>>(())
-        /// ```
-        max_lease: u64;
-        /// How much of a key's recent demand a lease covers (default 50 ms): a refill takes
+        /// How much of a key's recent demand a lease covers (default 20 ms): a refill takes
         /// the permits the key spent per unit of time times this, within the bounds.
         ///
         /// # Examples
@@ -267,6 +257,8 @@ impl<C> LeasedGcraBuilder<C> {
             capacity: self.capacity,
             max_lease: self.max_lease,
             lease_time: self.lease_time,
+            fenced: self.fenced,
+            durable: self.durable,
             idle_after: self.idle_after,
             clock,
             planted_early: self.planted_early,
@@ -275,6 +267,75 @@ impl<C> LeasedGcraBuilder<C> {
 
     /// Planted bug, for the tests' audit only: every leased permit may be granted at once,
     /// before its slot. The audit of grants across processes must catch it.
+    /// The most permits in one lease (default: one [`lease_time`](Self::lease_time) of the
+    /// whole rate, at least 2, so that lease sizes follow the rate; a request for more gets
+    /// a lease of its own size). Bounds what one lost lease costs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{LeasedGcra, OnError};
+    ///
+    /// let limiter = LeasedGcra::builder(Rate::per_second(100)?, OnError::FailOpen)
+    ///     .max_lease(64)
+    ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
+    /// # let _ = limiter;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_lease(mut self, max_lease: u64) -> Self {
+        self.max_lease = Some(max_lease);
+        self
+    }
+
+    /// Fenced mode: a key the server lost (a restart without persistence, `FLUSHALL`, a
+    /// failover to an empty replica) restarts **full** instead of empty, so that the limit
+    /// stays exact across the loss, for every process together. The fence is τ + Q (Q = τ/2,
+    /// the lease queue: the furthest a lease can have pushed a key's TAT): after a loss, a key
+    /// not in Redis is refused for Q and then grants at the rate, with no burst, until its
+    /// bucket refills. As
+    /// [`RedisLimiterBuilder::fenced`](crate::RedisLimiterBuilder::fenced) otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{LeasedGcra, OnError};
+    ///
+    /// let limiter = LeasedGcra::builder(Rate::per_second(100)?, OnError::FailClosed)
+    ///     .fenced(true)
+    ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
+    /// # let _ = limiter;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fenced(mut self, fenced: bool) -> Self {
+        self.fenced = fenced;
+        self
+    }
+
+    /// Durable leases: a lease counts only once `durable`'s replicas acknowledged it (`WAIT`
+    /// in the lease's round trip: paid once per lease, not per grant); short of that it is
+    /// not installed, and the [`OnError`] policy decides once the key's leases are spent. See
+    /// [`Durable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{Durable, LeasedGcra, OnError};
+    ///
+    /// let limiter = LeasedGcra::builder(Rate::per_second(100)?, OnError::FailClosed)
+    ///     .durable(Durable::new(1, Duration::from_millis(20)))
+    ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
+    /// # let _ = limiter;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn durable(mut self, durable: Durable) -> Self {
+        self.durable = Some(durable);
+        self
+    }
+
     #[doc(hidden)]
     pub fn planted_grant_before_slot(mut self) -> Self {
         self.planted_early = true;
@@ -324,14 +385,21 @@ impl<C> LeasedGcraBuilder<C> {
                 return Err(ConfigError::invalid(field, 0, "must be more than zero"));
             }
         }
-        let span = self.max_lease.checked_mul(gcra.interval());
-        if self.max_lease == 0
-            || self.max_lease > MAX_PERMITS
-            || span.is_none_or(|s| s > MAX_MICROS)
-        {
+        // By default one lease_time of the whole rate (at least 2): lease sizes follow the rate.
+        let max_lease = self.max_lease.unwrap_or_else(|| {
+            let i = u128::from(gcra.interval()) * 1000;
+            (self
+                .lease_time
+                .as_nanos()
+                .div_ceil(i)
+                .min(u128::from(MAX_PERMITS)) as u64)
+                .max(2)
+        });
+        let span = max_lease.checked_mul(gcra.interval());
+        if max_lease == 0 || max_lease > MAX_PERMITS || span.is_none_or(|s| s > MAX_MICROS) {
             return Err(ConfigError::invalid(
                 "max_lease",
-                self.max_lease,
+                max_lease,
                 "must be 1 to 2^30 permits, whose emission intervals span at most 2^52 µs",
             ));
         }
@@ -349,8 +417,19 @@ impl<C> LeasedGcraBuilder<C> {
                     .hasher(foldhash::fast::FixedState::default())
                     .build(),
                 capacity: self.capacity,
-                max_lease: self.max_lease,
+                max_lease,
                 lease_time: nanos(self.lease_time),
+                // The planted twin's leases queue 4 τ deep (its early grants then overrun the
+                // bound by far more than the capped queue's b/2 could show).
+                queue: if self.planted_early {
+                    gcra.tolerance() * 4
+                } else {
+                    gcra.tolerance() / 2
+                },
+                fence: self.fenced.then(|| Fence {
+                    horizon: gcra.tolerance() + gcra.tolerance() / 2,
+                }),
+                durable: self.durable,
                 idle_after: nanos(self.idle_after),
                 clock: self.clock,
                 down_until: AtomicU64::new(0),

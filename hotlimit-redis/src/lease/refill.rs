@@ -11,12 +11,14 @@ use redis::{RedisResult, Value};
 use super::offset;
 use super::word::{Closed, Lease, RefillGuard, MAX_PERMITS};
 use super::{KeyState, LeasedGcra};
-use crate::algorithm::ints;
 use crate::connection::SyncConnection;
+use crate::deadline::Deadline;
 use crate::error::Error;
+use crate::fence::Fence;
 use crate::limiter::{nanos, only};
+use crate::reply::ints;
 use crate::sync::Ordering;
-use crate::transport::{is_connection_fault, Call, Deadline, Lua, Replies};
+use crate::transport::{is_connection_fault, Call, Lua, Replies};
 
 /// The lease script: the shared prelude, then `lua/lease.lua`.
 static LEASE: LazyLock<Lua> = LazyLock::new(|| {
@@ -43,12 +45,22 @@ pub(super) enum Refilled {
     Busy,
     /// Redis did not lease (down, late, or an error).
     Failed,
+    /// The key's queue is full (its TAT is τ + Q ahead): no lease until this many ns from now.
+    Wait(u64),
+}
+
+/// What a lease reply carries: a lease, or (the key's queue full) the ns until one fits.
+enum Leased {
+    Lease(Lease),
+    Full(u64),
 }
 
 /// A refill under way: the key's guard, the lease's size and the local time it was sent.
 pub(super) struct Pending<'a> {
     guard: RefillGuard<'a>,
     permits: u64,
+    /// The fewest permits worth leasing: the request's.
+    fewest: u64,
     key: Vec<u8>,
     sent: u64,
 }
@@ -113,6 +125,7 @@ impl<C: Clock> LeasedGcra<C> {
         Some(Pending {
             guard,
             permits,
+            fewest: u64::from(n).clamp(1, permits),
             key: self.redis_key(key),
             sent: s.clock.now(),
         })
@@ -127,13 +140,31 @@ impl<C: Clock> LeasedGcra<C> {
         }
     }
 
+    /// The lease script's call: ARGV I, τ, k, no test hook, the fence (0: none), the queue Q,
+    /// the fewest permits worth leasing and where a missing key starts (Q; the planted twin:
+    /// now) (see `lua/lease.lua`); `WAIT` after it when the limiter is durable (paid once per
+    /// lease).
     fn call(&self, pending: &Pending<'_>) -> Call {
-        let g = &self.shared.gcra;
-        Call::one(
-            &LEASE,
+        let s = &self.shared;
+        let g = &s.gcra;
+        let marker = s.fence.map(|_| Fence::marker(&s.prefix, &pending.key));
+        let fence = s.fence.map_or(0, |f| f.horizon);
+        let mut call = Call::new(&LEASE).durable(s.durable);
+        call.push(
             &pending.key,
-            &[g.interval(), g.tolerance(), pending.permits],
-        )
+            marker.as_deref(),
+            &[
+                g.interval(),
+                g.tolerance(),
+                pending.permits,
+                0,
+                fence,
+                s.queue,
+                pending.fewest,
+                if s.planted_early { 0 } else { s.queue },
+            ],
+        );
+        call
     }
 
     /// The size of the next lease for a request of `n`: the key's recent demand times
@@ -185,9 +216,15 @@ impl<C: Clock> LeasedGcra<C> {
         let received = s.clock.now();
         let lease = reply
             .and_then(|r| r.map_err(|e| deadline.error(e)))
-            .and_then(|v| self.lease_of(&v, pending.permits, pending.sent, received));
+            .and_then(|v| self.lease_of(&v, pending.sent, received));
         match lease {
-            Ok(lease) => {
+            Ok(Leased::Full(wait)) => {
+                // Relaxed: an estimate, as below.
+                s.rtt.store(received - pending.sent, Ordering::Relaxed);
+                drop(pending);
+                Refilled::Wait(wait)
+            }
+            Ok(Leased::Lease(lease)) => {
                 // Relaxed (both): estimates, read by this key's next refill and by denials.
                 state.arrived.store(received, Ordering::Relaxed);
                 s.rtt.store(received - pending.sent, Ordering::Relaxed);
@@ -207,29 +244,30 @@ impl<C: Clock> LeasedGcra<C> {
         }
     }
 
-    /// The lease a reply `{S, I, τ, now}` carries, on the local clock: sent at local `sent`,
-    /// received at `received`, mapped with the limiter's bound on the clocks' offset narrowed
-    /// by this round trip (see [`LeasedGcra`]'s docs and `lease/offset.rs`).
+    /// The lease a reply `{S, I, τ, now, k}` carries, on the local clock: sent at local
+    /// `sent`, received at `received`, mapped with the limiter's bound on the clocks' offset
+    /// narrowed by this round trip (see [`LeasedGcra`]'s docs and `lease/offset.rs`); or, for
+    /// k = 0 (the key's queue is full), how long until the fewest permits asked for fit.
     ///
     /// # Errors
     ///
     /// [`Error::BadReply`] for a reply of another shape, or with another I or τ (two limiters
     /// with different rates on one prefix).
-    fn lease_of(
-        &self,
-        value: &Value,
-        permits: u64,
-        sent: u64,
-        received: u64,
-    ) -> Result<Lease, Error> {
+    fn lease_of(&self, value: &Value, sent: u64, received: u64) -> Result<Leased, Error> {
         let s = &self.shared;
-        let [start, interval, tolerance, now] = ints::<4>(value)?;
+        let [start, interval, tolerance, now, permits] = ints::<5>(value)?;
         if interval != s.gcra.interval() || tolerance != s.gcra.tolerance() {
             return Err(Error::BadReply(format!(
                 "lease of I = {interval} µs, τ = {tolerance} µs for a limiter of I = {} µs, τ = {} µs",
                 s.gcra.interval(),
                 s.gcra.tolerance()
             )));
+        }
+        if permits == 0 {
+            // Room for the fewest permits opens when now + τ + Q reaches S + fewest·I; one I
+            // at least (the request's own permits are what it waits for).
+            let opens = (start + interval).saturating_sub(now + tolerance + s.queue);
+            return Ok(Leased::Full(opens.max(interval).saturating_mul(1000)));
         }
         let mut kept = s.offset.lock().unwrap_or_else(|e| e.into_inner());
         let mut lease = offset::map(
@@ -239,7 +277,7 @@ impl<C: Clock> LeasedGcra<C> {
         if s.planted_early {
             lease.first_slot = i64::MIN / 2;
         }
-        Ok(lease)
+        Ok(Leased::Lease(lease))
     }
 
     /// A blocking connection for one round trip (a new one if none is free).
@@ -360,15 +398,18 @@ impl<C: Clock> LeasedGcra<C> {
         let mut call = Call::new(&RETURN);
         for (key, lease, spent) in closed {
             let end = lease.start + lease.permits * i;
-            call.push(key, &[end, lease.start + spent * i, 0]);
+            call.push(key, None, &[end, lease.start + spent * i, 0]);
         }
         s.counters.round_trip();
         let deadline = Deadline::new(s.deadline);
         let mut con = self.connection();
+        let unspent: u64 = closed.iter().map(|(_, l, spent)| l.permits - spent).sum();
         let replies: Replies = match call.send_blocking(&mut con, &deadline) {
             Ok(replies) => replies,
             Err(_) => {
                 s.counters.error();
+                // Closed and not given back: passed over.
+                s.counters.skipped(unspent);
                 return 0;
             }
         };
@@ -380,6 +421,7 @@ impl<C: Clock> LeasedGcra<C> {
             }
         }
         s.counters.returned(returned);
+        s.counters.skipped(unspent - returned);
         returned
     }
 }

@@ -3,8 +3,9 @@
 use crate::sync::{AtomicU64, Ordering};
 
 /// A snapshot of a leased limiter's counters (shared by its clones), since it was built.
-/// Grants themselves are not counted (a grant is one CAS and nothing else); the permits granted
-/// are at most `leased − returned − skipped`.
+/// Round trips, lease grants and the policy's decisions are apart: a grant is one CAS and
+/// nothing else (no counter on the hot path), so `granted` is derived, leased permits less
+/// those returned, passed over and still held.
 ///
 /// # Examples
 ///
@@ -25,12 +26,18 @@ pub struct LeaseStats {
     pub leases: u64,
     /// Permits in those leases.
     pub leased: u64,
+    /// Permits granted from leases, in process with no round trip: `leased − returned −
+    /// skipped − held` (a snapshot: a grant racing it may be missed or counted).
+    pub granted: u64,
+    /// Leased permits held now, not yet granted (the current and waiting leases of every key).
+    pub held: u64,
     /// Round trips to Redis (refills, and returns: one pipeline per sweep).
     pub round_trips: u64,
     /// Permits given back by returns (the reservation-cancel rule held).
     pub returned: u64,
-    /// Permits passed over: their deadline came before a request did, or a request moved on
-    /// to the next lease. Under-use, never over-admission.
+    /// Permits passed over: their deadline came before a request did, a request moved on
+    /// to the next lease, or a return did not give them back. Under-use, never
+    /// over-admission.
     pub skipped: u64,
     /// Refills and returns that Redis did not answer in time, or answered with an error.
     pub errors: u64,
@@ -74,14 +81,18 @@ impl LeaseCounters {
     pub(crate) fn fallback(&self) {
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
     }
-    pub(crate) fn snapshot(&self, keys: usize, skipped: u64) -> LeaseStats {
+    pub(crate) fn snapshot(&self, keys: usize, skipped: u64, held: u64) -> LeaseStats {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let (leased, returned) = (load(&self.leased), load(&self.returned));
+        let skipped = skipped + load(&self.skipped);
         LeaseStats {
             leases: load(&self.leases),
-            leased: load(&self.leased),
+            leased,
+            granted: leased.saturating_sub(returned + skipped + held),
+            held,
             round_trips: load(&self.round_trips),
             returned: load(&self.returned),
-            skipped: skipped + load(&self.skipped),
+            skipped,
             errors: load(&self.errors),
             fallbacks: load(&self.fallbacks),
             keys,

@@ -410,6 +410,22 @@ impl KeyLease {
         self.word.load(Ordering::Relaxed)
     }
 
+    /// Permits held and not spent: the rest of the current lease and the waiting one (a
+    /// snapshot, for the stats).
+    pub(crate) fn held(&self) -> u64 {
+        // Acquire: as in `take`.
+        let word = self.word.load(Ordering::Acquire);
+        // Acquire: as in `take` (the waiting lease's record is published by it).
+        let installed = self.installed.load(Ordering::Acquire) as u32;
+        let g = lease_of(word);
+        let current = self.records[(g & 1) as usize].read();
+        let mut held = current.permits.saturating_sub(next_of(word));
+        if installed != g {
+            held += self.records[(installed & 1) as usize].read().permits;
+        }
+        held
+    }
+
     /// The current lease and its spent permits (a snapshot, for `remaining` and `reset`).
     pub(crate) fn current(&self) -> (Lease, u64) {
         // Acquire: as in `take`.

@@ -10,6 +10,8 @@ use hotlimit::{ConfigError, Rate};
 use super::{RedisLimiter, Shared};
 use crate::algorithm::Algorithm;
 use crate::cache::DenialCache;
+use crate::durable::Durable;
+use crate::fence::Fence;
 use crate::gcra::GcraScript;
 use crate::policy::OnError;
 use crate::sliding_log::LogScript;
@@ -45,6 +47,8 @@ pub struct RedisLimiterBuilder {
     reprobe_after: Duration,
     cache_capacity: usize,
     test_clock: Option<TestClock>,
+    fenced: bool,
+    durable: Option<Durable>,
 }
 
 /// An algorithm from the rate and the burst (each refuses what it cannot take).
@@ -137,6 +141,8 @@ impl RedisLimiterBuilder {
             reprobe_after: DEFAULT_REPROBE,
             cache_capacity: DEFAULT_CACHE,
             test_clock: None,
+            fenced: false,
+            durable: None,
         }
     }
 
@@ -261,6 +267,62 @@ impl RedisLimiterBuilder {
         self
     }
 
+    /// Fenced mode (GCRA only): a key the server lost (a restart without persistence,
+    /// `FLUSHALL`, a failover to an empty replica) restarts **full** instead of empty, so
+    /// that the limit stays exact across the loss (no window over b + ⌊d/I⌋).
+    ///
+    /// How: the scripts keep a marker key with no expiry (`<prefix>fence`, with the key's hash
+    /// tag if it has one) holding the time it was made. A server that lost its data lost the
+    /// marker too; the first decision after the loss remakes it, and for τ = b·I after that
+    /// (the fence: the furthest a grant's TAT can have reached) a missing key restarts with
+    /// its TAT at the marker's time + τ. The cost: after a loss (and on the very first use of
+    /// a key space) a key that is not in Redis has no burst: it grants at the rate, from
+    /// empty, until its bucket refills (τ).
+    /// One `GET` more per decision.
+    ///
+    /// Not detected: a failover to a replica that has the marker but lags (use
+    /// [`durable`](Self::durable)), and eviction of single keys (see
+    /// [`check_eviction`](crate::check_eviction)). A per-decision fenced limiter that shares
+    /// keys with a fenced [`LeasedGcra`](crate::LeasedGcra) gets the leases' longer fence only
+    /// from the leases' own calls: a lost key may then see up to b/2 more (the lease queue).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(10)?, OnError::FailClosed).fenced(true).build()?;
+    /// # let _ = limiter;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fenced(mut self, fenced: bool) -> Self {
+        self.fenced = fenced;
+        self
+    }
+
+    /// Durable grants: a grant counts only once `durable`'s replicas acknowledged it
+    /// (`WAIT` in the same round trip); short of that, the [`OnError`] policy decides. See
+    /// [`Durable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{Durable, OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(10)?, OnError::FailClosed)
+    ///     .durable(Durable::new(1, Duration::from_millis(20)))
+    ///     .build()?;
+    /// # let _ = limiter;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn durable(mut self, durable: Durable) -> Self {
+        self.durable = Some(durable);
+        self
+    }
+
     /// Test hook: the scripts use this clock's microseconds instead of the server's `TIME`.
     #[doc(hidden)]
     pub fn test_clock(mut self, clock: TestClock) -> Self {
@@ -295,6 +357,17 @@ impl RedisLimiterBuilder {
                 "must be more than zero",
             ));
         }
+        let fence = match (self.fenced, algorithm) {
+            (false, _) => None,
+            (true, Algorithm::Gcra(g)) => Some(Fence {
+                horizon: g.tolerance(),
+            }),
+            (true, Algorithm::Log(_)) => return Err(ConfigError::invalid(
+                "fenced",
+                true,
+                "fenced mode is for GCRA (a sliding log's lost stamps cannot be restarted full)",
+            )),
+        };
         Ok(RedisLimiter {
             shared: Arc::new(Shared {
                 algorithm,
@@ -308,6 +381,8 @@ impl RedisLimiterBuilder {
                 down_until: AtomicU64::new(0),
                 counters: Counters::default(),
                 test_clock: self.test_clock,
+                fence,
+                durable: self.durable,
             }),
         })
     }

@@ -5,7 +5,8 @@
 -- ARGV[1]  emission interval I, microseconds (>= 1)
 -- ARGV[2]  tolerance tau = burst * I, microseconds (< 2^52)
 -- ARGV[3]  n, the permits asked for (0 <= n <= burst; 0 only reads)
--- ARGV[4]  optional: `now` in microseconds (the crate's test hook); otherwise the server's TIME
+-- ARGV[4]  optional: `now` in microseconds (the crate's test hook; 0: none)
+-- ARGV[5]  optional: the fence F, microseconds (fenced mode; KEYS[2] is then the marker, see now.lua)
 --
 -- Returns {granted 0/1, remaining, retry_after_us, reset_us}, all integers.
 --
@@ -19,8 +20,9 @@ local tolerance = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 -- `now` (µs) and `ttl_extra` (ms) come from now.lua, which the crate puts in front of this script.
 
--- A missing key (or one that is not a number) is a full limiter: TAT = now.
-local tat = tonumber(redis.call('GET', KEYS[1])) or now
+-- A missing key (or one that is not a number) is a full limiter: TAT = now; in fenced mode,
+-- within F of a loss, it may have been lost, and restarts empty of permits (now.lua).
+local tat = tonumber(redis.call('GET', KEYS[1])) or fenced_tat or now
 -- A TAT in the past is "full"; a server clock that went back sees a TAT further ahead: no time
 -- has passed, nothing is freed.
 local base = tat

@@ -4,6 +4,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::net::TcpListener;
+pub mod chaos;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -55,7 +57,7 @@ impl RedisServer {
 
     /// A server in a fresh directory, on its own unix socket and on `port` (0: none), started
     /// with the extra arguments `args`.
-    fn launch(port: u16, args: &[&str]) -> RedisServer {
+    pub fn launch(port: u16, args: &[&str]) -> RedisServer {
         let dir = fresh_dir();
         let socket = dir.join("redis.sock");
         let mut s = RedisServer {
@@ -87,12 +89,11 @@ impl RedisServer {
         self.child = Some(child);
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(10) {
-            if self.socket.exists() {
-                if let Ok(mut c) = self.client().get_connection() {
-                    if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                        return;
-                    }
-                }
+            if self.socket.exists()
+                && let Ok(mut c) = self.client().get_connection()
+                && redis::cmd("PING").query::<String>(&mut c).is_ok()
+            {
+                return;
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -154,6 +155,12 @@ impl RedisServer {
     pub fn restart(&mut self) {
         self.kill();
         self.spawn(&[]);
+    }
+
+    /// Starts it again on the same socket with the extra arguments `args`.
+    pub fn restart_with(&mut self, args: &[&str]) {
+        self.kill();
+        self.spawn(args);
     }
 
     pub fn socket(&self) -> &Path {
