@@ -374,6 +374,8 @@
 //! `tests/rate_change.rs` checks the rule and both bounds against a reference model over random
 //! traces of requests and changes.
 //!
+#![doc = include_str!("guide/live_changes.md")]
+//!
 //! *The pacer.* A [`Pacer`] on schedule owes its whole tolerance plus the queued slots, so F =
 //! 0 and S' = s + τ' + Q = last slot + τ': the next slot is one new interval after the last
 //! one handed out. When the rate rises with the catch-up measured in time (the default, 10 ms),
@@ -1496,9 +1498,10 @@
 //!   window's floor never passes the clock). A permit re-recorded at t is counted by a strict
 //!   window at `now` iff its bucket y' = ⌊t / w'⌋ is ≥
 //!   f'(now) = ⌊(now − period' + 1) / w'⌋, which holds whenever t > now − period', in particular whenever its real time is in
-//!   (now − period', now]. A permit dropped for lack of room is older (in t) than every kept
+//!   (now − period', now]. A permit left out for lack of room is older (in t) than every kept
 //!   one, so while it is in a request's window all `limit'` kept ones are counted and the
-//!   request is denied. The new grants are the new window's own, under its strict bound. The
+//!   request is denied; it is kept beside the new state and carried by the next change (see
+//!   [counted grants survive every change](#counted-grants-survive-every-change)). The new grants are the new window's own, under its strict bound. The
 //!   log is the same argument with exact stamps. Without the clamp to the newest call, a
 //!   bucket's last instant can lie after s, the new window's floor runs ahead of the clock,
 //!   and an older carried bucket leaves early: `tests/keyed.rs` has that trace (the test fails

@@ -290,7 +290,9 @@ impl Shard {
     fn frees_first_at(&self, tat: u64, t: u64) -> bool {
         let p = self.rest_params();
         // τ ≥ I (b ≥ 1): S − (τ − I) = t, so S ≥ t and max(S, t) = S.
-        tat.checked_sub(p.tolerance - p.interval) == Some(t)
+        // Wrapping: a mix of two parameter sets (a change racing a snapshot, which the
+        // caller validates) may have I > τ; nothing may panic on it.
+        tat.checked_sub(p.tolerance.wrapping_sub(p.interval)) == Some(t)
             && tat.checked_add(p.interval).is_some()
     }
 
@@ -342,15 +344,17 @@ impl Shard {
     #[inline(always)]
     fn attempt(&self, n: u64, now: u64, tat: u64) -> Result<Result<(), u64>, u64> {
         let p = self.params();
+        // A denial stands only if the parameters were one set with `tat` (`settled`);
+        // otherwise it is as a lost CAS: decide again on the current value.
         let Some((cost, slack)) = crate::gcra::price(n, p.burst, p.interval, p.tolerance) else {
-            return Ok(Err(tat));
+            return self.settled(tat);
         };
         let base = if tat > now { tat } else { now };
         if base - now > slack {
-            return Ok(Err(tat));
+            return self.settled(tat);
         }
         let Some(next) = base.checked_add(cost) else {
-            return Ok(Err(tat));
+            return self.settled(tat);
         };
         // Release on success, Acquire on failure: as in `Gcra` (our parameter reads precede
         // the grant; a winner installed by a rate change publishes its parameters). Otherwise
@@ -361,6 +365,30 @@ impl Shard {
         {
             Ok(_) => Ok(Ok(())),
             Err(current) => Err(current),
+        }
+    }
+
+    /// Validates a denial decided on the state `tat` with parameters read after it, as
+    /// `Gcra::settled` (the guide, "What makes the read consistent"): `Ok(Err(tat))` (the
+    /// denial stands) when the word still holds `tat`, else `Err(current)` to decide again.
+    /// [`FROZEN`] stands: the caller waits for the change.
+    #[cold]
+    #[inline(never)]
+    fn settled(&self, tat: u64) -> Result<Result<(), u64>, u64> {
+        if tat == FROZEN {
+            return Ok(Err(tat));
+        }
+        // Acquire: a parameter load (Relaxed) that read a change's Release store synchronizes
+        // with it here, so that change's freeze (made before its stores) happens before the
+        // reload, which then cannot return `tat`: a change installs a TAT above every value
+        // the word held, and the word never goes back.
+        crate::sync::fence(Ordering::Acquire);
+        // Acquire: as `load`.
+        let current = self.load();
+        if current == tat {
+            Ok(Err(tat))
+        } else {
+            Err(current)
         }
     }
 
@@ -377,7 +405,9 @@ impl Shard {
             }
             let base = if tat > now { tat } else { now };
             // m ≤ available: base + m·I_k ≤ u64::MAX and m·I_k ≤ τ_k.
-            let next = base + m * self.params().interval;
+            // Wrapping: with a mix of parameter sets (a racing change) the CAS below fails,
+            // since the change moved the word; nothing may panic meanwhile.
+            let next = base.wrapping_add(m.wrapping_mul(self.params().interval));
             // Release / Acquire: as in `try_take`.
             match self
                 .tat
@@ -641,7 +671,8 @@ impl<C> ShardedGcra<C> {
             let k = wrap(home + step, s);
             match self.shards[k].try_take(n, now) {
                 Ok(()) => return Ok(()),
-                Err(tat) => total += self.shards[k].available(tat, now),
+                // Saturating: as `total_at`.
+                Err(tat) => total = total.saturating_add(self.shards[k].available(tat, now)),
             }
         }
         // Read only so far. Only when the shards together hold n do we write.

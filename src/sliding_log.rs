@@ -129,6 +129,13 @@ pub struct SlidingLog<C = DefaultClock, W = CachePadded<Head>> {
     /// ⌊(2^64 − 1) / len⌋, for [`reduce`](Self::reduce).
     inv: u64,
     rate: Rate,
+    /// `{ stamp: t + 1 }` of grants that a lower limit moved out of the ring and that may
+    /// still count (ascending; each no newer than every stamp in the ring). Under the lower
+    /// limit they change no decision (while one is in the window, the ring's stamps are too),
+    /// but a later raise of the limit puts them back, so they keep counting until they leave
+    /// the window (see [`set_limit`](SlidingLog::set_limit)). Empty unless the limit was
+    /// lowered; never read by a request.
+    earlier: alloc::boxed::Box<[u64]>,
     clock: C,
 }
 
@@ -254,6 +261,7 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
             slots,
             period: rate.period_nanos(),
             rate,
+            earlier: alloc::boxed::Box::default(),
             clock,
         }
     }
@@ -652,6 +660,38 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
         // `Keyed` reads these only after every admitter on the log has finished.
         self.slots.iter().map(|s| s.load(Ordering::Acquire))
     }
+
+    /// Every grant stamp that may still count, ascending, 0s left out: the ring's and the
+    /// [`earlier`](SlidingLog::earlier) ones. For a carry: no admitter may be inside.
+    pub(crate) fn all_stamps(&self) -> alloc::vec::Vec<u64> {
+        let mut stamps: alloc::vec::Vec<u64> = self.earlier.to_vec();
+        stamps.extend(self.stamps().filter(|&s| s != 0));
+        stamps.sort_unstable();
+        stamps
+    }
+
+    /// A log not shared yet, filled from `stamps` (ascending, no 0s): the newest `len` go
+    /// into the ring ([`preload`](SlidingLog::preload)), the older ones that may still count
+    /// into [`earlier`](SlidingLog::earlier). Returns the newest stamp kept (0 if none).
+    pub(crate) fn load_stamps(&mut self, stamps: &[u64]) -> u64 {
+        let (earlier, ring) = split_stamps(stamps, self.len, self.period);
+        self.preload(ring);
+        self.earlier = earlier.into();
+        ring.last().copied().unwrap_or(0)
+    }
+}
+
+/// Splits `stamps` (ascending, no 0s) for a ring of `len` slots into (older ones that may
+/// still count, the newest `len`). Left out: stamps whose window ended by the newest stamp's
+/// time, which count in no later window, since every later grant is recorded no earlier than
+/// the newest (stamp s = t + 1 counts at x iff x < t + period; with x ≥ newest − 1 that is
+/// never when s + period ≤ newest).
+pub(crate) fn split_stamps(stamps: &[u64], len: u64, period: u64) -> (&[u64], &[u64]) {
+    let newest = stamps.last().copied().unwrap_or(0);
+    let live = stamps.partition_point(|&s| s.saturating_add(period) <= newest);
+    let stamps = &stamps[live..];
+    // len ≤ MAX_SLOTS fits in usize wherever the ring was allocated.
+    stamps.split_at(stamps.len().saturating_sub(len as usize))
 }
 
 #[cfg(test)]

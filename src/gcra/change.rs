@@ -61,8 +61,12 @@ impl<C> Gcra<C> {
     ///   [`guide`](crate::guide#changing-a-rate-while-running).
     ///
     /// Requests racing the change are judged wholly under the old parameters or wholly under
-    /// the new ones (a request whose reads straddle the change fails its CAS and decides again);
-    /// for the instant of the change (a few atomic operations) they wait for it. Cost: three
+    /// the new ones, grants and denials (with their `retry_after`) alike: a request whose reads
+    /// straddle the change fails its CAS, or its denial's check against the state word, and
+    /// decides again (the guide, [what makes the read consistent]); for the instant of the
+    /// change (a few atomic operations) they wait for it. No interleaving panics.
+    ///
+    /// [what makes the read consistent]: crate::guide#what-makes-the-read-consistent Cost: three
     /// RMWs and seven stores, off the admission path, which it does not slow: the parameters
     /// are read with the same plain loads as before (callgrind figures in `BENCHMARKS.md`).
     ///
