@@ -348,11 +348,14 @@ impl<C> Gcra<C> {
             if tat != FROZEN {
                 return Some(tat);
             }
-            // Relaxed: a change marks itself (odd) before it freezes the word, and the Acquire
+            // Acquire: a change marks itself (odd) before it freezes the word, and the Acquire
             // RMW above that read the freeze makes the mark visible; even means none is under
-            // way, or it has finished (then the word is no longer frozen: read it once more).
-            // An RMW for the same reason as above.
-            if self.changes.fetch_add(0, Ordering::Relaxed) & 1 == 0 {
+            // way, or it has finished: then reading its end of turn (Release) makes its install
+            // of the TAT happen before the RMW below, which therefore reads it or later. (With
+            // Relaxed here the RMW below could still read the freeze, ordered before the install
+            // in the word's modification order, and a request was denied on the frozen marker:
+            // issue 43's loom model found it.) An RMW for the same reason as above.
+            if self.changes.fetch_add(0, Ordering::Acquire) & 1 == 0 {
                 // Acquire: as in `advance`.
                 let tat = self.tat.fetch_add(0, Ordering::Acquire);
                 return (tat != FROZEN).then_some(tat);
@@ -705,7 +708,7 @@ pub mod planted {
             g.burst.store(new.burst, Ordering::Release);
             g.limit.store(rate.limit(), Ordering::Release);
             g.period.store(rate.period_nanos(), Ordering::Release);
-            g.tat.store(next, Ordering::Release);
+            g.tat.swap(next, Ordering::Release);
             crate::sync::end_turn(&g.changes);
         }
     }

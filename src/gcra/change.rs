@@ -157,7 +157,10 @@ impl<C> Gcra<C> {
                 .store(new.tolerance - new.interval, Ordering::Release);
             self.burst.store(new.burst, Ordering::Release);
             // Release: publishes the parameters above to every request that reads this TAT.
-            self.tat.store(next, Ordering::Release);
+            // An RMW (its result is the frozen marker): the word then changes only by RMWs,
+            // each reading the one before it, which the waiters' RMWs in `thawed` rely on
+            // (loom, too, orders a plain store after the RMWs that read the freeze).
+            self.tat.swap(next, Ordering::Release);
         }
         // Release (both): for the getters' sequence lock (see `snapshot`).
         self.limit.store(rate.limit(), Ordering::Release);
