@@ -317,7 +317,12 @@ impl Shard {
     #[inline]
     fn try_take(&self, n: u64, now: u64) -> Result<(), u64> {
         match self.attempt(n, now, self.load()) {
-            Ok(done) => done,
+            Ok(Ok(())) => Ok(()),
+            // A denial stands only if decided on one parameter set (`settled`).
+            Ok(Err(tat)) => match self.settled(tat) {
+                Ok(_) => Err(tat),
+                Err(current) => self.take_contended(n, now, current),
+            },
             Err(current) => self.take_contended(n, now, current),
         }
     }
@@ -333,7 +338,12 @@ impl Shard {
             // Acquire (a reload after a pause): as the first load.
             let tat = contention.lost(current, now, || self.load());
             match self.attempt(n, now, tat) {
-                Ok(done) => return done,
+                Ok(Ok(())) => return Ok(()),
+                // As in `try_take`.
+                Ok(Err(tat)) => match self.settled(tat) {
+                    Ok(_) => return Err(tat),
+                    Err(again) => current = again,
+                },
                 Err(again) => current = again,
             }
         }
@@ -344,17 +354,17 @@ impl Shard {
     #[inline(always)]
     fn attempt(&self, n: u64, now: u64, tat: u64) -> Result<Result<(), u64>, u64> {
         let p = self.params();
-        // A denial stands only if the parameters were one set with `tat` (`settled`);
-        // otherwise it is as a lost CAS: decide again on the current value.
+        // A denial is returned unchecked (the allowed path stays as it was): every caller
+        // checks it with `settled` before it stands.
         let Some((cost, slack)) = crate::gcra::price(n, p.burst, p.interval, p.tolerance) else {
-            return self.settled(tat);
+            return Ok(Err(tat));
         };
         let base = if tat > now { tat } else { now };
         if base - now > slack {
-            return self.settled(tat);
+            return Ok(Err(tat));
         }
         let Some(next) = base.checked_add(cost) else {
-            return self.settled(tat);
+            return Ok(Err(tat));
         };
         // Release on success, Acquire on failure: as in `Gcra` (our parameter reads precede
         // the grant; a winner installed by a rate change publishes its parameters). Otherwise
@@ -371,7 +381,8 @@ impl Shard {
     /// Validates a denial decided on the state `tat` with parameters read after it, as
     /// `Gcra::settled` (the guide, "What makes the read consistent"): `Ok(Err(tat))` (the
     /// denial stands) when the word still holds `tat`, else `Err(current)` to decide again.
-    /// [`FROZEN`] stands: the caller waits for the change.
+    /// [`FROZEN`] stands: the caller waits for the change. Every caller of
+    /// [`attempt`](Shard::attempt) checks its denials with this.
     #[cold]
     #[inline(never)]
     fn settled(&self, tat: u64) -> Result<Result<(), u64>, u64> {
@@ -586,6 +597,11 @@ impl<C> ShardedGcra<C> {
     #[cold]
     #[inline(never)]
     fn hinted_or_borrow(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
+        // The home shard's denial from the inline first attempt, checked here (off the
+        // allowed path): decided on one parameter set, or decided again.
+        if let Err(current) = self.shards[home].settled(home_tat) {
+            return self.home_contended(home, n, now, current);
+        }
         if n == 1 {
             if let Some(t) = self.empty.empty_until(now) {
                 let first_at_t = |k: usize, tat: u64| self.shards[k].frees_first_at(tat, t);
