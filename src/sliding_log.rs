@@ -117,7 +117,13 @@ pub struct SlidingLog<C = DefaultClock, W = CachePadded<Head>> {
     /// cache-padded except in `Keyed`'s per-key logs (`Unpadded`: a per-key log is rarely
     /// contended, and padding would cost up to 120 bytes per key).
     head: W,
-    /// `{ stamp: t + 1 }` of a grant recorded at time `t`; `0` = never used.
+    /// `{ stamp: t + 1 }` of a grant recorded at time `t`; `0` = never used. The ring is the
+    /// first `len`; after it, only after a lower limit, the stamps of older grants that the
+    /// lower limit moved out of the ring and that may still count (ascending, none newer than
+    /// the ring's). Under the lower limit they decide nothing (while one is in the window,
+    /// the ring's stamps are too) and no request touches them, but the next change puts them
+    /// back, so they keep counting until they leave the window (see
+    /// [`set_limit`](SlidingLog::set_limit)).
     slots: alloc::vec::Vec<AtomicU64>,
     /// `slots.len()`, i.e. the rate's limit, as a u64 (1 ..= [`MAX_SLOTS`]).
     len: u64,
@@ -129,13 +135,6 @@ pub struct SlidingLog<C = DefaultClock, W = CachePadded<Head>> {
     /// ⌊(2^64 − 1) / len⌋, for [`reduce`](Self::reduce).
     inv: u64,
     rate: Rate,
-    /// `{ stamp: t + 1 }` of grants that a lower limit moved out of the ring and that may
-    /// still count (ascending; each no newer than every stamp in the ring). Under the lower
-    /// limit they change no decision (while one is in the window, the ring's stamps are too),
-    /// but a later raise of the limit puts them back, so they keep counting until they leave
-    /// the window (see [`set_limit`](SlidingLog::set_limit)). Empty unless the limit was
-    /// lowered; never read by a request.
-    earlier: alloc::boxed::Box<[u64]>,
     clock: C,
 }
 
@@ -261,7 +260,6 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
             slots,
             period: rate.period_nanos(),
             rate,
-            earlier: alloc::boxed::Box::default(),
             clock,
         }
     }
@@ -662,21 +660,21 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     }
 
     /// Every grant stamp that may still count, ascending, 0s left out: the ring's and the
-    /// [`earlier`](SlidingLog::earlier) ones. For a carry: no admitter may be inside.
+    /// older ones kept after it (see `slots`). For a carry: no admitter may be inside.
     pub(crate) fn all_stamps(&self) -> alloc::vec::Vec<u64> {
-        let mut stamps: alloc::vec::Vec<u64> = self.earlier.to_vec();
-        stamps.extend(self.stamps().filter(|&s| s != 0));
+        let mut stamps: alloc::vec::Vec<u64> = self.stamps().filter(|&s| s != 0).collect();
         stamps.sort_unstable();
         stamps
     }
 
     /// A log not shared yet, filled from `stamps` (ascending, no 0s): the newest `len` go
     /// into the ring ([`preload`](SlidingLog::preload)), the older ones that may still count
-    /// into [`earlier`](SlidingLog::earlier). Returns the newest stamp kept (0 if none).
+    /// after it (see `slots`). Returns the newest stamp kept (0 if none).
     pub(crate) fn load_stamps(&mut self, stamps: &[u64]) -> u64 {
         let (earlier, ring) = split_stamps(stamps, self.len, self.period);
         self.preload(ring);
-        self.earlier = earlier.into();
+        self.slots
+            .extend(earlier.iter().map(|&s| AtomicU64::new(s)));
         ring.last().copied().unwrap_or(0)
     }
 }

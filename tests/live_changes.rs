@@ -134,7 +134,7 @@ fn in_force(default: u64, overrides: &[Option<u64>; 2], key: u64) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(600))]
+    #![proptest_config(ProptestConfig::with_cases(300))]
 
     /// Core `SlidingLog`: every decision and retry equals the exact log's, every grant counted
     /// across any sequence of limit changes, lower-then-raise at one instant included.
@@ -320,7 +320,11 @@ fn race<L: Send + Sync + 'static>(
 
 /// Rates alternate between 1,000/s and 1,000,000/s (1,000× apart), bursts cycle 1..=100.
 fn alternating(k: u64) -> (Rate, u64) {
-    let limit = if k % 2 == 0 { 1_000_000 } else { 1_000 };
+    let limit = if k.is_multiple_of(2) {
+        1_000_000
+    } else {
+        1_000
+    };
     (Rate::per_second(limit).unwrap(), 1 + (k * 37) % 100)
 }
 
@@ -547,7 +551,7 @@ where
             k.try_acquire_n_at(&7, n, now).map_or(0, |()| u64::from(n))
         },
         |k, j| {
-            let limit = if j % 2 == 0 { 3 } else { 50 };
+            let limit = if j.is_multiple_of(2) { 3 } else { 50 };
             if j % 4 < 2 {
                 k.set_rate(7, rate(limit, 1_000_000)).unwrap();
             } else {

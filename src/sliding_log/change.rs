@@ -76,7 +76,6 @@ impl<C> SlidingLog<C> {
         self.stride = fresh.stride;
         self.inv = fresh.inv;
         self.rate = fresh.rate;
-        self.earlier = fresh.earlier;
         Ok(())
     }
 }
