@@ -649,8 +649,8 @@ impl<C, W: Deref<Target = Head>> fmt::Debug for SlidingLog<C, W> {
 pub mod planted;
 
 /// Crate-internal access for `Keyed` (`src/keyed.rs`), which keeps one log per key and must
-/// tell whether a log still holds any grant in the window.
-#[cfg(any(feature = "std", hotlimit_loom))]
+/// tell whether a log still holds any grant in the window, and for live limit changes
+/// ([`set_limit`](SlidingLog::set_limit), `Keyed`'s carries).
 impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     /// The slot words, read-only (`{ stamp: t + 1 }` or 0), in ring order from slot 0.
     pub(crate) fn stamps(&self) -> impl Iterator<Item = u64> + '_ {
