@@ -179,6 +179,9 @@ pub enum Plant {
     /// A rate change that carries a key's state by a store of the value it carried from,
     /// without the CAS: a grant in between is overwritten.
     CarryByStore,
+    /// A denial returned as decided, without the check that the parameters it read were the
+    /// set its slot value names (`settled`): the request as it was before issue 43.
+    UncheckedDenial,
 }
 
 /// Per-key GCRA for integer keys (`u64`, `u32`, `u16`, `i64`, `usize`) and IP addresses
@@ -304,6 +307,15 @@ impl<K, C> IntKeyed<K, C> {
     #[cfg(hotlimit_loom)]
     fn plant(&self) -> Plant {
         self.plant
+    }
+
+    /// Whether denials skip their check (the planted `UncheckedDenial`; never outside loom).
+    #[inline(always)]
+    fn unchecked_denials(&self) -> bool {
+        #[cfg(hotlimit_loom)]
+        return self.plant == Plant::UncheckedDenial;
+        #[cfg(not(hotlimit_loom))]
+        false
     }
 
     /// Take `permits` permits for `key` at time `now` (ns on this limiter's clock), all or
@@ -486,6 +498,7 @@ impl<K, C> IntKeyed<K, C> {
         // A denial returns here, before any write, if it was decided on one parameter set.
         let new = match self.next_value(v, key, permits, now) {
             Ok(new) => new,
+            Err(denied) if self.unchecked_denials() => return Some(Err(denied)),
             Err(denied) => match settled(slot, v) {
                 None => return Some(Err(denied)),
                 Some(current) => return self.grant_contended(slot, current, key, permits, now),
@@ -520,6 +533,7 @@ impl<K, C> IntKeyed<K, C> {
             }
             let new = match self.next_value(v, key, permits, now) {
                 Ok(new) => new,
+                Err(denied) if self.unchecked_denials() => return Some(Err(denied)),
                 Err(denied) => match settled(slot, v) {
                     None => return Some(Err(denied)),
                     Some(current) => {
