@@ -176,14 +176,20 @@ impl Params {
 
 /// The price of `n` permits under interval I, burst b and tolerance τ = b·I: `(n·I, τ − n·I)`,
 /// the `cost` and `slack` that [`decide`] takes, or `None` when n > b (never grantable). With
-/// n ≤ b, n·I ≤ τ fits in u64 and the subtraction cannot underflow.
+/// n ≤ b from one parameter set, n·I ≤ τ fits in u64 and the subtraction cannot underflow.
+///
+/// Wrapping arithmetic (the same instructions as the plain operators in release): a request
+/// racing a rate change may read a mix of two parameter sets, for which n·I may exceed τ.
+/// Nothing may panic on that; the result is garbage, and the caller's validation (the CAS on
+/// the state word for a grant, [`Gcra::settled`] for a denial) throws it away: see the guide,
+/// "What makes the read consistent".
 #[inline(always)]
 pub(crate) fn price(n: u64, burst: u64, interval: u64, tolerance: u64) -> Option<(u64, u64)> {
     if n > burst {
         return None;
     }
-    let cost = n * interval;
-    Some((cost, tolerance - cost))
+    let cost = n.wrapping_mul(interval);
+    Some((cost, tolerance.wrapping_sub(cost)))
 }
 
 /// The GCRA decision, pure over `(tat, now)`: the new TAT on a grant, or the denial.
@@ -263,11 +269,20 @@ impl<C> Gcra<C> {
         let mut tat = self.tat.load(Ordering::Acquire);
         let mut contention = Contention::new();
         loop {
-            let (cost, slack, extra) = price(self)?;
+            let priced = price(self).and_then(|(cost, slack, extra)| {
+                decide(tat, now, cost, slack).map(|next| (next, extra))
+            });
             // A denial returns here, before any write: under overload the line stays shared.
-            let next = match decide(tat, now, cost, slack) {
-                Ok(next) => next,
-                Err(denied) if tat != FROZEN => return Err(denied),
+            let (next, extra) = match priced {
+                Ok(granted) => granted,
+                // Only if the parameters it was decided on were one set (see `settled`).
+                Err(denied) if tat != FROZEN => match self.settled(tat) {
+                    None => return Err(denied),
+                    Some(current) => {
+                        tat = current;
+                        continue;
+                    }
+                },
                 // A rate change holds the word: wait for it, then decide on what it installed.
                 Err(denied) => match self.thawed() {
                     Some(current) => {
@@ -295,6 +310,29 @@ impl<C> Gcra<C> {
         }
     }
 
+    /// Validates a denial decided on the state `tat` with parameters read after it: `None`
+    /// when they were one set (the denial stands), or the state word's current value to
+    /// decide again on.
+    ///
+    /// Why this suffices: a rate change freezes the word (an AcqRel swap) before it stores any
+    /// parameter (Release), and installs a TAT above every value the word ever held, so the
+    /// word never holds `tat` again after a change that began after our load of it. If any
+    /// parameter we read was stored by such a change, the fence below makes its freeze happen
+    /// before our reload, which then reads the freeze or a later value: not `tat`. So a reload
+    /// equal to `tat` means every parameter read came from the set `tat` was installed under
+    /// (or an earlier one no later than it). Off the allowed path: a grant's CAS validates in
+    /// the same way (its Release orders our reads before it).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn settled(&self, tat: u64) -> Option<u64> {
+        // Acquire: a parameter load (Relaxed) that read a change's Release store synchronizes
+        // with it here, so that change's freeze happens before the reload below.
+        crate::sync::fence(Ordering::Acquire);
+        // Acquire: as in `advance` (the caller decides again on what it reads).
+        let current = self.tat.load(Ordering::Acquire);
+        (current != tat).then_some(current)
+    }
+
     /// After reading [`FROZEN`]: waits for the rate change under way and returns the TAT it
     /// installed, or `None` if no change is under way (the state really is at `u64::MAX`, the
     /// end of the clock's range).
@@ -310,11 +348,14 @@ impl<C> Gcra<C> {
             if tat != FROZEN {
                 return Some(tat);
             }
-            // Relaxed: a change marks itself (odd) before it freezes the word, and the Acquire
+            // Acquire: a change marks itself (odd) before it freezes the word, and the Acquire
             // RMW above that read the freeze makes the mark visible; even means none is under
-            // way, or it has finished (then the word is no longer frozen: read it once more).
-            // An RMW for the same reason as above.
-            if self.changes.fetch_add(0, Ordering::Relaxed) & 1 == 0 {
+            // way, or it has finished: then reading its end of turn (Release) makes its install
+            // of the TAT happen before the RMW below, which therefore reads it or later. (With
+            // Relaxed here the RMW below could still read the freeze, ordered before the install
+            // in the word's modification order, and a request was denied on the frozen marker:
+            // issue 43's loom model found it.) An RMW for the same reason as above.
+            if self.changes.fetch_add(0, Ordering::Acquire) & 1 == 0 {
                 // Acquire: as in `advance`.
                 let tat = self.tat.fetch_add(0, Ordering::Acquire);
                 return (tat != FROZEN).then_some(tat);
@@ -368,13 +409,21 @@ impl<C> Gcra<C> {
     pub fn remaining_at(&self, now: u64) -> u64 {
         // Acquire: as in `advance` (the parameters are read after it).
         let mut tat = self.tat.load(Ordering::Acquire);
-        if tat == FROZEN {
-            tat = self.thawed().unwrap_or(FROZEN);
+        loop {
+            if tat == FROZEN {
+                tat = self.thawed().unwrap_or(FROZEN);
+            }
+            let ahead = tat.saturating_sub(now);
+            // Relaxed (both): read after the TAT, as in `advance`, and validated below.
+            let tolerance = self.tolerance.load(Ordering::Relaxed);
+            let interval = self.interval.load(Ordering::Relaxed);
+            // One parameter set with `tat` (see `settled`), else read again. The interval is
+            // at least 1 in every set, so even a mix divides.
+            match self.settled(tat) {
+                None => return tolerance.saturating_sub(ahead) / interval,
+                Some(current) => tat = current,
+            }
         }
-        let ahead = tat.saturating_sub(now);
-        // Relaxed (both): read after the TAT, as in `advance`.
-        let tolerance = self.tolerance.load(Ordering::Relaxed);
-        tolerance.saturating_sub(ahead) / self.interval.load(Ordering::Relaxed)
     }
 
     /// How long until the limiter is full again (its whole burst available) if nothing more
@@ -584,6 +633,85 @@ pub mod planted {
     /// ones.
     #[derive(Debug)]
     pub struct TornChange<C>(pub Gcra<C>);
+
+    /// [`Gcra`]'s request as it was before issue 43: the TAT (Acquire), then the parameters as
+    /// separate Relaxed loads, and a denial returned as decided, with no check that the
+    /// parameters were one set (`Gcra::settled`). Only a grant's CAS validates.
+    #[derive(Debug)]
+    pub struct TornRead<'a, C>(pub &'a Gcra<C>);
+
+    impl<C> TornRead<'_, C> {
+        /// The unchecked request for `permits` at `now`.
+        pub fn try_acquire_n_at(&self, permits: u32, now: u64) -> Result<(), Denied> {
+            let g = self.0;
+            let n = u64::from(permits);
+            // Acquire: as the real `advance`.
+            let mut tat = g.tat.load(Ordering::Acquire);
+            loop {
+                let (interval, tolerance, burst) = g.live_params();
+                let Some((cost, slack)) = price(n, burst, interval, tolerance) else {
+                    return Err(Denied::never());
+                };
+                let next = match decide(tat, now, cost, slack) {
+                    Ok(next) => next,
+                    // The bug: no check that the parameters were one set with `tat`.
+                    Err(denied) if tat != FROZEN => return Err(denied),
+                    Err(denied) => match g.thawed() {
+                        Some(current) => {
+                            tat = current;
+                            continue;
+                        }
+                        None => return Err(denied),
+                    },
+                };
+                // Release / Acquire: as the real `advance`.
+                match g
+                    .tat
+                    .compare_exchange(tat, next, Ordering::Release, Ordering::Acquire)
+                {
+                    Ok(_) => return Ok(()),
+                    Err(current) => tat = current,
+                }
+            }
+        }
+    }
+
+    /// [`Gcra`] whose rate change raises the carried TAT only to the old TAT, not past every
+    /// value the word held: where the carry rule gives the old TAT back, the change reinstalls
+    /// the value a racing request loaded (ABA). See `ReinstallingChange::set_rate_at`.
+    #[derive(Debug)]
+    pub struct ReinstallingChange<'a, C>(pub &'a Gcra<C>);
+
+    impl<C> ReinstallingChange<'_, C> {
+        /// The change with the freeze and the parameter stores of the real one, the TAT raised
+        /// only to the old one.
+        pub fn set_rate_at(&self, rate: Rate, burst: Option<u64>, now: u64) {
+            let g = self.0;
+            let Ok(new) = Params::new(rate, burst) else {
+                return;
+            };
+            crate::sync::take_turn(&g.changes);
+            // Relaxed (all): we hold the turn, as the real change.
+            let old = (
+                g.interval.load(Ordering::Relaxed),
+                g.tolerance.load(Ordering::Relaxed),
+            );
+            // AcqRel: as the real change's freeze.
+            let tat = g.tat.swap(FROZEN, Ordering::AcqRel);
+            // The bug: `max(tat)`, where the real rule takes one past the highest value held.
+            let next = carry_tat(tat, now, old, (new.interval, new.tolerance)).max(tat);
+            // Release (all): as the real change.
+            g.interval.store(new.interval, Ordering::Release);
+            g.tolerance.store(new.tolerance, Ordering::Release);
+            g.slack_one
+                .store(new.tolerance - new.interval, Ordering::Release);
+            g.burst.store(new.burst, Ordering::Release);
+            g.limit.store(rate.limit(), Ordering::Release);
+            g.period.store(rate.period_nanos(), Ordering::Release);
+            g.tat.swap(next, Ordering::Release);
+            crate::sync::end_turn(&g.changes);
+        }
+    }
 }
 
 /// The planted twin of [`Gcra::set_rate_at`] (compiled only under `--cfg hotlimit_loom`).

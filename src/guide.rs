@@ -11,6 +11,7 @@
 //! | [`gcra`] | GCRA's bound, proved, and what one call costs. |
 //! | [`contention`] | What a single-word limiter does after a lost CAS, the candidates measured, and the one chosen. |
 //! | [`rate_changes`] | Changing a limiter's rate while it runs, and the bound across the change. |
+//! | [`live_changes`] | What makes a request's read of its parameters consistent while a change runs, and why counted grants survive every change. |
 //! | [`gcra_pair`] | Two rates in one word, all or nothing, and why not "claim, then give back" for more. |
 //! | [`gcra_multi`] | Up to eight rates by snapshot swap. |
 //! | [`multi_window`] | Several hard windows at once ("100 per minute AND 2,000 per hour"), all or nothing: each window's bound, proved, and what a give-back can do to other callers. |
@@ -44,6 +45,9 @@ pub mod contention {
 }
 pub mod rate_changes {
     #![doc = include_str!("guide/rate_changes.md")]
+}
+pub mod live_changes {
+    #![doc = include_str!("guide/live_changes.md")]
 }
 pub mod gcra_pair {
     #![doc = include_str!("guide/gcra_pair.md")]

@@ -179,6 +179,9 @@ pub enum Plant {
     /// A rate change that carries a key's state by a store of the value it carried from,
     /// without the CAS: a grant in between is overwritten.
     CarryByStore,
+    /// A denial returned as decided, without the check that the parameters it read were the
+    /// set its slot value names (`settled`): the request as it was before issue 43.
+    UncheckedDenial,
 }
 
 /// Per-key GCRA for integer keys (`u64`, `u32`, `u16`, `i64`, `usize`) and IP addresses
@@ -304,6 +307,15 @@ impl<K, C> IntKeyed<K, C> {
     #[cfg(hotlimit_loom)]
     fn plant(&self) -> Plant {
         self.plant
+    }
+
+    /// Whether denials skip their check (the planted `UncheckedDenial`; never outside loom).
+    #[inline(always)]
+    fn unchecked_denials(&self) -> bool {
+        #[cfg(hotlimit_loom)]
+        return self.plant == Plant::UncheckedDenial;
+        #[cfg(not(hotlimit_loom))]
+        false
     }
 
     /// Take `permits` permits for `key` at time `now` (ns on this limiter's clock), all or
@@ -483,10 +495,14 @@ impl<K, C> IntKeyed<K, C> {
         permits: u32,
         now: u64,
     ) -> Option<Result<(), Denied>> {
-        // A denial returns here, before any write.
+        // A denial returns here, before any write, if it was decided on one parameter set.
         let new = match self.next_value(v, key, permits, now) {
             Ok(new) => new,
-            Err(denied) => return Some(Err(denied)),
+            Err(denied) if self.unchecked_denials() => return Some(Err(denied)),
+            Err(denied) => match settled(slot, v) {
+                None => return Some(Err(denied)),
+                Some(current) => return self.grant_contended(slot, current, key, permits, now),
+            },
         };
         // SeqCst (both): the whole slot, key included, so a slot evicted or reused since
         // the load fails the CAS; see `acquire` for why SeqCst.
@@ -517,7 +533,14 @@ impl<K, C> IntKeyed<K, C> {
             }
             let new = match self.next_value(v, key, permits, now) {
                 Ok(new) => new,
-                Err(denied) => return Some(Err(denied)),
+                Err(denied) if self.unchecked_denials() => return Some(Err(denied)),
+                Err(denied) => match settled(slot, v) {
+                    None => return Some(Err(denied)),
+                    Some(current) => {
+                        v = current;
+                        continue;
+                    }
+                },
             };
             // SeqCst (both): as in `grant`.
             match slot.compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::SeqCst) {
@@ -551,6 +574,23 @@ impl<K, C> IntKeyed<K, C> {
             Err(denied) => Err(denied),
         }
     }
+}
+
+/// Validates a denial decided on the slot value `v` with the parameters its parity names:
+/// `None` when they were the set `v` was committed under (the denial stands), or the slot's
+/// current value to decide again on. A change rewrites a parameter set only after it moved
+/// every slot off it (each move raises the value and flips the parity), so if a parameter
+/// read came from such a rewrite, the fence makes the move of our slot happen before the
+/// reload, which then differs from `v`. Off the allowed path (a grant's CAS validates).
+#[cold]
+#[inline(never)]
+fn settled(slot: &AtomicU128, v: u128) -> Option<u128> {
+    // Acquire: a parameter load (Relaxed) that read a change's store synchronizes with it
+    // here (that store is ordered after the change's moves by its SeqCst accesses).
+    crate::sync::fence(Ordering::Acquire);
+    // SeqCst: as every slot access.
+    let current = slot.load(Ordering::SeqCst);
+    (current != v).then_some(current)
 }
 
 /// Planted bugs for the loom models: each must make its model fail. Compiled only under

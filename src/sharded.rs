@@ -290,7 +290,9 @@ impl Shard {
     fn frees_first_at(&self, tat: u64, t: u64) -> bool {
         let p = self.rest_params();
         // τ ≥ I (b ≥ 1): S − (τ − I) = t, so S ≥ t and max(S, t) = S.
-        tat.checked_sub(p.tolerance - p.interval) == Some(t)
+        // Wrapping: a mix of two parameter sets (a change racing a snapshot, which the
+        // caller validates) may have I > τ; nothing may panic on it.
+        tat.checked_sub(p.tolerance.wrapping_sub(p.interval)) == Some(t)
             && tat.checked_add(p.interval).is_some()
     }
 
@@ -315,7 +317,12 @@ impl Shard {
     #[inline]
     fn try_take(&self, n: u64, now: u64) -> Result<(), u64> {
         match self.attempt(n, now, self.load()) {
-            Ok(done) => done,
+            Ok(Ok(())) => Ok(()),
+            // A denial stands only if decided on one parameter set (`settled`).
+            Ok(Err(tat)) => match self.settled(tat) {
+                Ok(_) => Err(tat),
+                Err(current) => self.take_contended(n, now, current),
+            },
             Err(current) => self.take_contended(n, now, current),
         }
     }
@@ -331,7 +338,12 @@ impl Shard {
             // Acquire (a reload after a pause): as the first load.
             let tat = contention.lost(current, now, || self.load());
             match self.attempt(n, now, tat) {
-                Ok(done) => return done,
+                Ok(Ok(())) => return Ok(()),
+                // As in `try_take`.
+                Ok(Err(tat)) => match self.settled(tat) {
+                    Ok(_) => return Err(tat),
+                    Err(again) => current = again,
+                },
                 Err(again) => current = again,
             }
         }
@@ -342,6 +354,8 @@ impl Shard {
     #[inline(always)]
     fn attempt(&self, n: u64, now: u64, tat: u64) -> Result<Result<(), u64>, u64> {
         let p = self.params();
+        // A denial is returned unchecked (the allowed path stays as it was): every caller
+        // checks it with `settled` before it stands.
         let Some((cost, slack)) = crate::gcra::price(n, p.burst, p.interval, p.tolerance) else {
             return Ok(Err(tat));
         };
@@ -364,6 +378,31 @@ impl Shard {
         }
     }
 
+    /// Validates a denial decided on the state `tat` with parameters read after it, as
+    /// `Gcra::settled` (the guide, "What makes the read consistent"): `Ok(Err(tat))` (the
+    /// denial stands) when the word still holds `tat`, else `Err(current)` to decide again.
+    /// [`FROZEN`] stands: the caller waits for the change. Every caller of
+    /// [`attempt`](Shard::attempt) checks its denials with this.
+    #[cold]
+    #[inline(never)]
+    fn settled(&self, tat: u64) -> Result<Result<(), u64>, u64> {
+        if tat == FROZEN {
+            return Ok(Err(tat));
+        }
+        // Acquire: a parameter load (Relaxed) that read a change's Release store synchronizes
+        // with it here, so that change's freeze (made before its stores) happens before the
+        // reload, which then cannot return `tat`: a change installs a TAT above every value
+        // the word held, and the word never goes back.
+        crate::sync::fence(Ordering::Acquire);
+        // Acquire: as `load`.
+        let current = self.load();
+        if current == tat {
+            Ok(Err(tat))
+        } else {
+            Err(current)
+        }
+    }
+
     /// Takes as many as it can of `need ≥ 1` permits at `now`, at least one: `(before, after,
     /// taken)` for a later [`give_back`](Shard::give_back), or `None` if the shard is empty
     /// (or frozen by a rate change).
@@ -377,7 +416,9 @@ impl Shard {
             }
             let base = if tat > now { tat } else { now };
             // m ≤ available: base + m·I_k ≤ u64::MAX and m·I_k ≤ τ_k.
-            let next = base + m * self.params().interval;
+            // Wrapping: with a mix of parameter sets (a racing change) the CAS below fails,
+            // since the change moved the word; nothing may panic meanwhile.
+            let next = base.wrapping_add(m.wrapping_mul(self.params().interval));
             // Release / Acquire: as in `try_take`.
             match self
                 .tat
@@ -556,6 +597,11 @@ impl<C> ShardedGcra<C> {
     #[cold]
     #[inline(never)]
     fn hinted_or_borrow(&self, home: usize, n: u64, now: u64, home_tat: u64) -> Result<(), Denied> {
+        // The home shard's denial from the inline first attempt, checked here (off the
+        // allowed path): decided on one parameter set, or decided again.
+        if let Err(current) = self.shards[home].settled(home_tat) {
+            return self.home_contended(home, n, now, current);
+        }
         if n == 1 {
             if let Some(t) = self.empty.empty_until(now) {
                 let first_at_t = |k: usize, tat: u64| self.shards[k].frees_first_at(tat, t);
@@ -641,7 +687,8 @@ impl<C> ShardedGcra<C> {
             let k = wrap(home + step, s);
             match self.shards[k].try_take(n, now) {
                 Ok(()) => return Ok(()),
-                Err(tat) => total += self.shards[k].available(tat, now),
+                // Saturating: as `total_at`.
+                Err(tat) => total = total.saturating_add(self.shards[k].available(tat, now)),
             }
         }
         // Read only so far. Only when the shards together hold n do we write.

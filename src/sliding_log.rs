@@ -118,7 +118,13 @@ pub struct SlidingLog<C = DefaultClock, W = CachePadded<Head>> {
     /// cache-padded except in `Keyed`'s per-key logs (`Unpadded`: a per-key log is rarely
     /// contended, and padding would cost up to 120 bytes per key).
     head: W,
-    /// `{ stamp: t + 1 }` of a grant recorded at time `t`; `0` = never used.
+    /// `{ stamp: t + 1 }` of a grant recorded at time `t`; `0` = never used. The ring is the
+    /// first `len`; after it, only after a lower limit, the stamps of older grants that the
+    /// lower limit moved out of the ring and that may still count (ascending, none newer than
+    /// the ring's). Under the lower limit they decide nothing (while one is in the window,
+    /// the ring's stamps are too) and no request touches them, but the next change puts them
+    /// back, so they keep counting until they leave the window (see
+    /// [`set_limit`](SlidingLog::set_limit)).
     slots: alloc::vec::Vec<AtomicU64>,
     /// `slots.len()`, i.e. the rate's limit, as a u64 (1 ..= [`MAX_SLOTS`]).
     len: u64,
@@ -644,8 +650,8 @@ impl<C, W: Deref<Target = Head>> fmt::Debug for SlidingLog<C, W> {
 pub mod planted;
 
 /// Crate-internal access for `Keyed` (`src/keyed.rs`), which keeps one log per key and must
-/// tell whether a log still holds any grant in the window.
-#[cfg(any(feature = "std", hotlimit_loom))]
+/// tell whether a log still holds any grant in the window, and for live limit changes
+/// ([`set_limit`](SlidingLog::set_limit), `Keyed`'s carries).
 impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
     /// The slot words, read-only (`{ stamp: t + 1 }` or 0), in ring order from slot 0.
     pub(crate) fn stamps(&self) -> impl Iterator<Item = u64> + '_ {
@@ -653,6 +659,38 @@ impl<C, W: Deref<Target = Head>> SlidingLog<C, W> {
         // `Keyed` reads these only after every admitter on the log has finished.
         self.slots.iter().map(|s| s.load(Ordering::Acquire))
     }
+
+    /// Every grant stamp that may still count, ascending, 0s left out: the ring's and the
+    /// older ones kept after it (see `slots`). For a carry: no admitter may be inside.
+    pub(crate) fn all_stamps(&self) -> alloc::vec::Vec<u64> {
+        let mut stamps: alloc::vec::Vec<u64> = self.stamps().filter(|&s| s != 0).collect();
+        stamps.sort_unstable();
+        stamps
+    }
+
+    /// A log not shared yet, filled from `stamps` (ascending, no 0s): the newest `len` go
+    /// into the ring ([`preload`](SlidingLog::preload)), the older ones that may still count
+    /// after it (see `slots`). Returns the newest stamp kept (0 if none).
+    pub(crate) fn load_stamps(&mut self, stamps: &[u64]) -> u64 {
+        let (earlier, ring) = split_stamps(stamps, self.len, self.period);
+        self.preload(ring);
+        self.slots
+            .extend(earlier.iter().map(|&s| AtomicU64::new(s)));
+        ring.last().copied().unwrap_or(0)
+    }
+}
+
+/// Splits `stamps` (ascending, no 0s) for a ring of `len` slots into (older ones that may
+/// still count, the newest `len`). Left out: stamps whose window ended by the newest stamp's
+/// time, which count in no later window, since every later grant is recorded no earlier than
+/// the newest (stamp s = t + 1 counts at x iff x < t + period; with x ≥ newest − 1 that is
+/// never when s + period ≤ newest).
+pub(crate) fn split_stamps(stamps: &[u64], len: u64, period: u64) -> (&[u64], &[u64]) {
+    let newest = stamps.last().copied().unwrap_or(0);
+    let live = stamps.partition_point(|&s| s.saturating_add(period) <= newest);
+    let stamps = &stamps[live..];
+    // len ≤ MAX_SLOTS fits in usize wherever the ring was allocated.
+    stamps.split_at(stamps.len().saturating_sub(len as usize))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use hotlimit::__planted_gcra::{RacyGcra, StaleReload, TornChange};
+use hotlimit::__planted_gcra::{RacyGcra, ReinstallingChange, StaleReload, TornChange, TornRead};
 use hotlimit::{Gcra, Limiter, ManualClock, Rate};
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
@@ -338,4 +338,111 @@ fn rate_change_racing_cancel_and_grant() {
             "over-admitted: reserved={reserved} granted={granted} with burst 1"
         );
     });
+}
+
+/// I = 10 ns, burst 4 (τ = 40) at first; the change makes it I' = 5 ns, burst 4 (τ' = 20).
+/// After 4 grants at 0 the TAT is 40 and a request for 1 at 0 is denied: under the old set
+/// it waits 40 − (40 − 10) = 10 ns; the change carries the TAT to 41 (the carry rule gives 20,
+/// raised past the old TAT), where the new set says 41 − (20 − 5) = 26 ns. A mix of the two
+/// sets says 30 ns (I, τ') or 5 ns (I', τ): a decision on parameters that never existed
+/// together. `torn`: the planted `TornRead` (today's separate Relaxed reads, with no check
+/// after them), which loom must catch.
+fn denial_racing_a_change(torn: bool) {
+    loom::model(move || {
+        let g = Arc::new(
+            Gcra::builder(Rate::new(1, Duration::from_nanos(10)).unwrap())
+                .burst(4)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        g.try_acquire_n_at(4, 0).unwrap();
+        let g2 = g.clone();
+        let request = thread::spawn(move || {
+            let decided = if torn {
+                TornRead(&*g2).try_acquire_n_at(1, 0)
+            } else {
+                g2.try_acquire_n_at(1, 0)
+            };
+            decided.map_err(|d| d.retry_after_nanos())
+        });
+        g.set_rate_at(Rate::new(1, Duration::from_nanos(5)).unwrap(), Some(4), 0)
+            .unwrap();
+        let decided = request.join().unwrap();
+        assert!(
+            matches!(decided, Err(Some(10 | 26))),
+            "mixed parameters: {decided:?} (old set: 10 ns, new set: 26 ns)"
+        );
+    });
+}
+
+#[test]
+fn a_denial_racing_a_change_is_decided_on_one_parameter_set() {
+    denial_racing_a_change(false);
+}
+
+#[test]
+#[should_panic(expected = "mixed parameters")]
+fn torn_parameter_read_is_caught() {
+    denial_racing_a_change(true);
+}
+
+/// The ABA case: a change whose carry rule alone gives back the very TAT a racing request
+/// loaded. I = 10 ns, b = 4 (τ = 40) with one grant at 0 (TAT 10), changed to I' = 5 ns, b' = 5
+/// (τ' = 25): the 30 ns free carry as 15 ns, so the rule alone puts the TAT back at 10. A
+/// request for 2 at 0 races it. Sequentially it is granted either before the change (TAT 30,
+/// carried to 31 by the real rule, which raises the TAT past every value the word held) or
+/// after it (TAT 11, then 21): the outcome is (granted, TAT) ∈ {(yes, 31), (yes, 21)}.
+/// `twin`: today's separate Relaxed reads with no check after them (`TornRead`) and a change
+/// that reinstalls the TAT (`ReinstallingChange`, the rule raised only to the old TAT, so its
+/// own sequential outcomes are (yes, 30) and (yes, 20)). Reading I from before the change and
+/// τ' from after it decides a denial (wait 5 ns) that no parameter set gives, and the
+/// reinstalled TAT lets it stand: loom must catch it.
+fn request_racing_a_reinstalling_change(twin: bool) {
+    loom::model(move || {
+        let g = Arc::new(
+            Gcra::builder(Rate::new(1, Duration::from_nanos(10)).unwrap())
+                .burst(4)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        g.try_acquire_at(0).unwrap();
+        let g2 = g.clone();
+        let worker = thread::spawn(move || {
+            if twin {
+                TornRead(&*g2).try_acquire_n_at(2, 0).is_ok()
+            } else {
+                g2.try_acquire_n_at(2, 0).is_ok()
+            }
+        });
+        let new = Rate::new(1, Duration::from_nanos(5)).unwrap();
+        if twin {
+            ReinstallingChange(&*g).set_rate_at(new, Some(5), 0);
+        } else {
+            g.set_rate_at(new, Some(5), 0).unwrap();
+        }
+        let granted = worker.join().unwrap();
+        let tat = g.reset_at(0).as_nanos();
+        let sequential: [(bool, u128); 2] = if twin {
+            [(true, 30), (true, 20)]
+        } else {
+            [(true, 31), (true, 21)]
+        };
+        assert!(
+            sequential.contains(&(granted, tat)),
+            "mixed parameters: granted {granted}, TAT {tat}; sequential: {sequential:?}"
+        );
+    });
+}
+
+#[test]
+fn a_request_racing_a_change_that_would_reinstall_its_tat_is_one_set() {
+    request_racing_a_reinstalling_change(false);
+}
+
+#[test]
+#[should_panic(expected = "mixed parameters")]
+fn reinstalled_tat_with_torn_reads_is_caught() {
+    request_racing_a_reinstalling_change(true);
 }

@@ -236,3 +236,53 @@ fn two_inserters_of_one_key_in_the_secondary_grant_once() {
 fn planted_resolve_without_kills_commits_twice_in_the_secondary() {
     new_key_in_the_secondary(Plant::NoKill, 3);
 }
+
+/// A denial racing two rate changes (issue 43): key 1 holds 4 grants at 0 under I = 10 ns,
+/// b = 4 (τ = 40, TAT 40); a thread asks for 2 at 0 while this one changes the rate to
+/// I = 5, b = 4 (τ = 20; the slot moves to the other parameter set, TAT 41) and then to
+/// I = 20, b = 4 (τ = 80; this rewrites the first set, then moves the slot back to it, TAT
+/// 101). Under each set the request waits 20, 31 or 61 ns. A request that loaded the slot
+/// before the first change and reads the first set while the second change rewrites it can
+/// mix I = 20 with τ = 40: a wait of 40 ns that no set gives. `settled` makes it decide again;
+/// the planted `UncheckedDenial` returns it, and must be caught.
+fn denial_races_two_rate_changes(p: Plant) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(move || {
+        let l = Arc::new(plant(
+            IntKeyed::<u64>::builder(Rate::new(1, Duration::from_nanos(10)).unwrap())
+                .burst(4)
+                .capacity(2)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+            p,
+        ));
+        assert!(l.try_acquire_n_at(1, 4, 0).is_ok());
+        let l2 = l.clone();
+        let t = thread::spawn(move || {
+            l2.try_acquire_n_at(1, 2, 0)
+                .map_err(|d| d.retry_after_nanos())
+        });
+        l.set_rate_at(Rate::new(1, Duration::from_nanos(5)).unwrap(), Some(4), 0)
+            .unwrap();
+        l.set_rate_at(Rate::new(1, Duration::from_nanos(20)).unwrap(), Some(4), 0)
+            .unwrap();
+        let decided = t.join().unwrap();
+        assert!(
+            matches!(decided, Err(Some(20 | 31 | 61))),
+            "mixed parameters: {decided:?} (one set gives 20, 31 or 61 ns)"
+        );
+    });
+}
+
+#[test]
+fn a_denial_racing_rate_changes_is_decided_on_one_set() {
+    denial_races_two_rate_changes(Plant::None);
+}
+
+#[test]
+#[should_panic(expected = "mixed parameters")]
+fn planted_unchecked_denial_is_caught() {
+    denial_races_two_rate_changes(Plant::UncheckedDenial);
+}

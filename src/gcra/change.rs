@@ -61,8 +61,12 @@ impl<C> Gcra<C> {
     ///   [`guide`](crate::guide::rate_changes#changing-a-rate-while-running).
     ///
     /// Requests racing the change are judged wholly under the old parameters or wholly under
-    /// the new ones (a request whose reads straddle the change fails its CAS and decides again);
-    /// for the instant of the change (a few atomic operations) they wait for it. Cost: three
+    /// the new ones, grants and denials (with their `retry_after`) alike: a request whose reads
+    /// straddle the change fails its CAS, or its denial's check against the state word, and
+    /// decides again (the guide, [what makes the read consistent]); for the instant of the
+    /// change (a few atomic operations) they wait for it. No interleaving panics.
+    ///
+    /// [what makes the read consistent]: crate::guide#what-makes-the-read-consistent Cost: three
     /// RMWs and seven stores, off the admission path, which it does not slow: the parameters
     /// are read with the same plain loads as before (callgrind figures in `BENCHMARKS.md`).
     ///
@@ -153,7 +157,10 @@ impl<C> Gcra<C> {
                 .store(new.tolerance - new.interval, Ordering::Release);
             self.burst.store(new.burst, Ordering::Release);
             // Release: publishes the parameters above to every request that reads this TAT.
-            self.tat.store(next, Ordering::Release);
+            // An RMW (its result is the frozen marker): the word then changes only by RMWs,
+            // each reading the one before it, which the waiters' RMWs in `thawed` rely on
+            // (loom, too, orders a plain store after the RMWs that read the freeze).
+            self.tat.swap(next, Ordering::Release);
         }
         // Release (both): for the getters' sequence lock (see `snapshot`).
         self.limit.store(rate.limit(), Ordering::Release);

@@ -43,15 +43,16 @@ mod state {
 
 /// A per-key log whose ring holds the newest `limit` of `stamps` (ascending) after
 /// never-used slots, in the order its cursor visits them (see [`SlidingLog::preload`]): index
-/// 0, where the cursor starts, is the oldest. `gate`: the gate's first value (0: live).
+/// 0, where the cursor starts, is the oldest; the older stamps that may still count are kept
+/// beside the ring and carried by the next change (a lower limit and a raise back free
+/// nothing: issue 43). `gate`: the gate's first value (0: live).
 pub(super) fn new_log(cfg: &LogConfig, stamps: &[u64], floor: u64, gate: u64) -> LogState {
     let len = cfg.limit as usize;
-    let keep = &stamps[stamps.len().saturating_sub(len)..];
     let slots = (0..len).map(|_| AtomicU64::new(0)).collect();
-    let log = SlidingLog::from_parts(slots, cfg.rate, ());
-    log.preload(keep);
+    let mut log = SlidingLog::from_parts(slots, cfg.rate, ());
+    let newest = log.load_stamps(stamps);
     // A request below the newest carried grant records at it ("no time has passed").
-    let newest = keep.last().map_or(0, |s| s.saturating_sub(1));
+    let newest = newest.saturating_sub(1);
     LogState {
         gate: AtomicU64::new(gate),
         floor: AtomicU64::new(floor),
@@ -116,11 +117,7 @@ impl KeyedState for SlidingLog {
             &state.gate,
             how,
             || state.log.stamps().all(|s| log_end(cfg, s) <= now),
-            || {
-                let mut stamps: Vec<u64> = state.log.stamps().filter(|&s| s != 0).collect();
-                stamps.sort_unstable();
-                stamps
-            },
+            || state.log.all_stamps(),
         )
     }
 

@@ -35,7 +35,9 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// `limit` (new limit) grant times move into the new ring and keep counting until they
     /// leave the new window. For a sliding window the permits still counted move into the
     /// new window bucket by bucket, each recorded at its old bucket's last instant (or at the
-    /// newest call's time, if earlier), the newest new-`limit` of them. The override outlives
+    /// newest call's time, if earlier), the newest new-`limit` of them. For both, older grants
+    /// that may still count are kept beside the new state and carried by every later change:
+    /// lowering a limit and raising it again (at one instant or not) frees no grant. The override outlives
     /// evictions of the key; at most [`capacity`](Keyed::capacity) keys have one at a time
     /// (remove one with [`clear_rate`](Keyed::clear_rate)).
     ///

@@ -40,6 +40,11 @@ mod window_state {
         /// The highest time any call brought in (≥ every grant's effective time): a rate change
         /// re-records carried permits no later than this.
         pub(crate) newest: AtomicU64,
+        /// Permits `(t, k)` a lower limit left out of the window that may still count
+        /// (ascending in t, none newer than the window's): under the lower limit they change
+        /// no decision (the window is full while they count), but the next change carries
+        /// them again, so a raise back frees none of them (issue 43). Written once.
+        pub(crate) earlier: alloc::boxed::Box<[(u64, u64)]>,
         pub(crate) window: crate::sliding_window::KeyWindow,
     }
 }
@@ -68,17 +73,24 @@ pub(super) fn new_window(
         Err(e) => unreachable!("validated per-key window: {e}"),
     };
     // The newest permits first, up to the limit; then replayed oldest first. Each replay is
-    // granted: the window holds at most what was replayed before it, ≤ limit in all.
+    // granted: the window holds at most what was replayed before it, ≤ limit in all. The
+    // rest, while it may still count (its window ends after the newest carried time, at or
+    // before which no later call is counted), is kept beside the window.
     let mut room = cfg.rate.limit();
     let mut keep = Vec::new();
+    let mut earlier = Vec::new();
+    let newest = carried.last().map_or(0, |&(t, _)| t);
     for &(t, k) in carried.iter().rev() {
-        let k = k.min(room);
-        if k == 0 {
-            break;
+        let kept = k.min(room);
+        room -= kept;
+        if kept > 0 {
+            keep.push((t, kept));
         }
-        room -= k;
-        keep.push((t, k));
+        if k > kept && t.saturating_add(cfg.period) > newest {
+            earlier.push((t, k - kept));
+        }
     }
+    earlier.reverse();
     for &(t, k) in keep.iter().rev() {
         // k ≤ limit ≤ 2^31 − 1 (the window's own bound), so it fits a u32.
         let granted = window.try_acquire_n_at(k as u32, t);
@@ -90,6 +102,7 @@ pub(super) fn new_window(
         // Replays were judged at their own times (ascending, so the window's floor never ran
         // ahead of them): the newest is the highest effective time so far.
         newest: AtomicU64::new(keep.first().map_or(0, |&(t, _)| t)),
+        earlier: earlier.into(),
         window,
     }
 }
@@ -164,6 +177,7 @@ impl KeyedState for SlidingWindow {
                 let newest = state.newest.load(Ordering::Relaxed);
                 let mut carry: Vec<(u64, u64)> = (state.window.counted())
                     .map(|(t, k)| (t.min(newest), k))
+                    .chain(state.earlier.iter().copied())
                     .collect();
                 carry.sort_unstable();
                 carry

@@ -108,8 +108,9 @@ impl<C> ShardedGcra<C> {
                 shard.interval.store(new.interval, Ordering::Release);
                 shard.tolerance.store(new.tolerance, Ordering::Release);
                 shard.burst.store(new.burst, Ordering::Release);
-                // Release: publishes the parameters to every request that reads this TAT.
-                shard.tat.store(next, Ordering::Release);
+                // Release: publishes the parameters to every request that reads this TAT. An
+                // RMW, as `Gcra`'s install: the word changes only by RMWs from the freeze on.
+                shard.tat.swap(next, Ordering::Release);
             } else {
                 // Release: b_k = τ_k / I_k is unchanged; for the getters.
                 shard.burst.store(new.burst, Ordering::Release);

@@ -70,6 +70,8 @@ impl<C> ShardedGcra<C> {
         self.shards
             .iter()
             .map(|shard| f(shard, shard.load(), t))
-            .sum()
+            // Saturating: a snapshot racing a rate change may read a mix of parameter sets
+            // (the caller decides again after a change); nothing may panic on it.
+            .fold(0, u64::saturating_add)
     }
 }

@@ -5,9 +5,12 @@ use super::*;
 /// Live limit changes.
 impl<C> SlidingLog<C> {
     /// Changes the limit, keeping the period: the ring is replaced by one of `limit` slots
-    /// (8 bytes each) holding the newest `limit` grant times of the old ring, in order. So
-    /// every permit already granted keeps counting until it leaves the window, as if the log
-    /// had always had the new limit: a higher limit's extra room is free at once only as far as
+    /// (8 bytes each) holding the newest `limit` grant times, in order; older grants that may
+    /// still be in the window are kept beside the ring (they decide nothing under the lower
+    /// limit) and go back into it when a later change raises the limit. So every permit
+    /// already granted keeps counting until it leaves the window, across any sequence of
+    /// changes (lowering and raising again at one instant frees nothing), as if the log had
+    /// always had the limit in force: a higher limit's extra room is free at once only as far as
     /// the grants in the window allow, and with a lower limit a window that still holds the
     /// dropped (older) grants holds all the kept ones too, so it admits nothing until it is
     /// under the new limit (the argument of `Keyed`'s log carry, in the
@@ -40,6 +43,8 @@ impl<C> SlidingLog<C> {
     /// assert!(log.try_acquire_at(300).is_err());
     /// log.set_limit(2)?; // the newest 2 kept (at 300): nothing fits until they leave
     /// assert_eq!(log.try_acquire_at(400).unwrap_err().retry_after_nanos(), Some(999_999_900));
+    /// log.set_limit(5)?; // all 5 grants still count: nothing fits until the first leaves
+    /// assert_eq!(log.try_acquire_at(400).unwrap_err().retry_after_nanos(), Some(999_999_600));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn set_limit(&mut self, limit: u64) -> Result<(), ConfigError> {
@@ -54,17 +59,12 @@ impl<C> SlidingLog<C> {
             )?;
         }
         let slots = limit_slots(limit)?;
-        // `&mut self`: no claim is under way, so every slot holds its final stamp.
-        let mut stamps: alloc::vec::Vec<u64> = self
-            .slots
-            .iter()
-            // Relaxed: `&mut self`.
-            .map(|s| s.load(Ordering::Relaxed))
-            .filter(|&s| s != 0)
-            .collect();
-        stamps.sort_unstable();
-        let keep = &stamps[stamps.len().saturating_sub(slots.len())..];
-        let fresh: SlidingLog<()> = SlidingLog::from_parts(slots, rate, ());
+        // `&mut self`: no claim is under way, so every slot holds its final stamp. The ones a
+        // lower limit moved out of the ring come back too (issue 43: 50 → 3 → 50 at one
+        // instant let 97 into one window when they were dropped).
+        let stamps = self.all_stamps();
+        let mut fresh: SlidingLog<()> = SlidingLog::from_parts(slots, rate, ());
+        fresh.load_stamps(&stamps);
         // The newest stamp reserved stays the newest (a grant at an older `now` is recorded at
         // it, as before the change).
         // Relaxed (both): `&mut self`.
@@ -76,7 +76,6 @@ impl<C> SlidingLog<C> {
         self.stride = fresh.stride;
         self.inv = fresh.inv;
         self.rate = fresh.rate;
-        self.preload(keep);
         Ok(())
     }
 }

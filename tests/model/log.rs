@@ -15,8 +15,9 @@ pub(crate) struct LogModel {
     limit: u64,
     period: u128,
     /// Recorded grant times, oldest first (recording at max(now, newest) keeps them sorted).
-    /// Only the newest `limit` are kept: an older grant t ≤ every kept one, so whenever t
+    /// A grant keeps only the newest `limit`: an older grant t ≤ every kept one, so whenever t
     /// still counts all `limit` kept ones do too, and any request is denied regardless of t.
+    /// A limit change keeps them all (see `set_limit`).
     log: VecDeque<u128>,
 }
 
@@ -87,13 +88,13 @@ impl LogModel {
 }
 
 impl LogModel {
-    /// A limit change that keeps every grant: the newest `limit` are all a request can ever be
-    /// judged by (see the struct's docs), so keeping only those is the exact log with every
-    /// grant counted.
+    /// A limit change that keeps every grant: each counts until it leaves the window, under
+    /// whatever limit is in force then. Nothing is dropped here: under a lower limit the older
+    /// grants decide nothing (while one counts, the newest `limit` do too), but a later raise
+    /// judges by them again (issue 43: dropping them let 50 → 3 → 50 at one instant admit 97
+    /// in one window). A grant drops what is older than the newest `limit` once it is granted:
+    /// then fewer than `limit` counted, so those had left the window for good.
     pub(crate) fn set_limit(&mut self, limit: u64) {
         self.limit = limit;
-        while self.log.len() as u64 > limit {
-            self.log.pop_front();
-        }
     }
 }
