@@ -161,7 +161,7 @@ impl Pacer {
     /// ```
     /// use hotlimit::{Pacer, Rate};
     /// let pacer = Pacer::new(Rate::per_second(10_000)?)?;
-    /// let first = pacer.pace_blocking()?;
+    /// let first = pacer.pace_blocking();
     /// assert!(first.now >= first.slot);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -439,10 +439,10 @@ impl<C> Pacer<C> {
     ///
     /// let clock = ManualClock::new();
     /// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
-    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 0);
-    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 1_000_000);
+    /// assert_eq!(pacer.pace_blocking_with(&clock).slot, 0);
+    /// assert_eq!(pacer.pace_blocking_with(&clock).slot, 1_000_000);
     /// pacer.set_rate_at(Rate::per_second(500)?, 1_000_000)?;
-    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 3_000_000); // 2 ms after the last
+    /// assert_eq!(pacer.pace_blocking_with(&clock).slot, 3_000_000); // 2 ms after the last
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn set_rate_at(&self, rate: Rate, now: u64) -> Result<(), ConfigError> {
