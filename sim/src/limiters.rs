@@ -239,7 +239,7 @@ impl SimLimiter {
             // A pool hands out one key per call: `run` leaves pools out of traces with costs
             // above 1, and such a request is refused here rather than half served.
             Inner::Pool(_) if permits != 1 => return Err(None),
-            Inner::Pool(p) => p.get_next_key().map(|_| ()),
+            Inner::Pool(p) => p.try_next_key().map(|_| ()),
         };
         result.map_err(|denied| denied.retry_after_nanos())
     }
