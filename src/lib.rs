@@ -81,7 +81,7 @@
 //!   it the crate is `no_std` (it needs `alloc`), and limiters need a clock from `.clock(c)`.
 //!   `std` also gives [`ShardedGcra`] its per-thread home shard (a thread-local) and its
 //!   default shard count (the cores); without it every caller starts at shard 0 (pass a home
-//!   to `try_acquire_n_on`) and S defaults to 1.
+//!   to `try_acquire_n_on_at`) and S defaults to 1.
 //! - `serde`: `Serialize` and `Deserialize` for [`Rate`], as its text form (`"5/s"`,
 //!   `"100/min"`, `"3 per 20s"`; see [`Rate`]'s `FromStr`). Works without `std`.
 //!

@@ -510,7 +510,7 @@ fn sharded_no_denial_hint_outlives_a_give_back() {
         let now = g.clock().now();
         for home in (0..4).cycle().take(12) {
             let left = g.remaining();
-            let granted = g.try_acquire_n_on(home, 1, now).is_ok();
+            let granted = g.try_acquire_n_on_at(home, 1, now).is_ok();
             assert_eq!(granted, left > 0, "round {round}: {left} left, home {home}");
         }
     }

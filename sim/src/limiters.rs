@@ -232,7 +232,7 @@ impl SimLimiter {
             Inner::Gcra(l) => l.try_acquire_n(permits),
             Inner::Sharded(l) => {
                 let home = (call % l.shards() as u64) as usize;
-                l.try_acquire_n_on(home, permits, self.clock.now())
+                l.try_acquire_n_on_at(home, permits, self.clock.now())
             }
             Inner::Log(l) => l.try_acquire_n(permits),
             Inner::Window(l) => l.try_acquire_n(permits),
