@@ -92,7 +92,7 @@ fn run(method: Method, rate: u64, threads: usize, total: usize, origin: Instant)
                     match method {
                         Method::Pacer | Method::PacerStrict => {
                             for _ in 0..each {
-                                pacer.pace_blocking_with(sleeper).unwrap();
+                                pacer.pace_blocking_with(sleeper);
                                 sends.push(stamp());
                             }
                         }

@@ -61,7 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     while request <= 15 {
         // One clock reading for both the pool's decision and the call it allows.
         let now = clock.now();
-        match pool.get_next_key_at(now) {
+        match pool.try_next_key_at(now) {
             Ok(&key) => {
                 let reply = api.call(key, request, now)?;
                 println!("call {request:>2} with {key:<11} -> {reply}");

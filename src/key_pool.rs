@@ -15,7 +15,7 @@
 //! Files: this one holds the pool and the hand-out at a given time; `key_pool/builder.rs` the
 //! builder and the build of either mode; `key_pool/read.rs` the hand-out and read-back with
 //! the clock read; `key_pool/change.rs` live changes (refused, retired, reinstated and added
-//! keys).
+//! keys); `key_pool/deprecated.rs` the hand-out's old names (`get_next_key*`).
 
 use core::fmt;
 
@@ -34,6 +34,7 @@ use crate::sync::{AtomicU64, Backoff, Ordering};
 
 mod builder;
 mod change;
+mod deprecated;
 mod read;
 
 pub use builder::KeyPoolBuilder;
@@ -70,7 +71,7 @@ struct Windows<C> {
 }
 
 /// A pool of API keys, each usable at most `max_uses` times in any window of `period`:
-/// [`get_next_key`](KeyPool::get_next_key) returns a key that may be used now, or how long to
+/// [`try_next_key`](KeyPool::try_next_key) returns a key that may be used now, or how long to
 /// wait.
 ///
 /// # Guarantee
@@ -129,12 +130,12 @@ struct Windows<C> {
 /// let pool = KeyPool::builder(vec!["key-a", "key-b"], Rate::per_minute(2)?)
 ///     .clock(clock.clone())
 ///     .build()?;
-/// let used: Vec<&str> = (0..4).map(|_| *pool.get_next_key().unwrap()).collect();
+/// let used: Vec<&str> = (0..4).map(|_| *pool.try_next_key().unwrap()).collect();
 /// assert_eq!(used, ["key-a", "key-b", "key-a", "key-b"]);
-/// let denied = pool.get_next_key().unwrap_err();
+/// let denied = pool.try_next_key().unwrap_err();
 /// assert_eq!(denied.retry_after(), Some(Duration::from_secs(60)));
 /// clock.advance(Duration::from_secs(60));
-/// assert_eq!(*pool.get_next_key()?, "key-a");
+/// assert_eq!(*pool.try_next_key()?, "key-a");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct KeyPool<K, C = DefaultClock> {
@@ -164,7 +165,7 @@ fn cool_words(k: usize) -> Result<Box<[AtomicU64]>, ConfigError> {
 
 impl<K, C> KeyPool<K, C> {
     /// The key to use at time `now` (nanoseconds on this pool's clock), or how long to wait.
-    /// This is the algorithm; [`get_next_key`](KeyPool::get_next_key) is this with the clock
+    /// This is the algorithm; [`try_next_key`](KeyPool::try_next_key) is this with the clock
     /// read.
     ///
     /// # Errors
@@ -181,15 +182,15 @@ impl<K, C> KeyPool<K, C> {
     /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(1)?)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// assert_eq!(pool.get_next_key_at(0), Ok(&"a"));
-    /// assert_eq!(pool.get_next_key_at(300_000_000), Ok(&"b"));
-    /// let d = pool.get_next_key_at(500_000_000).unwrap_err();
+    /// assert_eq!(pool.try_next_key_at(0), Ok(&"a"));
+    /// assert_eq!(pool.try_next_key_at(300_000_000), Ok(&"b"));
+    /// let d = pool.try_next_key_at(500_000_000).unwrap_err();
     /// assert_eq!(d.retry_after_nanos(), Some(500_000_000)); // "a" is free again at 1 s
-    /// assert_eq!(pool.get_next_key_at(1_000_000_000), Ok(&"a"));
+    /// assert_eq!(pool.try_next_key_at(1_000_000_000), Ok(&"a"));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     #[inline]
-    pub fn get_next_key_at(&self, now: u64) -> Result<&K, Denied> {
+    pub fn try_next_key_at(&self, now: u64) -> Result<&K, Denied> {
         let w = match &self.store {
             Store::Log(log) => {
                 // At most K turns: one of each key, then every key was cooling.
@@ -276,7 +277,7 @@ impl<K, C> KeyPool<K, C> {
     ///     .clock(ManualClock::new())
     ///     .build()?;
     /// assert_eq!(pool.remaining_at(0), 4);
-    /// pool.get_next_key_at(0).unwrap();
+    /// pool.try_next_key_at(0).unwrap();
     /// assert_eq!(pool.remaining_at(0), 3);
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
@@ -302,7 +303,7 @@ impl<K, C> KeyPool<K, C> {
     /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(2)?)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// pool.get_next_key_at(100_000_000).unwrap();
+    /// pool.try_next_key_at(100_000_000).unwrap();
     /// assert_eq!(pool.reset_at(500_000_000), Duration::from_millis(600));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```

@@ -284,10 +284,10 @@ mod int_keyed {
 /// not first-come-first-served among waiters.
 impl<K, C: Clock> KeyPool<K, C> {
     /// Block the calling thread until a key may be used, and return it: the pool's
-    /// [`get_next_key`](KeyPool::get_next_key), waiting each denial's `retry_after` (when the
+    /// [`try_next_key`](KeyPool::try_next_key), waiting each denial's `retry_after` (when the
     /// first key becomes usable again) with a [`Precise`](crate::Precise) sleeper. Not
     /// first-come-first-served among waiting threads. **Blocks: never call it from async
-    /// code**; use [`get_next_key_async`](KeyPool::get_next_key_async) there.
+    /// code**; use [`next_key_async`](KeyPool::next_key_async) there.
     ///
     /// # Errors
     ///
@@ -299,21 +299,21 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// use hotlimit::{KeyPool, Rate};
     ///
     /// let pool = KeyPool::new(vec!["key-a", "key-b"], Rate::per_second(1_000)?)?;
-    /// let key = pool.get_next_key_blocking()?;
+    /// let key = pool.next_key_blocking()?;
     /// assert!(["key-a", "key-b"].contains(key));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "std")]
-    pub fn get_next_key_blocking(&self) -> Result<&K, Denied> {
-        match self.get_next_key() {
+    pub fn next_key_blocking(&self) -> Result<&K, Denied> {
+        match self.try_next_key() {
             Err(denied) if !denied.is_never() => {
-                self.get_next_key_blocking_with(&crate::wait::Precise::new())
+                self.next_key_blocking_with(&crate::wait::Precise::new())
             }
             decided => decided,
         }
     }
 
-    /// [`get_next_key_blocking`](KeyPool::get_next_key_blocking), letting time pass with
+    /// [`next_key_blocking`](KeyPool::next_key_blocking), letting time pass with
     /// `sleeper` (a [`ManualClock`](crate::ManualClock) for simulated time). Blocks with a
     /// real sleeper.
     ///
@@ -330,13 +330,13 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_minute(1)?)
     ///     .clock(clock.clone())
     ///     .build()?;
-    /// let keys: Vec<&str> = (0..3).map(|_| *pool.get_next_key_blocking_with(&clock).unwrap()).collect();
+    /// let keys: Vec<&str> = (0..3).map(|_| *pool.next_key_blocking_with(&clock).unwrap()).collect();
     /// assert_eq!(keys, ["a", "b", "a"]); // the third waited for "a" to be usable again
     /// assert_eq!(clock.now(), 60_000_000_000);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn get_next_key_blocking_with<S: Sleep + ?Sized>(&self, sleeper: &S) -> Result<&K, Denied> {
-        retry_blocking(|| self.get_next_key(), sleeper)
+    pub fn next_key_blocking_with<S: Sleep + ?Sized>(&self, sleeper: &S) -> Result<&K, Denied> {
+        retry_blocking(|| self.try_next_key(), sleeper)
     }
 
     /// A future that resolves to the next key that may be used, for any async runtime:
@@ -358,17 +358,17 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// let pool = KeyPool::builder(vec!["only"], Rate::per_second(1)?)
     ///     .clock(clock.clone())
     ///     .build()?;
-    /// // A simulated timer; with tokio: `pool.get_next_key_async(tokio::time::sleep).await?`.
+    /// // A simulated timer; with tokio: `pool.next_key_async(tokio::time::sleep).await?`.
     /// let sleep = |d| { clock.advance(d); ready(()) };
     /// let mut cx = Context::from_waker(Waker::noop());
     /// for _ in 0..2 {
-    ///     let mut fut = std::pin::pin!(pool.get_next_key_async(sleep));
+    ///     let mut fut = std::pin::pin!(pool.next_key_async(sleep));
     ///     assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(&"only"))));
     /// }
     /// assert_eq!(clock.now(), 1_000_000_000);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn get_next_key_async<'a, F, Fut>(
+    pub fn next_key_async<'a, F, Fut>(
         &'a self,
         sleep: F,
     ) -> impl Future<Output = Result<&'a K, Denied>> + 'a
@@ -376,6 +376,6 @@ impl<K, C: Clock> KeyPool<K, C> {
         F: FnMut(Duration) -> Fut + 'a,
         Fut: Future<Output = ()> + 'a,
     {
-        retry_async(move || self.get_next_key(), sleep)
+        retry_async(move || self.try_next_key(), sleep)
     }
 }

@@ -53,7 +53,7 @@ use crate::wait::Sleep;
 /// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
 /// assert_eq!(pacer.catch_up(), 10); // 10 ms worth of slots
 /// // The ManualClock as the sleeper: simulated time, no real waiting.
-/// let slots: Vec<u64> = (0..3).map(|_| pacer.pace_blocking_with(&clock).unwrap().slot).collect();
+/// let slots: Vec<u64> = (0..3).map(|_| pacer.pace_blocking_with(&clock).slot).collect();
 /// assert_eq!(slots, [0, 1_000_000, 2_000_000]); // one every 1 ms
 /// # Ok::<(), hotlimit::ConfigError>(())
 /// ```
@@ -99,7 +99,7 @@ pub struct PacerBuilder<C> {
 ///
 /// let clock = ManualClock::new();
 /// let pacer = Pacer::builder(Rate::per_second(10)?).clock(clock.clone()).build()?;
-/// let tick = pacer.pace_blocking_with(&clock).unwrap();
+/// let tick = pacer.pace_blocking_with(&clock);
 /// assert_eq!((tick.slot, tick.now), (0, 0));
 /// assert_eq!(tick.lateness(), Duration::ZERO);
 /// # Ok::<(), hotlimit::ConfigError>(())
@@ -161,7 +161,7 @@ impl Pacer {
     /// ```
     /// use hotlimit::{Pacer, Rate};
     /// let pacer = Pacer::new(Rate::per_second(10_000)?)?;
-    /// let first = pacer.pace_blocking()?;
+    /// let first = pacer.pace_blocking();
     /// assert!(first.now >= first.slot);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -331,9 +331,12 @@ impl<C: Clock> Pacer<C> {
     /// time; on a [`ManualClock`](crate::ManualClock) use [`pace_blocking_with`](Pacer::pace_blocking_with)
     /// with the clock.
     ///
-    /// # Errors
-    ///
-    /// As [`next_slot_at`](Pacer::next_slot_at): only when the clock's range is exhausted.
+    /// Infallible, so a loop needs no `unwrap`. The one case with no next slot is the end of
+    /// the clock's range (within one interval of 584 years of nanoseconds from the clock's
+    /// zero): there the slot saturates at `u64::MAX`, the last instant the clock can name; the
+    /// call waits until the clock reads it and returns `Tick { slot: u64::MAX, .. }`. For a
+    /// real clock that wait outlasts the process; the algorithm,
+    /// [`next_slot_at`](Pacer::next_slot_at), reports the case as [`Denied`] instead.
     ///
     /// # Examples
     ///
@@ -345,7 +348,7 @@ impl<C: Clock> Pacer<C> {
     ///     for _ in 0..2 {
     ///         s.spawn(|| {
     ///             for _ in 0..10 {
-    ///                 let tick = pacer.pace_blocking().unwrap();
+    ///                 let tick = pacer.pace_blocking();
     ///                 assert!(tick.now >= tick.slot);
     ///                 // send a request here
     ///             }
@@ -355,16 +358,14 @@ impl<C: Clock> Pacer<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "std")]
-    pub fn pace_blocking(&self) -> Result<Tick, Denied> {
+    pub fn pace_blocking(&self) -> Tick {
         self.pace_blocking_with(&self.sleeper)
     }
 
     /// [`pace_blocking`](Pacer::pace_blocking), letting time pass with `sleeper` (a
-    /// [`ManualClock`](crate::ManualClock) for simulated time).
-    ///
-    /// # Errors
-    ///
-    /// As [`next_slot_at`](Pacer::next_slot_at).
+    /// [`ManualClock`](crate::ManualClock) for simulated time). Infallible, as
+    /// [`pace_blocking`](Pacer::pace_blocking): at the end of the clock's range the slot
+    /// saturates at `u64::MAX`.
     ///
     /// # Examples
     ///
@@ -372,18 +373,21 @@ impl<C: Clock> Pacer<C> {
     /// use hotlimit::{Clock, ManualClock, Pacer, Rate};
     /// let clock = ManualClock::new();
     /// let pacer = Pacer::builder(Rate::per_second(4)?).clock(clock.clone()).build()?;
-    /// pacer.pace_blocking_with(&clock)?;
-    /// let tick = pacer.pace_blocking_with(&clock)?;
+    /// pacer.pace_blocking_with(&clock);
+    /// let tick = pacer.pace_blocking_with(&clock);
     /// assert_eq!((tick.slot, clock.now()), (250_000_000, 250_000_000));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn pace_blocking_with<S: Sleep + ?Sized>(&self, sleeper: &S) -> Result<Tick, Denied> {
-        let slot = self.next_slot_at(self.gcra.clock().now())?;
+    pub fn pace_blocking_with<S: Sleep + ?Sized>(&self, sleeper: &S) -> Tick {
+        // Denied only past the clock's range: the slot saturates there (see `pace_blocking`).
+        let slot = self
+            .next_slot_at(self.gcra.clock().now())
+            .unwrap_or(u64::MAX);
         crate::wait::wait_until(self.gcra.clock(), slot, sleeper);
-        Ok(Tick {
+        Tick {
             slot,
             now: self.gcra.clock().now(),
-        })
+        }
     }
 }
 
@@ -435,10 +439,10 @@ impl<C> Pacer<C> {
     ///
     /// let clock = ManualClock::new();
     /// let pacer = Pacer::builder(Rate::per_second(1_000)?).clock(clock.clone()).build()?;
-    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 0);
-    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 1_000_000);
+    /// assert_eq!(pacer.pace_blocking_with(&clock).slot, 0);
+    /// assert_eq!(pacer.pace_blocking_with(&clock).slot, 1_000_000);
     /// pacer.set_rate_at(Rate::per_second(500)?, 1_000_000)?;
-    /// assert_eq!(pacer.pace_blocking_with(&clock)?.slot, 3_000_000); // 2 ms after the last
+    /// assert_eq!(pacer.pace_blocking_with(&clock).slot, 3_000_000); // 2 ms after the last
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn set_rate_at(&self, rate: Rate, now: u64) -> Result<(), ConfigError> {
@@ -490,10 +494,8 @@ impl<C: Clock> Pacer<C> {
     /// no later slot has been taken since (it is the last in line); otherwise it stays unused
     /// (one interval of sending lost, never a burst).
     ///
-    /// # Errors
-    ///
-    /// The future resolves to an error only when the clock's range is exhausted, as
-    /// [`next_slot_at`](Pacer::next_slot_at).
+    /// Infallible, as [`pace_blocking`](Pacer::pace_blocking): at the end of the clock's range
+    /// the slot saturates at `u64::MAX`.
     ///
     /// # Examples
     ///
@@ -509,26 +511,29 @@ impl<C: Clock> Pacer<C> {
     /// let mut slots = Vec::new();
     /// for _ in 0..3 {
     ///     let mut fut = std::pin::pin!(pacer.pace_async(sleep));
-    ///     let Poll::Ready(Ok(tick)) = fut.as_mut().poll(&mut cx) else { unreachable!() };
+    ///     let Poll::Ready(tick) = fut.as_mut().poll(&mut cx) else { unreachable!() };
     ///     slots.push(tick.slot);
     /// }
     /// assert_eq!(slots, [0, 250_000_000, 500_000_000]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub async fn pace_async<F, Fut>(&self, mut sleep: F) -> Result<Tick, Denied>
+    pub async fn pace_async<F, Fut>(&self, mut sleep: F) -> Tick
     where
         F: FnMut(Duration) -> Fut,
         Fut: core::future::Future<Output = ()>,
     {
         let clock = self.gcra.clock();
-        let reservation = self.gcra.reserve_n_at(1, clock.now(), u64::MAX)?;
+        // Denied only past the clock's range: the slot saturates there (see `pace_blocking`).
+        let reservation = self.gcra.reserve_n_at(1, clock.now(), u64::MAX).ok();
         // The slot is S' − τ, not clamped to `now`, so lateness stays visible.
-        let slot = reservation.scheduled();
+        let slot = reservation.as_ref().map_or(u64::MAX, |r| r.scheduled());
         loop {
             let now = clock.now();
             if now >= slot {
-                reservation.keep();
-                return Ok(Tick { slot, now });
+                if let Some(reservation) = reservation {
+                    reservation.keep();
+                }
+                return Tick { slot, now };
             }
             // Dropped during this await: `reservation` is dropped, which cancels it.
             sleep(Duration::from_nanos(slot - now)).await;

@@ -15,7 +15,8 @@
 //! `sharded/read.rs` the read-back at a given time and with the clock read, `Decide` and
 //! `Debug`; `sharded/change.rs` live rate changes; `sharded/denial.rs` a denial's exact wait;
 //! `sharded/hint.rs` the hint that spares single-permit denials a pass over every shard;
-//! `sharded/planted.rs` the loom models' planted bugs; `sharded/tests.rs` the unit tests.
+//! `sharded/planted.rs` the loom models' planted bugs; `sharded/tests.rs` the unit tests;
+//! `sharded/deprecated.rs` old names.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -37,6 +38,7 @@ use hint::EmptyHint;
 mod builder;
 mod change;
 mod denial;
+mod deprecated;
 mod hint;
 mod read;
 
@@ -93,7 +95,7 @@ pub use builder::ShardedGcraBuilder;
 /// The home shard is a thread-local index assigned round-robin to threads as they first use
 /// any `ShardedGcra`, modulo S; a thread keeps its home for life. Without the `std` feature
 /// (no thread-locals) every caller's home is shard 0 (still correct, by borrowing, but not
-/// scaling): pass a home yourself with [`try_acquire_n_on`](ShardedGcra::try_acquire_n_on),
+/// scaling): pass a home yourself with [`try_acquire_n_on_at`](ShardedGcra::try_acquire_n_on_at),
 /// e.g. the current CPU.
 ///
 /// Time that goes backwards never frees permits, and a request whose state would pass
@@ -310,7 +312,7 @@ impl Shard {
     /// rate change holds the shard: the caller checks).
     ///
     /// The first attempt inline, the retries after a lost CAS out of line (`take_contended`):
-    /// `try_acquire_n_on` runs the home shard's first attempt itself and leaves every other
+    /// `try_acquire_n_on_at` runs the home shard's first attempt itself and leaves every other
     /// step to calls in tail position, so the uncontended grant keeps no register across a
     /// call (with the loop inline and its pause out of line it cost 6 instructions more under
     /// callgrind than with crossbeam's `Backoff` inline).
@@ -510,7 +512,7 @@ impl<C> ShardedGcra<C> {
     /// ```
     #[inline]
     pub fn try_acquire_n_at(&self, permits: u32, now: u64) -> Result<(), Denied> {
-        self.try_acquire_n_on(thread_index(), permits, now)
+        self.try_acquire_n_on_at(thread_index(), permits, now)
     }
 
     /// Take one permit at time `now`: [`try_acquire_n_at`](ShardedGcra::try_acquire_n_at)
@@ -536,7 +538,7 @@ impl<C> ShardedGcra<C> {
     /// ```
     #[inline]
     pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
-        self.try_acquire_n_on(thread_index(), 1, now)
+        self.try_acquire_n_on_at(thread_index(), 1, now)
     }
 
     /// Take `permits` permits at time `now` with shard `home % S` as the home shard: tried
@@ -556,13 +558,13 @@ impl<C> ShardedGcra<C> {
     ///     .shards(2)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// limiter.try_acquire_n_on(1, 2, 0).unwrap(); // shard 1's whole share
+    /// limiter.try_acquire_n_on_at(1, 2, 0).unwrap(); // shard 1's whole share
     /// assert_eq!(limiter.shard_remaining_at(1, 0), Some(0));
     /// assert_eq!(limiter.shard_remaining_at(0, 0), Some(2));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     #[inline]
-    pub fn try_acquire_n_on(&self, home: usize, permits: u32, now: u64) -> Result<(), Denied> {
+    pub fn try_acquire_n_on_at(&self, home: usize, permits: u32, now: u64) -> Result<(), Denied> {
         if permits == 0 {
             return Ok(());
         }
@@ -739,12 +741,12 @@ fn wrap(i: usize, s: usize) -> usize {
 impl<C: Clock> Limiter for ShardedGcra<C> {
     #[inline]
     fn try_acquire(&self) -> Result<(), Denied> {
-        self.try_acquire_n_on(thread_index(), 1, self.clock.now())
+        self.try_acquire_n_on_at(thread_index(), 1, self.clock.now())
     }
 
     #[inline]
     fn try_acquire_n(&self, permits: u32) -> Result<(), Denied> {
-        self.try_acquire_n_on(thread_index(), permits, self.clock.now())
+        self.try_acquire_n_on_at(thread_index(), permits, self.clock.now())
     }
 }
 

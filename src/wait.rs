@@ -5,7 +5,7 @@
 //!
 //! **Blocking and async are different names.** Every method that blocks the calling thread
 //! says so in its name (`acquire_blocking`, `Reservation::wait_blocking`,
-//! `Pacer::pace_blocking`, `Keyed::acquire_blocking`, `KeyPool::get_next_key_blocking`):
+//! `Pacer::pace_blocking`, `Keyed::acquire_blocking`, `KeyPool::next_key_blocking`):
 //! never call one from async code. On an async runtime it stalls the worker thread and every
 //! task on it (on a current-thread runtime, all of them: a 100 ms ticker first fired after
 //! 1000 ms in the test). Use the `*_async` form there, which takes the runtime's sleep

@@ -251,7 +251,7 @@ fn pacer_async_hands_out_slots_in_arrival_order() {
         .map(|task| {
             let fut: Pin<Box<dyn Future<Output = ()> + '_>> = Box::pin(async move {
                 for _ in 0..5 {
-                    let tick = pacer.pace_async(|d| timer_ref.sleep(d)).await.unwrap();
+                    let tick = pacer.pace_async(|d| timer_ref.sleep(d)).await;
                     assert!(tick.now >= tick.slot);
                     slots_ref.borrow_mut().push((tick.slot, task));
                 }
@@ -373,7 +373,7 @@ fn key_pool_waits_for_the_next_key() {
         .build()
         .unwrap();
     let keys: Vec<&str> = (0..5)
-        .map(|_| *pool.get_next_key_blocking_with(&clock).unwrap())
+        .map(|_| *pool.next_key_blocking_with(&clock).unwrap())
         .collect();
     assert_eq!(keys.len(), 5);
     // Two keys, once per second each: the 3rd and 4th wait for 1 s, the 5th for 2 s.
@@ -383,14 +383,14 @@ fn key_pool_waits_for_the_next_key() {
         ready(())
     };
     let mut cx = Context::from_waker(Waker::noop());
-    let mut fut = pin!(pool.get_next_key_async(sleep));
+    let mut fut = pin!(pool.next_key_async(sleep));
     assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
     assert_eq!(
         clock.now(),
         2_000 * MS,
         "the second key still had its use at 2 s"
     );
-    let mut fut = pin!(pool.get_next_key_async(sleep));
+    let mut fut = pin!(pool.next_key_async(sleep));
     assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
     assert_eq!(clock.now(), 3_000 * MS);
 }

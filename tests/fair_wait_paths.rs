@@ -209,7 +209,10 @@ where
         (Path::Sharded, Holder::Sharded(s)) => s.acquire_async(1, sleep).await,
         (Path::Keyed, Holder::Keyed(k)) => k.acquire_async(&7, 1, sleep).await,
         (Path::IntKeyed, Holder::IntKeyed(k)) => k.acquire_async(7, 1, sleep).await,
-        (Path::Pacer, Holder::Pacer(p)) => p.pace_async(sleep).await.map(|_| ()),
+        (Path::Pacer, Holder::Pacer(p)) => {
+            p.pace_async(sleep).await;
+            Ok(())
+        }
         (path, _) => unreachable!("{path:?}"),
     }
 }
@@ -233,7 +236,10 @@ fn wait_blocking<S: Sleep>(path: Path, h: &Holder, s: &S) -> Result<(), Denied> 
         (Path::Sharded, Holder::Sharded(x)) => x.acquire_blocking_with(1, s),
         (Path::Keyed, Holder::Keyed(k)) => k.acquire_blocking_with(&7, 1, s),
         (Path::IntKeyed, Holder::IntKeyed(k)) => k.acquire_blocking_with(7, 1, s),
-        (Path::Pacer, Holder::Pacer(p)) => p.pace_blocking_with(s).map(|_| ()),
+        (Path::Pacer, Holder::Pacer(p)) => {
+            p.pace_blocking_with(s);
+            Ok(())
+        }
         (path, _) => unreachable!("{path:?}"),
     }
 }

@@ -49,40 +49,40 @@ fn five_hundred_keys_one_use_per_ten_minutes() {
     let mut seen = HashSet::new();
     for i in 0..500 {
         clock.set(Duration::from_millis(i)); // spread over half a second
-        assert!(seen.insert(pool.get_next_key().unwrap().clone()));
+        assert!(seen.insert(pool.try_next_key().unwrap().clone()));
     }
     assert_eq!(seen.len(), 500, "500 distinct keys");
     // All used: denied until the first key's use leaves the window, 10 minutes after t = 0.
-    let d = pool.get_next_key().unwrap_err();
+    let d = pool.try_next_key().unwrap_err();
     assert_eq!(d.retry_after(), Some(ten_min - Duration::from_millis(499)));
     clock.set(ten_min - Duration::from_nanos(1));
-    assert!(pool.get_next_key().is_err());
+    assert!(pool.try_next_key().is_err());
     clock.set(ten_min);
     assert_eq!(
-        pool.get_next_key().unwrap(),
+        pool.try_next_key().unwrap(),
         "key-000",
         "serves again after 10 minutes"
     );
-    assert!(pool.get_next_key().is_err(), "key-001 was used at 1 ms");
+    assert!(pool.try_next_key().is_err(), "key-001 was used at 1 ms");
     clock.set(ten_min + Duration::from_millis(499));
     for i in 1..500 {
-        assert_eq!(pool.get_next_key().unwrap(), &format!("key-{i:03}"));
+        assert_eq!(pool.try_next_key().unwrap(), &format!("key-{i:03}"));
     }
-    assert!(pool.get_next_key().is_err());
+    assert!(pool.try_next_key().is_err());
 }
 
 #[test]
 fn five_hundred_keys_all_at_once() {
     let ten_min = Duration::from_secs(600);
     let (pool, clock) = pool((0..500).collect(), Rate::new(1, ten_min).unwrap());
-    let got: HashSet<i32> = (0..500).map(|_| *pool.get_next_key().unwrap()).collect();
+    let got: HashSet<i32> = (0..500).map(|_| *pool.try_next_key().unwrap()).collect();
     assert_eq!(got.len(), 500);
     assert_eq!(
-        pool.get_next_key().unwrap_err().retry_after(),
+        pool.try_next_key().unwrap_err().retry_after(),
         Some(ten_min)
     );
     clock.advance(ten_min);
-    let again: HashSet<i32> = (0..500).map(|_| *pool.get_next_key().unwrap()).collect();
+    let again: HashSet<i32> = (0..500).map(|_| *pool.try_next_key().unwrap()).collect();
     assert_eq!(again, got);
 }
 
@@ -92,12 +92,12 @@ fn keys_cycle_in_order_with_several_uses_each() {
         vec!['a', 'b', 'c'],
         Rate::new(2, Duration::from_secs(60)).unwrap(),
     );
-    let order: String = (0..6).map(|_| *pool.get_next_key().unwrap()).collect();
+    let order: String = (0..6).map(|_| *pool.try_next_key().unwrap()).collect();
     assert_eq!(order, "abcabc");
-    let d = pool.get_next_key().unwrap_err();
+    let d = pool.try_next_key().unwrap_err();
     assert_eq!(d.retry_after(), Some(Duration::from_secs(60)));
     clock.advance(Duration::from_secs(60));
-    assert_eq!(pool.get_next_key(), Ok(&'a'));
+    assert_eq!(pool.try_next_key(), Ok(&'a'));
 }
 
 #[test]
@@ -110,28 +110,28 @@ fn the_next_key_is_the_one_used_longest_ago() {
     );
     for (t, want) in [(0, 0), (10, 1), (20, 2)] {
         clock.set(Duration::from_secs(t));
-        assert_eq!(pool.get_next_key(), Ok(&want));
+        assert_eq!(pool.try_next_key(), Ok(&want));
     }
     clock.set(Duration::from_secs(25));
     assert_eq!(
-        pool.get_next_key().unwrap_err().retry_after(),
+        pool.try_next_key().unwrap_err().retry_after(),
         Some(Duration::from_secs(5))
     );
     clock.set(Duration::from_secs(30));
-    assert_eq!(pool.get_next_key(), Ok(&0));
+    assert_eq!(pool.try_next_key(), Ok(&0));
     clock.set(Duration::from_secs(40));
-    assert_eq!(pool.get_next_key(), Ok(&1));
+    assert_eq!(pool.try_next_key(), Ok(&1));
 }
 
 #[test]
 fn clock_set_back_never_frees_a_key() {
     let (pool, clock) = pool(vec!["k"], Rate::new(1, Duration::from_secs(10)).unwrap());
     clock.set(Duration::from_secs(100));
-    pool.get_next_key().unwrap();
+    pool.try_next_key().unwrap();
     clock.set(Duration::from_secs(1));
-    assert!(pool.get_next_key().is_err());
+    assert!(pool.try_next_key().is_err());
     clock.set(Duration::from_nanos(u64::MAX));
-    assert_eq!(pool.get_next_key().unwrap_err().retry_after(), None);
+    assert_eq!(pool.try_next_key().unwrap_err().retry_after(), None);
 }
 
 #[test]
@@ -149,9 +149,9 @@ fn accessors_and_debug() {
 #[test]
 fn default_clock_pool_works() {
     let pool = KeyPool::new(vec![1u8, 2], Rate::per_hour(1).unwrap()).unwrap();
-    assert_eq!(pool.get_next_key(), Ok(&1));
-    assert_eq!(pool.get_next_key(), Ok(&2));
-    assert!(pool.get_next_key().is_err());
+    assert_eq!(pool.try_next_key(), Ok(&1));
+    assert_eq!(pool.try_next_key(), Ok(&2));
+    assert!(pool.try_next_key().is_err());
 }
 
 #[test]
@@ -180,7 +180,7 @@ proptest! {
         let mut uses = Vec::new();
         for (gap, back) in steps {
             now = if back { now.saturating_sub(gap / 4) } else { now + gap };
-            let got = pool.get_next_key_at(now);
+            let got = pool.try_next_key_at(now);
             let want = model.acquire(1, now);
             prop_assert_eq!(got.map(|_| ()).map_err(|d| d.retry_after_nanos()), want);
             if let Ok(&k) = got {
@@ -219,24 +219,24 @@ fn windows_five_hundred_keys_one_use_per_ten_minutes() {
     let mut seen = HashSet::new();
     for i in 0..500 {
         clock.set(Duration::from_millis(i)); // spread over half a second
-        assert!(seen.insert(pool.get_next_key().unwrap().clone()));
+        assert!(seen.insert(pool.try_next_key().unwrap().clone()));
     }
     assert_eq!(seen.len(), 500, "500 distinct keys");
     // Every key was used in the bucket [0, 1 min), counted whole until the window no longer
     // touches it: key-000 is free at 11 min − 1 ns, i.e. ≤ 10 minutes + one bucket width after
     // its use.
     let free_at = Duration::from_secs(660) - Duration::from_nanos(1);
-    let d = pool.get_next_key().unwrap_err();
+    let d = pool.try_next_key().unwrap_err();
     assert_eq!(d.retry_after(), Some(free_at - Duration::from_millis(499)));
     assert!(d.retry_after().unwrap() <= ten_min + Duration::from_secs(60));
     clock.set(free_at - Duration::from_nanos(1));
-    assert!(pool.get_next_key().is_err());
+    assert!(pool.try_next_key().is_err());
     clock.set(free_at);
     // Serves again, in the same order.
     for i in 0..500 {
-        assert_eq!(pool.get_next_key().unwrap(), &format!("key-{i:03}"));
+        assert_eq!(pool.try_next_key().unwrap(), &format!("key-{i:03}"));
     }
-    assert!(pool.get_next_key().is_err());
+    assert!(pool.try_next_key().is_err());
 }
 
 #[test]
@@ -246,17 +246,17 @@ fn windows_frozen_denial_keeps_the_rotation() {
         Rate::new(2, Duration::from_secs(60)).unwrap(),
         6,
     );
-    let order: String = (0..6).map(|_| *pool.get_next_key().unwrap()).collect();
+    let order: String = (0..6).map(|_| *pool.try_next_key().unwrap()).collect();
     assert_eq!(order, "abcabc");
     for _ in 0..3 {
         // Denials do not move the cursor: 'a' is still next.
         assert_eq!(
-            pool.get_next_key().unwrap_err().retry_after(),
+            pool.try_next_key().unwrap_err().retry_after(),
             Some(Duration::from_secs(70) - Duration::from_nanos(1))
         );
     }
     clock.advance(Duration::from_secs(70) - Duration::from_nanos(1));
-    assert_eq!(pool.get_next_key(), Ok(&'a'));
+    assert_eq!(pool.try_next_key(), Ok(&'a'));
 }
 
 #[test]
@@ -272,7 +272,7 @@ fn windows_a_million_keys_times_five_hundred_uses_builds() {
     let (pool, _) = window_pool(keys, rate, 10);
     assert_eq!(pool.keys().len(), 1_000_000);
     assert_eq!(pool.max_uses(), 500);
-    assert!(pool.get_next_key().is_ok());
+    assert!(pool.try_next_key().is_ok());
 }
 
 #[test]
@@ -340,7 +340,7 @@ proptest! {
         let mut uses: Vec<(u64, usize)> = Vec::new();
         for gap in steps {
             now += gap;
-            match pool.get_next_key_at(now) {
+            match pool.try_next_key_at(now) {
                 Ok(&k) => {
                     prop_assert_eq!(k, uses.len() % keys);
                     uses.push((now, k));
@@ -360,7 +360,7 @@ proptest! {
                     if ra > 0 {
                         // The clock moves on to there (it never runs backwards here).
                         now += ra - 1;
-                        prop_assert!(pool.get_next_key_at(now).is_err());
+                        prop_assert!(pool.try_next_key_at(now).is_err());
                     }
                 }
             }
@@ -396,12 +396,12 @@ mod refused_keys {
     #[test]
     fn a_cooling_key_is_skipped_until_its_time() {
         for pool in pools() {
-            let a = pool.get_next_key_at(0).unwrap();
+            let a = pool.try_next_key_at(0).unwrap();
             assert!(pool.cool_down_until(a, 1_000));
-            let got: Vec<_> = (0..4).map(|t| *pool.get_next_key_at(t).unwrap()).collect();
+            let got: Vec<_> = (0..4).map(|t| *pool.try_next_key_at(t).unwrap()).collect();
             assert!(!got.contains(&"a"), "{got:?}");
             assert_eq!(pool.is_usable_at(&pool.keys()[0], 999), Some(false));
-            assert_eq!(*pool.get_next_key_at(1_000).unwrap(), "a");
+            assert_eq!(*pool.try_next_key_at(1_000).unwrap(), "a");
         }
     }
 
@@ -411,15 +411,15 @@ mod refused_keys {
             for (i, until) in [(0, 700), (1, 500), (2, 900)] {
                 pool.cool_down_until(&pool.keys()[i], until);
             }
-            let d = pool.get_next_key_at(100).unwrap_err();
+            let d = pool.try_next_key_at(100).unwrap_err();
             assert_eq!(d.retry_after_nanos(), Some(400));
-            assert_eq!(*pool.get_next_key_at(500).unwrap(), "b");
+            assert_eq!(*pool.try_next_key_at(500).unwrap(), "b");
             for i in 0..3 {
                 pool.retire(&pool.keys()[i]);
             }
-            assert!(pool.get_next_key_at(1_000).unwrap_err().is_never());
+            assert!(pool.try_next_key_at(1_000).unwrap_err().is_never());
             assert!(pool.reinstate(&pool.keys()[2]));
-            assert_eq!(*pool.get_next_key_at(1_000).unwrap(), "c");
+            assert_eq!(*pool.try_next_key_at(1_000).unwrap(), "c");
         }
     }
 
@@ -450,15 +450,15 @@ mod refused_keys {
         let mut log = pools.pop().unwrap();
         assert_eq!(log.add_key("d").unwrap_err().field(), "buckets");
         for t in 0..9 {
-            windows.get_next_key_at(t).unwrap();
+            windows.try_next_key_at(t).unwrap();
         }
-        assert!(windows.get_next_key_at(9).is_err(), "3 keys × 3 uses spent");
+        assert!(windows.try_next_key_at(9).is_err(), "3 keys × 3 uses spent");
         windows.add_key("d").unwrap();
         assert_eq!(windows.keys().len(), 4);
         // The rotation goes on from the new key, then in order: "a" is next, and spent, so
         // the pool denies until "a" frees, although "d" has 2 uses left (the documented cost).
-        assert_eq!(*windows.get_next_key_at(10).unwrap(), "d");
-        assert!(windows.get_next_key_at(11).is_err());
+        assert_eq!(*windows.try_next_key_at(10).unwrap(), "d");
+        assert!(windows.try_next_key_at(11).is_err());
     }
 
     /// Threads take keys on a frozen clock while another reports refusals and reinstates keys:
@@ -473,7 +473,7 @@ mod refused_keys {
                     std::thread::spawn(move || {
                         let mut used = HashMap::new();
                         for _ in 0..50 {
-                            if let Ok(k) = pool.get_next_key_at(5) {
+                            if let Ok(k) = pool.try_next_key_at(5) {
                                 *used.entry(*k).or_insert(0u32) += 1;
                             }
                         }

@@ -161,8 +161,8 @@ fn key_pool_largest_settings_are_errors_not_aborts() {
     let pool = KeyPool::builder(vec![1u8], longest_period())
         .build()
         .unwrap();
-    assert!(pool.get_next_key().is_ok());
-    assert!(pool.get_next_key().is_err());
+    assert!(pool.try_next_key().is_ok());
+    assert!(pool.try_next_key().is_err());
 }
 
 #[test]

@@ -21,9 +21,7 @@ fn slots_are_one_interval_apart_from_the_start() {
     let clock = ManualClock::new();
     clock.advance(Duration::from_secs(3)); // the schedule starts at build time, not 0
     let p = pacer(100, 0, &clock);
-    let ticks: Vec<_> = (0..4)
-        .map(|_| p.pace_blocking_with(&clock).unwrap())
-        .collect();
+    let ticks: Vec<_> = (0..4).map(|_| p.pace_blocking_with(&clock)).collect();
     let start = 3_000 * MS;
     for (k, t) in ticks.iter().enumerate() {
         assert_eq!(t.slot, start + k as u64 * 10 * MS);
@@ -44,23 +42,21 @@ fn catch_up_does_not_open_with_a_burst() {
 fn falling_behind_without_catch_up_drops_missed_slots() {
     let clock = ManualClock::new();
     let p = pacer(100, 0, &clock);
-    p.pace_blocking_with(&clock).unwrap(); // slot 0
+    p.pace_blocking_with(&clock); // slot 0
     clock.advance(Duration::from_millis(55)); // slots at 10..50 ms were missed
-    let t = p.pace_blocking_with(&clock).unwrap();
+    let t = p.pace_blocking_with(&clock);
     assert_eq!(t.slot, 55 * MS, "restarts from now");
-    assert_eq!(p.pace_blocking_with(&clock).unwrap().slot, 65 * MS);
+    assert_eq!(p.pace_blocking_with(&clock).slot, 65 * MS);
 }
 
 #[test]
 fn falling_behind_with_catch_up_hands_out_missed_slots_at_once() {
     let clock = ManualClock::new();
     let p = pacer(100, 3, &clock);
-    p.pace_blocking_with(&clock).unwrap(); // slot 0
+    p.pace_blocking_with(&clock); // slot 0
     clock.advance(Duration::from_millis(55));
     // Up to 3 missed slots are kept: the earliest kept is 55 − 30 = 25 ms, due at once.
-    let late: Vec<_> = (0..4)
-        .map(|_| p.pace_blocking_with(&clock).unwrap())
-        .collect();
+    let late: Vec<_> = (0..4).map(|_| p.pace_blocking_with(&clock)).collect();
     let slots: Vec<u64> = late.iter().map(|t| t.slot).collect();
     assert_eq!(slots, [25 * MS, 35 * MS, 45 * MS, 55 * MS]);
     assert_eq!(late[0].lateness(), Duration::from_millis(30));
@@ -68,7 +64,7 @@ fn falling_behind_with_catch_up_hands_out_missed_slots_at_once() {
         late.iter().all(|t| t.now == 55 * MS),
         "no waiting while behind"
     );
-    assert_eq!(p.pace_blocking_with(&clock).unwrap().slot, 65 * MS);
+    assert_eq!(p.pace_blocking_with(&clock).slot, 65 * MS);
 }
 
 #[test]
@@ -95,6 +91,46 @@ fn end_of_the_clock_range_is_an_error_not_a_panic() {
     assert!(p.next_slot_at(clock.now()).unwrap_err().is_never());
 }
 
+/// The waiting calls are infallible (a load generator's loop needs no `unwrap`): where the
+/// algorithm says the clock's range is exhausted, `pace_blocking_with` and `pace_async` give the
+/// last instant the clock can name, `u64::MAX`, after waiting for it, and never panic.
+#[test]
+fn end_of_the_clock_range_saturates_the_waiting_calls() {
+    use std::future::{ready, Future};
+    use std::task::{Context, Poll, Waker};
+
+    let clock = ManualClock::new();
+    let p = pacer(1, 0, &clock);
+    clock.set(Duration::from_nanos(u64::MAX - 10));
+    assert!(
+        p.next_slot_at(clock.now()).is_err(),
+        "the algorithm's answer"
+    );
+    let tick = p.pace_blocking_with(&clock);
+    assert_eq!((tick.slot, tick.now), (u64::MAX, u64::MAX));
+    assert_eq!(
+        clock.now(),
+        u64::MAX,
+        "it waited (simulated) until the slot"
+    );
+    // Every later call: the same last instant, at once.
+    assert_eq!(p.pace_blocking_with(&clock).slot, u64::MAX);
+
+    let clock = ManualClock::new();
+    let p = pacer(1, 0, &clock);
+    clock.set(Duration::from_nanos(u64::MAX - 10));
+    let sleep = |d| {
+        clock.advance(d);
+        ready(())
+    };
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut fut = std::pin::pin!(p.pace_async(sleep));
+    let Poll::Ready(tick) = fut.as_mut().poll(&mut cx) else {
+        panic!("a simulated timer resolves at once")
+    };
+    assert_eq!((tick.slot, tick.now), (u64::MAX, u64::MAX));
+}
+
 /// Real threads, real clock, loose bounds: 8 threads share 20,000/s. Each call returns at or
 /// after its own slot; slots are distinct and at least one interval apart; the run spans at
 /// least what the rate requires. Not a speed test.
@@ -106,13 +142,7 @@ fn real_threads_share_one_schedule() {
     let interval = p.interval().as_nanos() as u64;
     let mut ticks: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..THREADS)
-            .map(|_| {
-                s.spawn(|| {
-                    (0..EACH)
-                        .map(|_| p.pace_blocking().unwrap())
-                        .collect::<Vec<_>>()
-                })
-            })
+            .map(|_| s.spawn(|| (0..EACH).map(|_| p.pace_blocking()).collect::<Vec<_>>()))
             .collect();
         hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });

@@ -276,7 +276,7 @@ fn a_pacer_ramp_is_one_call_per_step() {
     let mut per_step = vec![0u64; targets.len()];
     let mut step = 0;
     loop {
-        let slot = pacer.pace_blocking_with(&clock).unwrap().slot;
+        let slot = pacer.pace_blocking_with(&clock).slot;
         let second = (slot / 1_000_000_000) as usize;
         if second >= targets.len() {
             break;
@@ -411,7 +411,7 @@ mod sharded {
     #[test]
     fn a_change_frees_nothing_and_splits_the_new_rate() {
         let g = sharded(12, 1_200_000, 12, 3);
-        g.try_acquire_n_on(0, 5, 0).unwrap(); // shard 0 (4) and 1 from shard 1
+        g.try_acquire_n_on_at(0, 5, 0).unwrap(); // shard 0 (4) and 1 from shard 1
         let before = g.remaining_at(0);
         g.set_rate_at(rate(120, 1_200_000), None, 0).unwrap();
         assert_eq!(g.remaining_at(0), before);
@@ -440,7 +440,7 @@ mod sharded {
             &g,
             |g, t, i| {
                 let n = 1 + (i + t) % 3;
-                if g.try_acquire_n_on(t as usize, n, 0).is_ok() {
+                if g.try_acquire_n_on_at(t as usize, n, 0).is_ok() {
                     u64::from(n)
                 } else {
                     0
@@ -488,7 +488,7 @@ mod sharded {
                 now += gap;
                 match change {
                     None => {
-                        if g.try_acquire_n_on(home, n, now).is_ok() {
+                        if g.try_acquire_n_on_at(home, n, now).is_ok() {
                             grants.push((now, u64::from(n)));
                         }
                     }

@@ -55,13 +55,13 @@ fn worked_example_four_per_second_two_shards() {
     assert_eq!(g.emission_interval(), Duration::from_millis(250));
     // Home 0: its 2, then 2 borrowed from shard 1.
     for _ in 0..4 {
-        g.try_acquire_n_on(0, 1, 0).unwrap();
+        g.try_acquire_n_on_at(0, 1, 0).unwrap();
     }
     assert_eq!(g.remaining_at(0), 0);
-    let d = g.try_acquire_n_on(0, 1, 0).unwrap_err();
+    let d = g.try_acquire_n_on_at(0, 1, 0).unwrap_err();
     assert_eq!(d.retry_after(), Some(Duration::from_millis(500)));
     // Home 1 sees the same pool.
-    assert_eq!(g.try_acquire_n_on(1, 1, 0).unwrap_err(), d);
+    assert_eq!(g.try_acquire_n_on_at(1, 1, 0).unwrap_err(), d);
     clock.set(Duration::from_millis(499));
     assert!(g.try_acquire().is_err(), "one ms early");
     clock.set(Duration::from_millis(500));
@@ -127,20 +127,20 @@ fn a_single_permit_is_denied_only_when_every_shard_is_empty() {
     let (g, _) = sharded(Rate::per_second(8).unwrap(), 4, None);
     // Empty shards 0, 1, 3 from their own homes, leave one permit in shard 2.
     for k in [0, 1, 3] {
-        g.try_acquire_n_on(k, 2, 0).unwrap();
+        g.try_acquire_n_on_at(k, 2, 0).unwrap();
     }
-    g.try_acquire_n_on(2, 1, 0).unwrap();
+    g.try_acquire_n_on_at(2, 1, 0).unwrap();
     assert_eq!(g.shard_remaining_at(2, 0), Some(1));
     // Every home finds it.
-    g.try_acquire_n_on(0, 1, 0).unwrap();
+    g.try_acquire_n_on_at(0, 1, 0).unwrap();
     for home in 0..4 {
-        assert!(g.try_acquire_n_on(home, 1, 0).is_err());
+        assert!(g.try_acquire_n_on_at(home, 1, 0).is_err());
     }
     // The earliest release: every shard refills one per 500 ms and the first was drained at 0.
-    let d = g.try_acquire_n_on(3, 1, 0).unwrap_err();
+    let d = g.try_acquire_n_on_at(3, 1, 0).unwrap_err();
     assert_eq!(d.retry_after_nanos(), Some(500 * MS));
-    assert!(g.try_acquire_n_on(3, 1, 500 * MS - 1).is_err());
-    assert!(g.try_acquire_n_on(3, 1, 500 * MS).is_ok());
+    assert!(g.try_acquire_n_on_at(3, 1, 500 * MS - 1).is_err());
+    assert!(g.try_acquire_n_on_at(3, 1, 500 * MS).is_ok());
 }
 
 #[test]
@@ -148,7 +148,7 @@ fn whole_requests_prefer_one_shard_then_split_all_or_nothing() {
     // 10 per second over 3 shards: bursts 4, 3, 3.
     let (g, _) = sharded(Rate::per_second(10).unwrap(), 3, None);
     // Shard 0 has 4 but not 5; 5 > any shard: split 4 + 1.
-    g.try_acquire_n_on(0, 5, 0).unwrap();
+    g.try_acquire_n_on_at(0, 5, 0).unwrap();
     assert_eq!(
         (0..3)
             .map(|k| g.shard_remaining_at(k, 0).unwrap())
@@ -156,11 +156,11 @@ fn whole_requests_prefer_one_shard_then_split_all_or_nothing() {
         [0, 2, 3]
     );
     // 3 fits shard 2 whole: preferred over splitting from the home (shard 1 has 2).
-    g.try_acquire_n_on(1, 3, 0).unwrap();
+    g.try_acquire_n_on_at(1, 3, 0).unwrap();
     assert_eq!(g.shard_remaining_at(2, 0), Some(0));
     assert_eq!(g.shard_remaining_at(1, 0), Some(2));
     // 3 > the 2 left in total: denied, and nothing was taken.
-    let d = g.try_acquire_n_on(2, 3, 0).unwrap_err();
+    let d = g.try_acquire_n_on_at(2, 3, 0).unwrap_err();
     assert_eq!(g.remaining_at(0), 2);
     // The third permit is released when shard 0 (interval 250 ms... shard intervals are 1/3 s
     // rounded up from I·limit/l_k) first refills.
@@ -169,8 +169,8 @@ fn whole_requests_prefer_one_shard_then_split_all_or_nothing() {
         .min()
         .unwrap();
     assert_eq!(d.retry_after_nanos(), Some(first));
-    assert!(g.try_acquire_n_on(2, 3, first - 1).is_err());
-    assert!(g.try_acquire_n_on(2, 3, first).is_ok());
+    assert!(g.try_acquire_n_on_at(2, 3, first - 1).is_err());
+    assert!(g.try_acquire_n_on_at(2, 3, first).is_ok());
 }
 
 #[test]
@@ -272,7 +272,7 @@ fn skewed_load_gets_the_global_rate() {
         let mut now = 0;
         while now <= 10 * S {
             let steady = now >= S;
-            if g.try_acquire_n_on(0, 1, now).is_ok() {
+            if g.try_acquire_n_on_at(0, 1, now).is_ok() {
                 sharded_grants += u64::from(steady);
                 sharded_all += 1;
                 grants.push((now, 1));
@@ -420,7 +420,7 @@ proptest! {
                 }
                 Step::NearEnd { below_max, home, n } => { now = u64::MAX - below_max; (home, n) }
             };
-            let real = g.try_acquire_n_on(home, n, now).map_err(|d| d.retry_after_nanos());
+            let real = g.try_acquire_n_on_at(home, n, now).map_err(|d| d.retry_after_nanos());
             let want = model.acquire_on(home, n, now);
             prop_assert_eq!(real, want, "step {} ({:?}) at now={}", i, step, now);
             prop_assert_eq!(g.remaining_at(now), model.remaining(now));

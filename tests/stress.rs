@@ -282,7 +282,7 @@ fn key_pool_eight_threads_no_key_over_budget() {
             .map(|_| {
                 s.spawn(|| {
                     (0..50)
-                        .filter_map(|_| pool.get_next_key().ok().map(|&k| (k, 0)))
+                        .filter_map(|_| pool.try_next_key().ok().map(|&k| (k, 0)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -316,7 +316,7 @@ fn key_pool_eight_threads_no_key_over_budget() {
                     let mut mine = Vec::new();
                     while start.elapsed() < run {
                         let now = clock.now();
-                        if let Ok(&k) = pool.get_next_key_at(now) {
+                        if let Ok(&k) = pool.try_next_key_at(now) {
                             mine.push((k, now));
                         }
                     }
@@ -355,7 +355,7 @@ fn key_pool_windows_eight_threads_no_key_over_budget() {
                     s.spawn(move || {
                         barrier.wait();
                         (0..50)
-                            .filter_map(|_| pool.get_next_key().ok().copied())
+                            .filter_map(|_| pool.try_next_key().ok().copied())
                             .collect::<Vec<_>>()
                     })
                 })
@@ -392,7 +392,7 @@ fn key_pool_windows_eight_threads_no_key_over_budget() {
                     let mut mine = Vec::new();
                     while start.elapsed() < run {
                         let now = clock.now();
-                        if let Ok(&k) = pool.get_next_key_at(now) {
+                        if let Ok(&k) = pool.try_next_key_at(now) {
                             mine.push((k, now, clock.now()));
                         }
                     }
@@ -510,7 +510,7 @@ fn sharded_no_denial_hint_outlives_a_give_back() {
         let now = g.clock().now();
         for home in (0..4).cycle().take(12) {
             let left = g.remaining();
-            let granted = g.try_acquire_n_on(home, 1, now).is_ok();
+            let granted = g.try_acquire_n_on_at(home, 1, now).is_ok();
             assert_eq!(granted, left > 0, "round {round}: {left} left, home {home}");
         }
     }

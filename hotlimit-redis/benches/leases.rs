@@ -4,8 +4,8 @@
 //! `cargo bench -p hotlimit-redis --bench leases` (about 40 s; `SECS=5` for longer runs):
 //!
 //! 1. **Local decision cost**, one thread on one hot key, rounds interleaved: a leased key's
-//!    handle (`LeasedKey::try_acquire`) against an in-process `Gcra`, and the keyed
-//!    `LeasedGcra::try_acquire` against `Keyed<String, Gcra>`, all at 1,000,000/s, burst 1,000,
+//!    handle (`LeasedKey::try_acquire_n`) against an in-process `Gcra`, and the keyed
+//!    `LeasedGcra::try_acquire_n` against `Keyed<String, Gcra>`, all at 1,000,000/s, burst 1,000,
 //!    called as fast as one thread can (mostly denials, a grant per µs).
 //! 2. **Four processes on one key** (this binary, run as workers), 2 threads each (`THREADS`),
 //!    far over a limit of 50,000/s (burst 1,000), for `SECS` s each: leased, then per decision
@@ -139,21 +139,21 @@ fn local(server: &RedisServer) {
     // Warm up: the first leases, sized from demand.
     let t = Instant::now();
     while t.elapsed() < Duration::from_millis(300) {
-        let _ = handle.try_acquire(1);
-        let _ = leased.try_acquire("hot-keyed", 1);
+        let _ = handle.try_acquire_n(1);
+        let _ = leased.try_acquire_n("hot-keyed", 1);
     }
     let before = leased.stats();
-    let mut a = || handle.try_acquire(1).is_ok();
+    let mut a = || handle.try_acquire_n(1).is_ok();
     let mut b = || gcra.try_acquire().is_ok();
-    let mut c = || leased.try_acquire("hot-keyed", 1).is_ok();
+    let mut c = || leased.try_acquire_n("hot-keyed", 1).is_ok();
     let mut d = || keyed.try_acquire(&key).is_ok();
     let rows = interleaved(
         15,
         2_000_000,
         &mut [
-            ("LeasedKey::try_acquire (handle)", &mut a),
+            ("LeasedKey::try_acquire_n (handle)", &mut a),
             ("Gcra::try_acquire (in process)", &mut b),
-            ("LeasedGcra::try_acquire (keyed)", &mut c),
+            ("LeasedGcra::try_acquire_n (keyed)", &mut c),
             ("Keyed<String, Gcra>::try_acquire", &mut d),
         ],
     );
@@ -329,7 +329,7 @@ fn worker() {
                 while RealTime.now() < end {
                     t.decided += 1;
                     let outcome = if design == "leased" {
-                        leased.try_acquire("hot", 1)
+                        leased.try_acquire_n("hot", 1)
                     } else {
                         per_decision
                             .decide_blocking(&mut con, "hot", 1)
@@ -470,7 +470,7 @@ fn callgrind(which: &str) {
 
 #[inline(never)]
 fn lease_grant(handle: &hotlimit_redis::LeasedKey<ManualClock>) -> bool {
-    handle.try_acquire(1).is_ok()
+    handle.try_acquire_n(1).is_ok()
 }
 
 #[inline(never)]

@@ -76,7 +76,7 @@ async fn one(ctx: &Ctx, design: Design, con: &mut ConnectionManager, i: u64) -> 
                 &ctx.log
             };
             limiter
-                .try_decide_async(con, &format!("{k}"), 1)
+                .decide_or_error_async(con, &format!("{k}"), 1)
                 .await
                 .unwrap()
                 .is_allowed()

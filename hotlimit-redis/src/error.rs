@@ -9,7 +9,8 @@ use std::time::Duration;
 /// Redis being down, slow or refusing a script is **not** an `Error`: it is what the limiter's
 /// [`OnError`](crate::OnError) policy decides, and it is counted in
 /// [`Stats::errors`](crate::Stats::errors). [`Error::Redis`] and [`Error::Timeout`] are only
-/// returned by the calls that say so ([`RedisLimiter::try_decide_async`](crate::RedisLimiter::try_decide_async)).
+/// returned by the calls that say so
+/// ([`RedisLimiter::decide_or_error_async`](crate::RedisLimiter::decide_or_error_async)).
 ///
 /// # Examples
 ///

@@ -19,6 +19,7 @@ use crate::sync::{AtomicU64, Ordering};
 
 mod builder;
 mod decide;
+mod deprecated;
 #[cfg(test)]
 mod model;
 mod offset;
@@ -121,10 +122,15 @@ use word::{KeyLease, Take};
 /// leased ones are still being granted, and up to 2·`limit` could fall in one window. GCRA
 /// has no such record: its state is a time, and a permit's window says when it may be used.
 ///
-/// Cheap to clone (one `Arc`). Blocking callers use [`try_acquire`](Self::try_acquire) (refills
-/// go through the limiter's own connections, made from the client given to
-/// [`build`](LeasedGcraBuilder::build)); async callers and the tower layer use
-/// [`with_connection`](Self::with_connection). Both share the same leases.
+/// Cheap to clone (one `Arc`). Connections, as everywhere in this crate (CONTRIBUTING.md,
+/// "Names"): a `decide_*` call takes the caller's connection as its first argument
+/// ([`decide_async`](Self::decide_async)), [`with_connection`](Self::with_connection) binds one
+/// for the tower layer, and a call that takes none uses connections the limiter owns.
+/// [`try_acquire_n`](Self::try_acquire_n) is such a call: its grants are local, and the refill
+/// a grant may trigger goes through the limiter's own blocking connections, made from the
+/// client given to [`build`](LeasedGcraBuilder::build) (a
+/// [`RedisLimiter`](crate::RedisLimiter) decides every request by a round trip the caller
+/// asked for, so it owns none). All of them share the same leases.
 ///
 /// # Examples
 ///
@@ -136,7 +142,7 @@ use word::{KeyLease, Take};
 /// let limiter = LeasedGcra::builder(Rate::per_second(10_000)?, OnError::FailClosed)
 ///     .burst(200)
 ///     .build(client)?;
-/// match limiter.try_acquire("api", 1) {
+/// match limiter.try_acquire_n("api", 1) {
 ///     Ok(()) => println!("go"),
 ///     Err(denied) => println!("retry after {:?}", denied.retry_after()),
 /// }
@@ -234,7 +240,9 @@ impl<C: Clock> LeasedGcra<C> {
     /// Takes `n` permits under `key`, all or nothing, in process while the key's lease holds
     /// them. The caller whose grant leaves the lease half spent refills it (one round trip,
     /// within the deadline, after its own permits are granted); a request that finds no lease
-    /// (the key's first, or one that outran its lease) waits for one refill.
+    /// (the key's first, or one that outran its lease) waits for one refill. It never waits
+    /// for a permit (hence `try_`): a permit whose slot has not come is denied with its
+    /// retry-after; the round trip of a refill is bounded by the deadline.
     ///
     /// # Errors
     ///
@@ -251,19 +259,19 @@ impl<C: Clock> LeasedGcra<C> {
     ///
     /// let limiter = LeasedGcra::builder(Rate::per_second(1000)?, OnError::FailClosed)
     ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
-    /// let granted = (0..100).filter(|_| limiter.try_acquire("k", 1).is_ok()).count();
+    /// let granted = (0..100).filter(|_| limiter.try_acquire_n("k", 1).is_ok()).count();
     /// assert!(granted <= 1000);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn try_acquire(&self, key: &str, n: u32) -> Result<(), Denied> {
-        self.try_acquire_timed(key, n).map(drop)
+    pub fn try_acquire_n(&self, key: &str, n: u32) -> Result<(), Denied> {
+        self.try_acquire_n_timed(key, n).map(drop)
     }
 
-    /// [`try_acquire`](Self::try_acquire), returning on a grant the time on the limiter's
+    /// [`try_acquire_n`](Self::try_acquire_n), returning on a grant the time on the limiter's
     /// clock at which it was decided (the `now` of the check that granted it): for audits
     /// that compare grants across threads and processes (the tests'; not part of the API).
     #[doc(hidden)]
-    pub fn try_acquire_timed(&self, key: &str, n: u32) -> Result<u64, Denied> {
+    pub fn try_acquire_n_timed(&self, key: &str, n: u32) -> Result<u64, Denied> {
         let s = &self.shared;
         if n == 0 {
             return Ok(s.clock.now());
@@ -292,7 +300,7 @@ impl<C: Clock> LeasedGcra<C> {
         self.settle(&state, key, n, first, now)
     }
 
-    /// A handle on `key`'s lease: its [`try_acquire`](LeasedKey::try_acquire) needs no map
+    /// A handle on `key`'s lease: its [`try_acquire_n`](LeasedKey::try_acquire_n) needs no map
     /// lookup (the cost of a hot key's grant is then one CAS, as an in-process `Gcra`'s).
     ///
     /// # Errors
@@ -308,7 +316,7 @@ impl<C: Clock> LeasedGcra<C> {
     /// let limiter = LeasedGcra::builder(Rate::per_second(1000)?, OnError::FailClosed)
     ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
     /// let hot = limiter.key("tenant-7")?;
-    /// let _ = hot.try_acquire(1);
+    /// let _ = hot.try_acquire_n(1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn key(&self, key: &str) -> Result<LeasedKey<C>, Error> {
@@ -557,7 +565,7 @@ fn next(first: Take, now: u64) -> Next {
 /// let limiter = LeasedGcra::builder(Rate::per_second(1000)?, OnError::FailClosed)
 ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
 /// let hot = limiter.key("hot")?;
-/// if hot.try_acquire(1).is_ok() { /* ... */ }
+/// if hot.try_acquire_n(1).is_ok() { /* ... */ }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -568,11 +576,11 @@ pub struct LeasedKey<C: Clock = hotlimit::QuantaClock> {
 }
 
 impl<C: Clock> LeasedKey<C> {
-    /// [`LeasedGcra::try_acquire`] on this key.
+    /// [`LeasedGcra::try_acquire_n`] on this key.
     ///
     /// # Errors
     ///
-    /// As [`LeasedGcra::try_acquire`].
+    /// As [`LeasedGcra::try_acquire_n`].
     ///
     /// # Examples
     ///
@@ -583,11 +591,11 @@ impl<C: Clock> LeasedKey<C> {
     /// let limiter = LeasedGcra::builder(Rate::per_second(1000)?, OnError::FailClosed)
     ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
     /// let hot = limiter.key("hot")?;
-    /// let _ = hot.try_acquire(2);
+    /// let _ = hot.try_acquire_n(2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn try_acquire(&self, n: u32) -> Result<(), Denied> {
+    pub fn try_acquire_n(&self, n: u32) -> Result<(), Denied> {
         let s = &self.limiter.shared;
         if n == 0 {
             return Ok(());
@@ -612,7 +620,7 @@ impl<C: Clock> LeasedKey<C> {
         let outcome = l.settle(&self.state, &self.key, n, first, now);
         if outcome.is_err() && self.state.lease.is_retired() {
             // Dropped from the limiter in the instant this handle was made: by the map.
-            return l.try_acquire(&self.key, n);
+            return l.try_acquire_n(&self.key, n);
         }
         outcome.map(drop)
     }

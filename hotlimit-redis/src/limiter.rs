@@ -425,8 +425,10 @@ impl RedisLimiter {
         }
     }
 
-    /// As [`decide_blocking`](Self::decide_blocking), but a failure is returned instead of
-    /// being decided by the policy (it is still counted, and still marks the server down).
+    /// As [`decide_blocking`](Self::decide_blocking), but a failed round trip is returned as
+    /// the error instead of being decided by the policy (it is still counted, and still marks
+    /// the server down). Named for what it does, not `try_`: in hotlimit `try_` means "never
+    /// waits for a permit" (CONTRIBUTING.md, "Names").
     ///
     /// # Errors
     ///
@@ -442,13 +444,13 @@ impl RedisLimiter {
     ///
     /// let limiter = RedisLimiter::gcra(Rate::per_second(100)?, OnError::FailClosed).build()?;
     /// let mut con = SyncConnection::new(redis::Client::open("redis://127.0.0.1/")?);
-    /// match limiter.try_decide_blocking(&mut con, "k", 1) {
+    /// match limiter.decide_or_error_blocking(&mut con, "k", 1) {
     ///     Ok(d) => println!("{}", d.is_allowed()),
     ///     Err(e) => eprintln!("redis could not decide: {e}"),
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn try_decide_blocking(
+    pub fn decide_or_error_blocking(
         &self,
         con: &mut SyncConnection,
         key: &str,
@@ -495,8 +497,9 @@ impl RedisLimiter {
         }
     }
 
-    /// As [`decide_async`](Self::decide_async), but a failure is returned instead of being
-    /// decided by the policy (it is still counted, and still marks the server down).
+    /// As [`decide_async`](Self::decide_async), but a failed round trip is returned as the
+    /// error instead of being decided by the policy (it is still counted, and still marks the
+    /// server down).
     ///
     /// # Errors
     ///
@@ -512,13 +515,13 @@ impl RedisLimiter {
     ///
     /// # async fn run(mut con: redis::aio::ConnectionManager) -> Result<(), Box<dyn std::error::Error>> {
     /// let limiter = RedisLimiter::gcra(Rate::per_second(100)?, OnError::FailClosed).build()?;
-    /// match limiter.try_decide_async(&mut con, "k", 1).await {
+    /// match limiter.decide_or_error_async(&mut con, "k", 1).await {
     ///     Ok(d) => println!("{}", d.is_allowed()),
     ///     Err(e) => eprintln!("redis could not decide: {e}"),
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn try_decide_async<C: ConnectionLike + Send>(
+    pub async fn decide_or_error_async<C: ConnectionLike + Send>(
         &self,
         con: &mut C,
         key: &str,
@@ -528,6 +531,62 @@ impl RedisLimiter {
             Step::Done(d) => Ok(d),
             Step::Ask(now) => self.asynchronous(con, key, n, now).await.into_result(),
         }
+    }
+
+    /// The old name of [`decide_or_error_blocking`](Self::decide_or_error_blocking).
+    ///
+    /// # Errors
+    ///
+    /// As [`decide_or_error_blocking`](Self::decide_or_error_blocking).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #![allow(deprecated)]
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter, SyncConnection};
+    ///
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(100)?, OnError::FailClosed).build()?;
+    /// let mut con = SyncConnection::new(redis::Client::open("redis://127.0.0.1/")?);
+    /// let _ = limiter.try_decide_blocking(&mut con, "k", 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[deprecated(note = "renamed to `decide_or_error_blocking`: `try_` means \"never waits\"")]
+    pub fn try_decide_blocking(
+        &self,
+        con: &mut SyncConnection,
+        key: &str,
+        n: u32,
+    ) -> Result<Decision, Error> {
+        self.decide_or_error_blocking(con, key, n)
+    }
+
+    /// The old name of [`decide_or_error_async`](Self::decide_or_error_async).
+    ///
+    /// # Errors
+    ///
+    /// As [`decide_or_error_async`](Self::decide_or_error_async).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #![allow(deprecated)]
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// # async fn run(mut con: redis::aio::ConnectionManager) -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::gcra(Rate::per_second(100)?, OnError::FailClosed).build()?;
+    /// let _ = limiter.try_decide_async(&mut con, "k", 1).await;
+    /// # Ok(()) }
+    /// ```
+    #[deprecated(note = "renamed to `decide_or_error_async`: `try_` means \"never waits\"")]
+    pub async fn try_decide_async<C: ConnectionLike + Send>(
+        &self,
+        con: &mut C,
+        key: &str,
+        n: u32,
+    ) -> Result<Decision, Error> {
+        self.decide_or_error_async(con, key, n).await
     }
 }
 

@@ -50,7 +50,7 @@ fn leased(client: redis::Client, fenced: bool, durable: Option<Durable>) -> Proc
     let limiter = b.build(client).unwrap();
     Box::new(move || {
         limiter
-            .try_acquire_timed("hot", 1)
+            .try_acquire_n_timed("hot", 1)
             .map_err(|d| d.retry_after().unwrap_or(Duration::MAX))
     })
 }

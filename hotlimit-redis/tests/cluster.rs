@@ -75,7 +75,10 @@ fn three_primaries() {
             for k in 0..60 {
                 let key = format!("user-{k}");
                 for i in 0..4 {
-                    let d = limiter.try_decide_async(&mut con, &key, 1).await.unwrap();
+                    let d = limiter
+                        .decide_or_error_async(&mut con, &key, 1)
+                        .await
+                        .unwrap();
                     assert_eq!(d.is_allowed(), i < 3, "{key} request {i}");
                 }
             }
@@ -106,7 +109,7 @@ fn three_primaries() {
         for k in 0..12 {
             let t = Instant::now();
             let d = limiter
-                .try_decide_async(&mut con, &format!("user-{k}"), 1)
+                .decide_or_error_async(&mut con, &format!("user-{k}"), 1)
                 .await;
             let took = t.elapsed();
             assert!(

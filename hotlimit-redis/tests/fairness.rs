@@ -49,7 +49,7 @@ fn run(rate: u64, processes: usize, threads: usize, seconds: u64) -> Shares {
                     if now >= end {
                         break;
                     }
-                    match l.try_acquire_timed("shared", 1) {
+                    match l.try_acquire_n_timed("shared", 1) {
                         Ok(at) if at >= start && at < end => {
                             seconds_seen[((at - start) / 1_000_000_000) as usize] += 1
                         }
@@ -145,7 +145,7 @@ fn leased_and_per_decision_callers_share_as_documented() {
                             .build(client)
                             .unwrap();
                     while RealTime.now() < end {
-                        match l.try_acquire("mixed", 1) {
+                        match l.try_acquire_n("mixed", 1) {
                             Ok(()) => n += 1,
                             Err(d) => wait(d.retry_after()),
                         }

@@ -3,8 +3,8 @@
 //! One decision waits at most its deadline **in total**, on every path, against a server
 //! stopped with SIGSTOP (connections stay open and new connects are queued by the kernel, but
 //! nothing is answered): blocking on an open connection, blocking with a reconnect (the
-//! connect's handshake and the read share the deadline), `try_decide_blocking`, a blocking
-//! batch, async, `try_decide_async`, an async batch. The cluster path is in `cluster.rs`.
+//! connect's handshake and the read share the deadline), `decide_or_error_blocking`, a blocking
+//! batch, async, `decide_or_error_async`, an async batch. The cluster path is in `cluster.rs`.
 //!
 //! Bound asserted: elapsed ≤ deadline + [`MARGIN`] (50 ms: scheduling on a loaded 2-core
 //! machine; the bug this replaces took 2 × the deadline, 207–211 ms for 100 ms).
@@ -76,8 +76,10 @@ fn a_stopped_server_costs_one_deadline_on_every_path() {
     });
     assert!(!d.is_allowed());
     let mut fresh = SyncConnection::new(server.client());
-    let e = within("try_decide_blocking, new connection", || {
-        limiter.try_decide_blocking(&mut fresh, "k", 1).unwrap_err()
+    let e = within("decide_or_error_blocking, new connection", || {
+        limiter
+            .decide_or_error_blocking(&mut fresh, "k", 1)
+            .unwrap_err()
     });
     assert!(matches!(e, Error::Timeout(d) if d == DEADLINE), "{e}");
     let batch = within("blocking batch", || {
@@ -92,8 +94,8 @@ fn a_stopped_server_costs_one_deadline_on_every_path() {
             .unwrap()
     });
     assert!(!d.is_allowed());
-    let e = within("try_decide_async", || {
-        rt.block_on(limiter.try_decide_async(&mut acon, "k", 1))
+    let e = within("decide_or_error_async", || {
+        rt.block_on(limiter.decide_or_error_async(&mut acon, "k", 1))
             .unwrap_err()
     });
     assert!(matches!(e, Error::Timeout(_)), "{e}");
@@ -111,9 +113,9 @@ fn a_stopped_server_costs_one_deadline_on_every_path() {
     let start = Instant::now();
     let mut back = (false, false);
     while start.elapsed() < Duration::from_secs(10) && !(back.0 && back.1) {
-        back.0 |= limiter.try_decide_blocking(&mut open, "k", 1).is_ok();
+        back.0 |= limiter.decide_or_error_blocking(&mut open, "k", 1).is_ok();
         back.1 |= rt
-            .block_on(limiter.try_decide_async(&mut acon, "k", 1))
+            .block_on(limiter.decide_or_error_async(&mut acon, "k", 1))
             .is_ok();
         std::thread::sleep(Duration::from_millis(10));
     }

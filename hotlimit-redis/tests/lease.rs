@@ -41,7 +41,7 @@ fn over(times: &mut [u64], interval_ns: u64, burst: u64) -> Option<String> {
 }
 
 /// `threads` threads calling `acquire` for `run`; each grant is logged at the time its check
-/// read (`try_acquire_timed`, on the limiter's clock, one origin for all threads).
+/// read (`try_acquire_n_timed`, on the limiter's clock, one origin for all threads).
 fn hammer(
     threads: usize,
     run: Duration,
@@ -93,7 +93,7 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
             let mut granted = 0;
             while !stop.load(Ordering::Relaxed) {
                 if per_decision
-                    .try_decide_blocking(&mut con, "k", 1)
+                    .decide_or_error_blocking(&mut con, "k", 1)
                     .unwrap()
                     .is_allowed()
                 {
@@ -106,7 +106,7 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
     };
     let l = leased.clone();
     let times = hammer(4, Duration::from_millis(600), move || {
-        l.try_acquire_timed("k", 1).ok()
+        l.try_acquire_n_timed("k", 1).ok()
     });
     stop.store(true, Ordering::Relaxed);
     let by_script: u64 = other.join().unwrap();
@@ -147,7 +147,7 @@ fn leased_permits_outlive_redis_then_the_policy_decides() {
             .unwrap();
         let start = Instant::now();
         while limiter.stats().leases < 3 && start.elapsed() < Duration::from_secs(5) {
-            let _ = limiter.try_acquire("k", 1);
+            let _ = limiter.try_acquire_n("k", 1);
         }
         let leased = limiter.stats().leased;
         server.kill();
@@ -155,7 +155,7 @@ fn leased_permits_outlive_redis_then_the_policy_decides() {
         let mut granted_after = 0u64;
         let start = Instant::now();
         while limiter.stats().fallbacks == 0 && start.elapsed() < Duration::from_secs(5) {
-            granted_after += u64::from(limiter.try_acquire("k", 1).is_ok());
+            granted_after += u64::from(limiter.try_acquire_n("k", 1).is_ok());
         }
         let s = limiter.stats();
         assert!(s.fallbacks > 0 && s.errors > 0, "{s:?}");
@@ -164,7 +164,7 @@ fn leased_permits_outlive_redis_then_the_policy_decides() {
             "{granted_after} of {leased}, {s:?}"
         );
         let by_policy = (0..50)
-            .filter(|_| limiter.try_acquire("k", 1).is_ok())
+            .filter(|_| limiter.try_acquire_n("k", 1).is_ok())
             .count();
         assert_eq!(by_policy, if admits { 50 } else { 0 }, "{s:?}");
     }
@@ -182,7 +182,7 @@ fn idle_leases_go_back() {
         .build(server.client())
         .unwrap();
     for _ in 0..3 {
-        leased.try_acquire("k", 1).unwrap();
+        leased.try_acquire_n("k", 1).unwrap();
     }
     let s = leased.stats();
     assert!(s.leased > 3, "{s:?}");

@@ -233,7 +233,7 @@ fn worker() {
             std::thread::spawn(move || {
                 let mut file = std::fs::File::create(path).unwrap();
                 while RealTime.now() < end {
-                    match limiter.try_acquire_timed("hot", 1) {
+                    match limiter.try_acquire_n_timed("hot", 1) {
                         Ok(at) => file.write_all(&at.to_le_bytes()).unwrap(),
                         Err(denied) => std::thread::sleep(
                             denied

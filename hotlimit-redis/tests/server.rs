@@ -55,7 +55,10 @@ fn race(limiter: RedisLimiter, server: &RedisServer, limit: u64, script: &str, a
                 let mut granted = 0u64;
                 for i in 0..20u32 {
                     let n = 1 + (t + i) % 3;
-                    let d = limiter.try_decide_async(&mut con, key, n).await.unwrap();
+                    let d = limiter
+                        .decide_or_error_async(&mut con, key, n)
+                        .await
+                        .unwrap();
                     if d.is_allowed() {
                         granted += u64::from(n);
                     }

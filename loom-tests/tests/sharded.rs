@@ -34,18 +34,18 @@ fn borrowing_grants_exactly_the_burst() {
         let g2 = g.clone();
         let t = thread::spawn(move || {
             (0..2)
-                .filter(|_| g2.try_acquire_n_on(1, 1, 0).is_ok())
+                .filter(|_| g2.try_acquire_n_on_at(1, 1, 0).is_ok())
                 .count()
         });
         let mine = (0..2)
-            .filter(|_| g.try_acquire_n_on(0, 1, 0).is_ok())
+            .filter(|_| g.try_acquire_n_on_at(0, 1, 0).is_ok())
             .count();
         let theirs = t.join().unwrap();
         assert_eq!(mine + theirs, 2, "mine={mine} theirs={theirs}");
         assert_eq!(g.remaining_at(0), 0);
         // The state is exactly two grants: each shard frees its permit at 20 ns, not before.
-        assert!(g.try_acquire_n_on(0, 1, 19).is_err());
-        assert!(g.try_acquire_n_on(0, 2, 20).is_ok());
+        assert!(g.try_acquire_n_on_at(0, 1, 19).is_err());
+        assert!(g.try_acquire_n_on_at(0, 2, 20).is_ok());
     });
 }
 
@@ -58,8 +58,8 @@ fn split_request_is_all_or_nothing() {
         let clock = ManualClock::new();
         let g = Arc::new(limiter(&clock));
         let g2 = g.clone();
-        let t = thread::spawn(move || g2.try_acquire_n_on(1, 1, 0).is_ok());
-        let split = g.try_acquire_n_on(0, 2, 0).is_ok();
+        let t = thread::spawn(move || g2.try_acquire_n_on_at(1, 1, 0).is_ok());
+        let split = g.try_acquire_n_on_at(0, 2, 0).is_ok();
         let single = t.join().unwrap();
         assert!(split ^ single, "split={split} single={single}");
         let expect_left = if split { 0 } else { 1 };
@@ -100,14 +100,14 @@ fn give_back_against_the_hint(silent: bool) {
         let g = Arc::new(limiter(&clock));
         let g2 = g.clone();
         let t = thread::spawn(move || {
-            let first = g2.try_acquire_n_on(1, 1, 0).is_ok();
-            let second = g2.try_acquire_n_on(0, 1, 0).is_ok();
+            let first = g2.try_acquire_n_on_at(1, 1, 0).is_ok();
+            let second = g2.try_acquire_n_on_at(0, 1, 0).is_ok();
             (first, second)
         });
         let split = if silent {
             SilentGiveBack(&g).try_acquire_split(0)
         } else {
-            g.try_acquire_n_on(0, 2, 0).is_ok()
+            g.try_acquire_n_on_at(0, 2, 0).is_ok()
         };
         let (first, second) = t.join().unwrap();
         let granted = usize::from(first) + usize::from(second) + 2 * usize::from(split);
@@ -118,7 +118,7 @@ fn give_back_against_the_hint(silent: bool) {
         let left = g.remaining_at(0);
         assert_eq!(left as usize, 2 - granted, "permits lost");
         // From home 1: its own shard is empty after `first`, so the request goes past the hint.
-        let last = g.try_acquire_n_on(1, 1, 0).is_ok();
+        let last = g.try_acquire_n_on_at(1, 1, 0).is_ok();
         assert_eq!(
             last,
             left > 0,

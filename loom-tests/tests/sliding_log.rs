@@ -136,7 +136,7 @@ fn key_pool_hands_out_distinct_keys() {
         let handles: Vec<_> = (0..3)
             .map(|_| {
                 let p = pool.clone();
-                thread::spawn(move || p.get_next_key().ok().copied())
+                thread::spawn(move || p.try_next_key().ok().copied())
             })
             .collect();
         let mut keys: Vec<u8> = handles

@@ -247,7 +247,7 @@ impl Leased {
         }
     }
 
-    /// A request that found its process dry, as `LeasedGcra::try_acquire` serves it: it waits
+    /// A request that found its process dry, as `LeasedGcra::try_acquire_n` serves it: it waits
     /// for the refill it starts, then takes from the new lease when the reply is read (its
     /// grant, if any, is counted at its own `now`: one round trip early in the audit).
     fn refill_and_take(&mut self, p: usize, now: u64, n: u64) -> Result<(), Option<u64>> {

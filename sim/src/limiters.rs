@@ -232,14 +232,14 @@ impl SimLimiter {
             Inner::Gcra(l) => l.try_acquire_n(permits),
             Inner::Sharded(l) => {
                 let home = (call % l.shards() as u64) as usize;
-                l.try_acquire_n_on(home, permits, self.clock.now())
+                l.try_acquire_n_on_at(home, permits, self.clock.now())
             }
             Inner::Log(l) => l.try_acquire_n(permits),
             Inner::Window(l) => l.try_acquire_n(permits),
             // A pool hands out one key per call: `run` leaves pools out of traces with costs
             // above 1, and such a request is refused here rather than half served.
             Inner::Pool(_) if permits != 1 => return Err(None),
-            Inner::Pool(p) => p.get_next_key().map(|_| ()),
+            Inner::Pool(p) => p.try_next_key().map(|_| ()),
         };
         result.map_err(|denied| denied.retry_after_nanos())
     }

@@ -62,7 +62,7 @@ impl<K> KeyPool<K> {
     /// use hotlimit::{KeyPool, Rate};
     ///
     /// let pool = KeyPool::new(vec!["k1".to_string()], Rate::per_second(5)?)?;
-    /// assert_eq!(pool.get_next_key().unwrap(), "k1");
+    /// assert_eq!(pool.try_next_key().unwrap(), "k1");
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     #[cfg(feature = "std")]
@@ -72,7 +72,7 @@ impl<K> KeyPool<K> {
 }
 
 impl<K, C> KeyPoolBuilder<K, C> {
-    /// The clock to read in `get_next_key`. Default: [`DefaultClock`].
+    /// The clock to read in `try_next_key`. Default: [`DefaultClock`].
     ///
     /// # Examples
     ///
@@ -109,13 +109,13 @@ impl<K, C> KeyPoolBuilder<K, C> {
     ///     .buckets(10)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// assert_eq!(pool.get_next_key_at(0), Ok(&"a"));
-    /// assert_eq!(pool.get_next_key_at(0), Ok(&"b"));
+    /// assert_eq!(pool.try_next_key_at(0), Ok(&"a"));
+    /// assert_eq!(pool.try_next_key_at(0), Ok(&"b"));
     /// // "a" was used in the bucket [0, 60 s); it is counted until that bucket leaves the
     /// // window, at 660 s − 1 ns.
-    /// let d = pool.get_next_key_at(0).unwrap_err();
+    /// let d = pool.try_next_key_at(0).unwrap_err();
     /// assert_eq!(d.retry_after_nanos(), Some(660_000_000_000 - 1));
-    /// assert_eq!(pool.get_next_key_at(660_000_000_000 - 1), Ok(&"a"));
+    /// assert_eq!(pool.try_next_key_at(660_000_000_000 - 1), Ok(&"a"));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn buckets(mut self, buckets: usize) -> Self {

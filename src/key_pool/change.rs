@@ -28,7 +28,7 @@ impl<K, C> KeyPool<K, C> {
     }
 
     /// The index of `key` in [`keys`](KeyPool::keys), found by address: `key` must be a
-    /// reference into this pool (as [`get_next_key`](KeyPool::get_next_key) returns), not an
+    /// reference into this pool (as [`try_next_key`](KeyPool::try_next_key) returns), not an
     /// equal copy. `None` for any other reference. (Zero-sized keys share one address: index 0.)
     ///
     /// # Examples
@@ -37,7 +37,7 @@ impl<K, C> KeyPool<K, C> {
     /// use hotlimit::{KeyPool, ManualClock, Rate};
     ///
     /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(1)?).clock(ManualClock::new()).build()?;
-    /// let key = pool.get_next_key_at(0)?;
+    /// let key = pool.try_next_key_at(0)?;
     /// assert_eq!(pool.position(key), Some(0));
     /// assert_eq!(pool.position(&"a"), None); // an equal value elsewhere
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -74,11 +74,11 @@ impl<K, C> KeyPool<K, C> {
     ///     .buckets(10)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// let a = pool.get_next_key_at(0)?;
+    /// let a = pool.try_next_key_at(0)?;
     /// assert!(pool.cool_down_until(a, 5_000));
-    /// assert_eq!(pool.get_next_key_at(1)?, &"b");
-    /// assert_eq!(pool.get_next_key_at(2)?, &"b"); // "a" is cooling: its turn passes
-    /// assert_eq!(pool.get_next_key_at(5_000)?, &"a");
+    /// assert_eq!(pool.try_next_key_at(1)?, &"b");
+    /// assert_eq!(pool.try_next_key_at(2)?, &"b"); // "a" is cooling: its turn passes
+    /// assert_eq!(pool.try_next_key_at(5_000)?, &"a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cool_down_until(&self, key: &K, until: u64) -> bool {
@@ -101,10 +101,10 @@ impl<K, C> KeyPool<K, C> {
     ///
     /// let pool = KeyPool::builder(vec!["a", "b"], Rate::per_second(10)?).clock(ManualClock::new()).build()?;
     /// assert!(pool.retire(&pool.keys()[0]));
-    /// assert_eq!(pool.get_next_key_at(0)?, &"b");
-    /// assert_eq!(pool.get_next_key_at(1)?, &"b");
+    /// assert_eq!(pool.try_next_key_at(0)?, &"b");
+    /// assert_eq!(pool.try_next_key_at(1)?, &"b");
     /// assert!(pool.retire(&pool.keys()[1]));
-    /// assert!(pool.get_next_key_at(2).unwrap_err().is_never());
+    /// assert!(pool.try_next_key_at(2).unwrap_err().is_never());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn retire(&self, key: &K) -> bool {
@@ -122,9 +122,9 @@ impl<K, C> KeyPool<K, C> {
     ///
     /// let pool = KeyPool::builder(vec!["a"], Rate::per_second(10)?).clock(ManualClock::new()).build()?;
     /// pool.retire(&pool.keys()[0]);
-    /// assert!(pool.get_next_key_at(0).is_err());
+    /// assert!(pool.try_next_key_at(0).is_err());
     /// assert!(pool.reinstate(&pool.keys()[0]));
-    /// assert_eq!(pool.get_next_key_at(0)?, &"a");
+    /// assert_eq!(pool.try_next_key_at(0)?, &"a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reinstate(&self, key: &K) -> bool {
@@ -180,10 +180,10 @@ impl<K, C> KeyPool<K, C> {
     ///     .buckets(10)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// assert_eq!(pool.get_next_key_at(0)?, &"a");
-    /// assert!(pool.get_next_key_at(0).is_err());
+    /// assert_eq!(pool.try_next_key_at(0)?, &"a");
+    /// assert!(pool.try_next_key_at(0).is_err());
     /// pool.add_key("b")?;
-    /// assert_eq!(pool.get_next_key_at(0)?, &"b");
+    /// assert_eq!(pool.try_next_key_at(0)?, &"b");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn add_key(&mut self, key: K) -> Result<(), ConfigError> {
@@ -254,13 +254,13 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// let pool = KeyPool::builder(vec!["k1", "k2"], Rate::per_minute(100)?)
     ///     .clock(clock.clone())
     ///     .build()?;
-    /// let key = pool.get_next_key()?;
+    /// let key = pool.try_next_key()?;
     /// // ... the upstream answered 429 with `Retry-After: 30` ...
     /// assert!(pool.report_refused(key, Duration::from_secs(30)));
-    /// assert_eq!(pool.get_next_key()?, &"k2");
-    /// assert_eq!(pool.get_next_key()?, &"k2");
+    /// assert_eq!(pool.try_next_key()?, &"k2");
+    /// assert_eq!(pool.try_next_key()?, &"k2");
     /// clock.advance(Duration::from_secs(30));
-    /// assert_eq!(pool.get_next_key()?, &"k1");
+    /// assert_eq!(pool.try_next_key()?, &"k1");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn report_refused(&self, key: &K, cooldown: core::time::Duration) -> bool {

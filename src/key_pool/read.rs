@@ -4,7 +4,9 @@ use super::*;
 
 impl<K, C: Clock> KeyPool<K, C> {
     /// The key to use now, or how long to wait:
-    /// [`get_next_key_at`](KeyPool::get_next_key_at) with the clock read.
+    /// [`try_next_key_at`](KeyPool::try_next_key_at) with the clock read. Never waits (hence
+    /// `try_`); [`next_key_blocking`](KeyPool::next_key_blocking) and
+    /// [`next_key_async`](KeyPool::next_key_async) wait.
     ///
     /// # Errors
     ///
@@ -20,13 +22,13 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// let pool = KeyPool::builder(vec!["a"], Rate::per_second(1)?)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// assert_eq!(pool.get_next_key(), Ok(&"a"));
-    /// assert_eq!(pool.get_next_key().unwrap_err().retry_after(), Some(Duration::from_secs(1)));
+    /// assert_eq!(pool.try_next_key(), Ok(&"a"));
+    /// assert_eq!(pool.try_next_key().unwrap_err().retry_after(), Some(Duration::from_secs(1)));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     #[inline]
-    pub fn get_next_key(&self) -> Result<&K, Denied> {
-        self.get_next_key_at(self.clock().now())
+    pub fn try_next_key(&self) -> Result<&K, Denied> {
+        self.try_next_key_at(self.clock().now())
     }
 
     /// How many uses are left now: [`remaining_at`](KeyPool::remaining_at) with the clock
@@ -39,7 +41,7 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// let pool = KeyPool::builder(vec!["a"], Rate::per_second(3)?)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// pool.get_next_key()?;
+    /// pool.try_next_key()?;
     /// assert_eq!(pool.remaining(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -58,7 +60,7 @@ impl<K, C: Clock> KeyPool<K, C> {
     /// let pool = KeyPool::builder(vec!["a"], Rate::per_second(3)?)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// pool.get_next_key()?;
+    /// pool.try_next_key()?;
     /// assert_eq!(pool.reset(), Duration::from_secs(1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -40,7 +40,7 @@ impl<C> ShardedGcra<C> {
     ///     .clock(ManualClock::new())
     ///     .build()?;
     /// assert_eq!(limiter.reset_at(0), Duration::ZERO);
-    /// limiter.try_acquire_n_on(0, 2, 0).unwrap(); // shard 0 refills one per 200 ms
+    /// limiter.try_acquire_n_on_at(0, 2, 0).unwrap(); // shard 0 refills one per 200 ms
     /// assert_eq!(limiter.reset_at(0), Duration::from_millis(400));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
@@ -80,7 +80,7 @@ impl<C> ShardedGcra<C> {
     ///     .shards(2)
     ///     .clock(ManualClock::new())
     ///     .build()?;
-    /// limiter.try_acquire_n_on(0, 1, 0).unwrap();
+    /// limiter.try_acquire_n_on_at(0, 1, 0).unwrap();
     /// assert_eq!(limiter.shard_remaining_at(0, 0), Some(4));
     /// assert_eq!(limiter.shard_remaining_at(2, 0), None);
     /// # Ok::<(), hotlimit::ConfigError>(())
@@ -268,7 +268,7 @@ crate::decide::decide_at_once! {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     ShardedGcra, |this, permits, now| {
-        acquire: this.try_acquire_n_on(thread_index(), permits, now),
+        acquire: this.try_acquire_n_on_at(thread_index(), permits, now),
         read: {
             let reset = this.reset_at(now);
             (this.remaining_at(now), reset, reset)

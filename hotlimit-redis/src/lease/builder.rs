@@ -140,7 +140,7 @@ impl<C> LeasedGcraBuilder<C> {
         /// let limiter = LeasedGcra::builder(Rate::per_second(100)?, OnError::FailOpen)
         ///     .max_key_len(16)
         ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
-        /// assert!(limiter.try_acquire("a key far longer than sixteen bytes", 1).unwrap_err().is_never());
+        /// assert!(limiter.try_acquire_n("a key far longer than sixteen bytes", 1).unwrap_err().is_never());
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         max_key_len: usize;
@@ -343,7 +343,7 @@ impl<C> LeasedGcraBuilder<C> {
     }
 
     /// Builds the limiter; `client` makes its blocking connections (refills of
-    /// [`try_acquire`](LeasedGcra::try_acquire), returns).
+    /// [`try_acquire_n`](LeasedGcra::try_acquire_n), returns).
     ///
     /// # Errors
     ///

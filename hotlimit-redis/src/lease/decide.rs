@@ -12,7 +12,7 @@ use crate::decide::DecideFuture;
 use crate::error::Error;
 
 impl<C: Clock> LeasedGcra<C> {
-    /// Decides `n` permits under `key` as [`try_acquire`](Self::try_acquire) does, with what
+    /// Decides `n` permits under `key` as [`try_acquire_n`](Self::try_acquire_n) does, with what
     /// headers need (`remaining`: permits of the key's current lease whose slots have come, at
     /// most the burst; `reset`: when the TAT this process last leased to is reached); a refill
     /// goes over `con` (a `ConnectionManager` or a cluster connection), within the deadline.

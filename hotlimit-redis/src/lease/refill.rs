@@ -308,7 +308,7 @@ impl<C: Clock> LeasedGcra<C> {
     ///
     /// let limiter = LeasedGcra::builder(Rate::per_second(1000)?, OnError::FailClosed)
     ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
-    /// let _ = limiter.try_acquire("k", 1);
+    /// let _ = limiter.try_acquire_n("k", 1);
     /// let given_back = limiter.return_idle();
     /// # let _ = given_back;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -329,7 +329,7 @@ impl<C: Clock> LeasedGcra<C> {
     ///
     /// let limiter = LeasedGcra::builder(Rate::per_second(1000)?, OnError::FailClosed)
     ///     .build(redis::Client::open("redis://127.0.0.1/")?)?;
-    /// let _ = limiter.try_acquire("k", 1);
+    /// let _ = limiter.try_acquire_n("k", 1);
     /// limiter.return_all();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
