@@ -419,7 +419,7 @@ fn sharded_racing_changes_on_a_frozen_clock_never_pass_the_first_burst() {
         false,
         |g, now, t, i| {
             let n = n_of(t, i);
-            g.try_acquire_n_on(t as usize, n, now)
+            g.try_acquire_n_on_at(t as usize, n, now)
                 .map_or(0, |()| u64::from(n))
         },
         |g, k| {
@@ -453,7 +453,7 @@ fn sharded_racing_changes_on_an_advancing_clock_keep_the_bound() {
         true,
         |g, now, t, i| {
             let n = n_of(t, i);
-            g.try_acquire_n_on(t as usize, n, now)
+            g.try_acquire_n_on_at(t as usize, n, now)
                 .map_or(0, |()| u64::from(n))
         },
         move |g, k| {
