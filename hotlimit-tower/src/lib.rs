@@ -42,7 +42,8 @@
 //!   `RateLimit-Policy` lists every policy of the layer on every response.
 //!
 //! A rejection is 429 (configurable) with `Retry-After`, a plain-text, JSON or
-//! `application/problem+json` body, and for gRPC requests `grpc-status: 8`
+//! `application/problem+json` body, and for gRPC requests (HTTP/2 with a gRPC content type,
+//! nothing else: no HTTP/1.1 client can turn a refusal into a `200`) `grpc-status: 8`
 //! (`RESOURCE_EXHAUSTED`) with the same metadata.
 //!
 //! | what | how |
@@ -99,6 +100,7 @@ mod digest;
 mod erased;
 mod evaluator;
 mod field;
+mod field_text;
 mod headers;
 mod ip;
 mod key;
@@ -137,7 +139,8 @@ pub use key::{
 };
 pub use keying::MissingKey;
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
-pub use policy::{BoxError, Policy};
+pub use erased::BoxError;
+pub use policy::Policy;
 pub use policy_pair::PolicyPair;
 pub use response::{
     RateLimitDecision, Rejection, RejectionBody, RejectionKind, QUOTA_EXCEEDED_TYPE,

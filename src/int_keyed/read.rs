@@ -97,8 +97,20 @@ impl<K: IntKey, C: Clock> crate::decide::Decide for IntKeyed<K, C> {
         self.rate_quota()
     }
 
+    /// A key that holds no slot while a new key would be refused for want of room reports
+    /// nothing remaining until then, as the refusal would: a caller deciding several policies
+    /// then sees the refusal before it charges any.
     fn peek(&self, key: &K) -> Option<crate::decide::Decision> {
-        let (remaining, reset, next) = self.read_key(*key, self.clock.now());
+        let now = self.clock.now();
+        let bits = self.key_bits(*key);
+        if self.meta_of_key(bits).is_none() {
+            let behind = self.base.saturating_sub(now);
+            if let Some(wait) = self.no_room_for(bits, self.relative(now)) {
+                let wait = Duration::from_nanos(wait.saturating_add(behind));
+                return Some(crate::decide::state(self.rate_quota(), 0, wait, wait));
+            }
+        }
+        let (remaining, reset, next) = self.read_key(*key, now);
         Some(crate::decide::state(
             self.rate_quota(),
             remaining,

@@ -4,9 +4,12 @@
 //!
 //! **Which idle keys a sweep evicts.** An idle key carries no information, so evicting any of
 //! them keeps every guarantee; the choice only decides who competes for a place next. In the
-//! inline table a state counts the grants it made (2 bits of its word, saturating at 3); a key
-//! granted at most once since it was created is *one-shot*, one granted twice or more is
-//! *returning*. A sweep evicts up to an eighth of the capacity, in this order:
+//! inline table a state counts the grants that found it idle (2 bits of its word, saturating
+//! at 3); a key granted at most once since it was created is *one-shot*, one that came back
+//! after going idle (at least an emission interval after its first grant) is *returning*. A
+//! key that repeats itself at once (a flood sending each key twice, or five times, in a row)
+//! stays one-shot: issue 42's probe refused a steady client 25 of 41 times with each flood
+//! key sent twice while any second grant made a key returning. A sweep evicts up to an eighth of the capacity, in this order:
 //!
 //! 1. keys idle for longer than their horizon (for GCRA its tolerance τ, the time its whole
 //!    burst takes to come back): whatever they were, they did not come back;
@@ -114,6 +117,20 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         // Relaxed: a time hint, as in `make_room`.
         let next = self.sweep.load(Ordering::Relaxed);
         (next != SWEEPING && now < next).then(|| Denied::after_nanos(next - now))
+    }
+
+    /// For a preview ([`Decide::peek`](crate::Decide::peek)) of a key that holds no place:
+    /// `None` when a new key would find room now, else the wait a refusal for want of room
+    /// reports. A full table is swept first, as a new key's request would sweep it: a sweep
+    /// evicts idle keys only, which changes no key's limit.
+    pub(super) fn no_room(&self, now: u64) -> Option<u64> {
+        // Relaxed: a snapshot, as in `reserve_place`.
+        if self.len.load(Ordering::Relaxed) < self.capacity {
+            return None;
+        }
+        self.make_room(now)
+            .err()
+            .map(|d| d.retry_after_nanos().unwrap_or(u64::MAX))
     }
 
     /// The table is full: sweep it (one thread at a time), or deny.
