@@ -141,7 +141,7 @@ pub use keying::MissingKey;
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
 pub use erased::BoxError;
 pub use policy::Policy;
-pub use policy_pair::PolicyPair;
+pub use policy_pair::{PairTable, PolicyPair};
 pub use response::{
     RateLimitDecision, Rejection, RejectionBody, RejectionKind, QUOTA_EXCEEDED_TYPE,
 };
