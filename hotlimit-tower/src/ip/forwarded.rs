@@ -220,6 +220,10 @@ impl ForwardedIp {
     /// IPv6 prefix set to this extractor's (see
     /// [`PeerIp::policy_with`](crate::PeerIp::policy_with)).
     ///
+    /// To change the rate at run time, build the table yourself, keep an `Arc` of it and
+    /// give a clone to [`Policy::new`]: `set_rate` on the `Arc` you kept retunes the live
+    /// layer (the README's "Changing a rate at run time").
+    ///
     /// # Errors
     ///
     /// [`ConfigError`] naming `ipv6_prefix` when this extractor groups IPv6 clients by more
