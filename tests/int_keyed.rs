@@ -155,8 +155,8 @@ fn clock_going_back_after_an_eviction_frees_nothing() {
     // One bucket (capacity 1: 4 slots), burst 1, one per 10 ns.
     let l = limiter(Rate::new(1, Duration::from_nanos(10)).unwrap(), 1, 1);
     assert!(l.try_acquire_at(1, 100).is_ok()); // TAT 110
-    // At 200 key 1 has been idle past its tolerance (10 ns); key 2 needs its place
-    // (capacity 1) and evicts it.
+                                               // At 200 key 1 has been idle past its tolerance (10 ns); key 2 needs its place
+                                               // (capacity 1) and evicts it.
     assert!(l.try_acquire_at(2, 200).is_ok());
     assert_eq!(l.len(), 1);
     // Back to 105: key 2 is busy (TAT 210), so key 1 finds no room.

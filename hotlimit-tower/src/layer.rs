@@ -13,11 +13,11 @@ use http::{Response, StatusCode};
 use tower_layer::Layer;
 
 use crate::counters::PolicyCounts;
+use crate::erased::{BoxError, ErasedPolicy};
 use crate::evaluator::{Entry, Evaluator, Settings};
 use crate::field::Field;
 use crate::headers::PolicyText;
 use crate::key::KeyExtractor;
-use crate::erased::{BoxError, ErasedPolicy};
 use crate::policy::Policy;
 use crate::policy_pair::PolicyPair;
 use crate::response::{Rejection, RejectionBody};

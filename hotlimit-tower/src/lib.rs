@@ -116,6 +116,7 @@ pub use counters::PolicyCounts;
 #[cfg(feature = "metrics")]
 pub use counters::METRIC_NAME;
 pub use digest::MAX_KEY_LEN;
+pub use erased::BoxError;
 /// A layer, policy or key extractor configured with a value that cannot work: the core's
 /// [`hotlimit::ConfigError`], so that one error type covers the rates, the limiters and the
 /// layer. Reported when the layer is built, never at request time.
@@ -139,7 +140,6 @@ pub use key::{
 };
 pub use keying::MissingKey;
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
-pub use erased::BoxError;
 pub use policy::Policy;
 pub use policy_pair::{PairTable, PolicyPair};
 pub use response::{

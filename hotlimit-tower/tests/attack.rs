@@ -129,7 +129,10 @@ async fn a_non_ascii_byte_in_the_chain_does_not_void_the_proxys_entry() {
     let b = bounded(send(b"192.0.2.10")).await.status;
     server.stop().await;
     assert_eq!(a, FIVE_THEN_REFUSED);
-    assert_eq!(b, 200, "another client with the same junk has its own limit");
+    assert_eq!(
+        b, 200,
+        "another client with the same junk has its own limit"
+    );
 }
 
 /// Round one: every IPv6 spelling of an IPv4 client is that client.
@@ -141,7 +144,12 @@ async fn ipv4_embedding_spellings_are_one_client() {
     let http = Http::new(server.addr, LOCAL);
     let refused = bounded(async {
         for _ in 0..5 {
-            assert_eq!(http.get("/a", ("x-forwarded-for", "192.0.2.1")).await.status, 200);
+            assert_eq!(
+                http.get("/a", ("x-forwarded-for", "192.0.2.1"))
+                    .await
+                    .status,
+                200
+            );
         }
         let mut refused = Vec::new();
         for spelling in [
@@ -151,7 +159,10 @@ async fn ipv4_embedding_spellings_are_one_client() {
             "64:ff9b::192.0.2.1",
             "[::ffff:192.0.2.1]:4711",
         ] {
-            refused.push((spelling, http.get("/a", ("x-forwarded-for", spelling)).await.status));
+            refused.push((
+                spelling,
+                http.get("/a", ("x-forwarded-for", spelling)).await.status,
+            ));
         }
         refused
     })
@@ -195,7 +206,11 @@ impl Target for ByHeader {
 async fn keyed_flood(flood: Flood) -> (u32, u32) {
     let clock = ManualClock::new();
     let per_key = string_table(&clock, 20);
-    let policy = Policy::new("per-key", per_key.clone(), HeaderKey::new("x-api-key").unwrap());
+    let policy = Policy::new(
+        "per-key",
+        per_key.clone(),
+        HeaderKey::new("x-api-key").unwrap(),
+    );
     let server = Server::start(RateLimitLayer::new(policy).unwrap(), true).await;
     let http = Http::new(server.addr, LOCAL);
     let got = bounded(steady_through_flood(&http, &clock, &ByHeader, flood)).await;
@@ -211,7 +226,12 @@ const NEW: u32 = 100;
 /// Round one (issue 26): a flood of one-shot keys.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_one_shot_keys_does_not_push_out_a_steady_client() {
-    let (served, full) = keyed_flood(Flood { new: NEW, times: 1, lag: 0 }).await;
+    let (served, full) = keyed_flood(Flood {
+        new: NEW,
+        times: 1,
+        lag: 0,
+    })
+    .await;
     assert!(full > 0, "the flood never filled the table");
     assert_eq!(served, 41);
 }
@@ -271,8 +291,8 @@ async fn invented_methods_on_route_cannot_fill_the_table() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn head_is_limited_with_get_on_route() {
     let clock = ManualClock::new();
-    let layer = RateLimitLayer::new(Policy::new("per-route", string_table(&clock, 100), Route))
-        .unwrap();
+    let layer =
+        RateLimitLayer::new(Policy::new("per-route", string_table(&clock, 100), Route)).unwrap();
     let server = Server::start(layer, true).await;
     let http = Http::new(server.addr, LOCAL);
     let got = bounded(async {
@@ -331,7 +351,11 @@ async fn a_table_full_refusal_charges_no_policy() {
     let per_key = string_table(&clock, 10);
     let layer = RateLimitLayer::builder()
         .policy(Policy::new("per-ip", per_ip, PeerIp::new()))
-        .policy(Policy::new("per-key", per_key, HeaderKey::new("x-api-key").unwrap()))
+        .policy(Policy::new(
+            "per-key",
+            per_key,
+            HeaderKey::new("x-api-key").unwrap(),
+        ))
         .build()
         .unwrap();
     let server = Server::start(layer, true).await;
@@ -339,7 +363,13 @@ async fn a_table_full_refusal_charges_no_policy() {
         // Ten other clients fill the key table with busy keys.
         for i in 0..10u8 {
             let other = Http::new(server.addr, [127, 0, 1, i]);
-            assert_eq!(other.get("/a", ("x-api-key", &format!("k{i}"))).await.status, 200);
+            assert_eq!(
+                other
+                    .get("/a", ("x-api-key", &format!("k{i}")))
+                    .await
+                    .status,
+                200
+            );
         }
         let http = Http::new(server.addr, LOCAL);
         let mut refused = Vec::new();
@@ -364,7 +394,12 @@ async fn a_table_full_refusal_charges_no_policy() {
 /// Issue 42, 2: each flood key sent twice in a row refused the steady client 25 of 41.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_keys_sent_twice_does_not_push_out_a_steady_client() {
-    let (served, full) = keyed_flood(Flood { new: NEW, times: 2, lag: 0 }).await;
+    let (served, full) = keyed_flood(Flood {
+        new: NEW,
+        times: 2,
+        lag: 0,
+    })
+    .await;
     assert!(full > 0, "the flood never filled the table");
     assert_eq!(served, 41);
 }
@@ -372,14 +407,24 @@ async fn a_flood_of_keys_sent_twice_does_not_push_out_a_steady_client() {
 /// Issue 42, 2: three times (28 of 41 refused).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_keys_sent_three_times_does_not_push_out_a_steady_client() {
-    let (served, _) = keyed_flood(Flood { new: NEW, times: 3, lag: 0 }).await;
+    let (served, _) = keyed_flood(Flood {
+        new: NEW,
+        times: 3,
+        lag: 0,
+    })
+    .await;
     assert_eq!(served, 41);
 }
 
 /// Issue 42, 2: five times (24 of 41 refused).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_keys_sent_five_times_does_not_push_out_a_steady_client() {
-    let (served, _) = keyed_flood(Flood { new: NEW, times: 5, lag: 0 }).await;
+    let (served, _) = keyed_flood(Flood {
+        new: NEW,
+        times: 5,
+        lag: 0,
+    })
+    .await;
     assert_eq!(served, 41);
 }
 
@@ -387,7 +432,12 @@ async fn a_flood_of_keys_sent_five_times_does_not_push_out_a_steady_client() {
 /// that it comes back as the steady client does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_keys_that_come_back_once_does_not_push_out_a_steady_client() {
-    let (served, _) = keyed_flood(Flood { new: NEW, times: 2, lag: 40 }).await;
+    let (served, _) = keyed_flood(Flood {
+        new: NEW,
+        times: 2,
+        lag: 40,
+    })
+    .await;
     assert_eq!(served, 41);
 }
 
@@ -411,7 +461,11 @@ async fn a_flood_of_404_paths_sent_twice_does_not_push_out_a_route() {
     let policy = Policy::new("per-route", per_route.clone(), Route);
     let server = Server::start(RateLimitLayer::new(policy).unwrap(), true).await;
     let http = Http::new(server.addr, LOCAL);
-    let flood = Flood { new: NEW, times: 2, lag: 0 };
+    let flood = Flood {
+        new: NEW,
+        times: 2,
+        lag: 0,
+    };
     let (served, _) = bounded(steady_through_flood(&http, &clock, &ByRoute, flood)).await;
     server.stop().await;
     assert!(per_route.len() <= 20);
@@ -440,7 +494,11 @@ async fn a_flood_of_new_addresses_does_not_push_out_a_steady_client_of_int_keyed
     let policy = Policy::new("per-ip", per_ip.clone(), behind_proxy());
     let server = Server::start(RateLimitLayer::new(policy).unwrap(), true).await;
     let http = Http::new(server.addr, LOCAL);
-    let flood = Flood { new: NEW, times: 1, lag: 0 };
+    let flood = Flood {
+        new: NEW,
+        times: 1,
+        lag: 0,
+    };
     let (served, full) = bounded(steady_through_flood(&http, &clock, &ByForwardedIp, flood)).await;
     server.stop().await;
     assert!(per_ip.len() <= 20);
@@ -455,7 +513,11 @@ async fn a_flood_of_new_addresses_sent_twice_does_not_push_out_a_steady_client_o
     let policy = Policy::new("per-ip", ip_table(&clock, 20), behind_proxy());
     let server = Server::start(RateLimitLayer::new(policy).unwrap(), true).await;
     let http = Http::new(server.addr, LOCAL);
-    let flood = Flood { new: NEW, times: 2, lag: 0 };
+    let flood = Flood {
+        new: NEW,
+        times: 2,
+        lag: 0,
+    };
     let (served, _) = bounded(steady_through_flood(&http, &clock, &ByForwardedIp, flood)).await;
     server.stop().await;
     assert_eq!(served, 41);
@@ -553,11 +615,22 @@ async fn tunnelled_ipv4_hosts_are_their_ipv4_client() {
     let http = Http::new(server.addr, LOCAL);
     let got = bounded(async {
         for _ in 0..5 {
-            assert_eq!(http.get("/a", ("x-forwarded-for", "192.0.2.45")).await.status, 200);
+            assert_eq!(
+                http.get("/a", ("x-forwarded-for", "192.0.2.45"))
+                    .await
+                    .status,
+                200
+            );
         }
-        let six_to_four = http.get("/a", ("x-forwarded-for", "2002:c000:22d::1")).await.status;
+        let six_to_four = http
+            .get("/a", ("x-forwarded-for", "2002:c000:22d::1"))
+            .await
+            .status;
         let teredo = http
-            .get("/a", ("x-forwarded-for", "2001:0:4136:e378:8000:63bf:3fff:fdd2"))
+            .get(
+                "/a",
+                ("x-forwarded-for", "2001:0:4136:e378:8000:63bf:3fff:fdd2"),
+            )
             .await
             .status;
         (six_to_four, teredo)
@@ -609,7 +682,11 @@ async fn without_connect_info_the_500_names_the_fix() {
 async fn on_a_400_the_legacy_remaining_agrees_with_ratelimit() {
     let clock = ManualClock::new();
     let layer = RateLimitLayer::builder()
-        .policy(Policy::new("per-ip", ip_table(&clock, 1_000), PeerIp::new()))
+        .policy(Policy::new(
+            "per-ip",
+            ip_table(&clock, 1_000),
+            PeerIp::new(),
+        ))
         .policy(Policy::new(
             "per-key",
             string_table(&clock, 100),
@@ -646,5 +723,9 @@ async fn a_table_full_503_says_so() {
     .await;
     server.stop().await;
     assert_eq!(got.status, 503);
-    assert!(got.body.contains("has no room for new clients"), "{}", got.body);
+    assert!(
+        got.body.contains("has no room for new clients"),
+        "{}",
+        got.body
+    );
 }

@@ -73,8 +73,14 @@ async fn every_keying_is_bounded_at_the_default_capacity() {
     rows.push((
         "PeerIp (IntKeyed), a new peer per request",
         grown_by(
-            || RateLimitLayer::new(PeerIp::new().policy("ip", Rate::per_second(5).unwrap()).unwrap())
-                .unwrap(),
+            || {
+                RateLimitLayer::new(
+                    PeerIp::new()
+                        .policy("ip", Rate::per_second(5).unwrap())
+                        .unwrap(),
+                )
+                .unwrap()
+            },
             &mut kept,
             |i| from((i | 1 << 30).to_be_bytes(), Request::get("/")),
         )
@@ -83,17 +89,22 @@ async fn every_keying_is_bounded_at_the_default_capacity() {
     rows.push((
         "ForwardedIp (IntKeyed), a new address per request",
         grown_by(
-            || RateLimitLayer::new(
-                ForwardedIp::trusted_proxies(["10.0.0.0/8"])
-                    .unwrap()
-                    .policy("ip", Rate::per_second(5).unwrap())
-                    .unwrap(),
-            )
-            .unwrap(),
+            || {
+                RateLimitLayer::new(
+                    ForwardedIp::trusted_proxies(["10.0.0.0/8"])
+                        .unwrap()
+                        .policy("ip", Rate::per_second(5).unwrap())
+                        .unwrap(),
+                )
+                .unwrap()
+            },
             &mut kept,
             |i| {
                 let ip = IpAddr::from((i | 3 << 30).to_be_bytes());
-                from([10, 0, 0, 1], Request::get("/").header("x-forwarded-for", ip.to_string()))
+                from(
+                    [10, 0, 0, 1],
+                    Request::get("/").header("x-forwarded-for", ip.to_string()),
+                )
             },
         )
         .await,
@@ -102,18 +113,29 @@ async fn every_keying_is_bounded_at_the_default_capacity() {
     let policy = |name, x| RateLimitLayer::new(Policy::new(name, table(), x)).unwrap();
     rows.push((
         "HeaderKey, 64-byte keys (kept whole)",
-        grown_by(|| policy("k", header()), &mut kept, |i| {
-            from([10, 0, 0, 1], Request::get("/").header("x-api-key", key(i, 64)))
-        })
+        grown_by(
+            || policy("k", header()),
+            &mut kept,
+            |i| {
+                from(
+                    [10, 0, 0, 1],
+                    Request::get("/").header("x-api-key", key(i, 64)),
+                )
+            },
+        )
         .await,
     ));
     let long = "k".repeat(1024);
     rows.push((
         "HeaderKey, 1 KiB keys (digested)",
-        grown_by(|| policy("k", header()), &mut kept, |i| {
-            let v = format!("{i:010}{long}");
-            from([10, 0, 0, 1], Request::get("/").header("x-api-key", v))
-        })
+        grown_by(
+            || policy("k", header()),
+            &mut kept,
+            |i| {
+                let v = format!("{i:010}{long}");
+                from([10, 0, 0, 1], Request::get("/").header("x-api-key", v))
+            },
+        )
         .await,
     ));
     rows.push((
@@ -136,7 +158,10 @@ async fn every_keying_is_bounded_at_the_default_capacity() {
             &mut kept,
             |i| {
                 let m = format!("{i:010}{method}");
-                from([10, 0, 0, 1], Request::builder().method(m.as_str()).uri("/a"))
+                from(
+                    [10, 0, 0, 1],
+                    Request::builder().method(m.as_str()).uri("/a"),
+                )
             },
         )
         .await,

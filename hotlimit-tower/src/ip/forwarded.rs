@@ -388,7 +388,9 @@ fn behind_a_proxy(peer: IpAddr) -> bool {
             v6.is_loopback()
                 || seg & 0xfe00 == 0xfc00
                 || seg & 0xffc0 == 0xfe80
-                || v6.to_ipv4_mapped().is_some_and(|v4| behind_a_proxy(IpAddr::V4(v4)))
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| behind_a_proxy(IpAddr::V4(v4)))
         }
     }
 }

@@ -282,7 +282,7 @@ mod tests {
         assert_eq!(a, k.key(ip("fe80::1")));
         let IpAddr::V6(a) = a else { panic!() };
         assert_eq!(u128::from(a) & (u128::MAX >> 56), 0, "in the top 56 bits");
-        assert_eq!(fold(u64::MAX, 40), (1 << 40) - 1 ^ ((1 << 24) - 1));
+        assert_eq!(fold(u64::MAX, 40), ((1 << 40) - 1) ^ ((1 << 24) - 1));
     }
 
     #[test]
