@@ -82,6 +82,7 @@ impl<K, C> IntKeyed<K, C> {
         // b1's ways first (a hit then costs one line), then b2's, then the secondary's, each
         // bucket from the home way on.
         let (mut free, mut n_free, mut idle, mut wait) = ([0; CANDIDATES], 0, None, u64::MAX);
+        let mut grace = None;
         for k in c.claim_order[..c.n].iter().map(|&k| usize::from(k)) {
             let v = snap[k];
             let meta = meta_of(v);
@@ -91,7 +92,7 @@ impl<K, C> IntKeyed<K, C> {
             } else if meta & COMMITTED != 0 {
                 // Idle past its grace, strictly before `now` (so that a key re-created at the
                 // floor starts above every TAT it had: no slot value repeats; see `change.rs`).
-                let at = self.evictable_at(meta);
+                let at = self.evictable_at(meta, &mut grace);
                 if at < now {
                     idle = idle.or(Some(k));
                 } else {
@@ -242,9 +243,13 @@ impl<K, C> IntKeyed<K, C> {
     /// With it, a flood's keys hold their places for `I + τ` (a new key waits for them, as
     /// [`Keyed`](crate::Keyed)'s `DenyNewKeys` does), and a client that comes back within τ
     /// of going idle keeps its place whatever the flood.
+    ///
+    /// `grace` holds τ once read: the current parameter set's, read once per scan (an old
+    /// set's slot may wait a little more or less; evicting any idle key is safe).
     #[inline]
-    fn evictable_at(&self, meta: u64) -> u64 {
-        (meta & VALUE).saturating_add(self.numbers_of(meta).1)
+    fn evictable_at(&self, meta: u64, grace: &mut Option<u64>) -> u64 {
+        let tolerance = *grace.get_or_insert_with(|| self.current_params().numbers().1);
+        (meta & VALUE).saturating_add(tolerance)
     }
 
     /// For a preview ([`Decide::peek`](crate::Decide::peek)) of a key that holds no slot:
@@ -255,13 +260,13 @@ impl<K, C> IntKeyed<K, C> {
     pub(super) fn no_room_for(&self, key: u64, now: u64) -> Option<u64> {
         let c = self.candidates(&self.place(self.hash(key)));
         let snap = self.scan(&c);
-        let (mut wait, mut free_seen) = (u64::MAX - 1, false);
+        let (mut wait, mut free_seen, mut grace) = (u64::MAX - 1, false, None);
         for v in &snap[..c.n] {
             let meta = meta_of(*v);
             if meta & FLAGS == 0 {
                 free_seen = true;
             } else if meta & COMMITTED != 0 {
-                let at = self.evictable_at(meta);
+                let at = self.evictable_at(meta, &mut grace);
                 if at < now {
                     return None;
                 }
@@ -295,6 +300,7 @@ impl<K, C> IntKeyed<K, C> {
         let mut b = ((u128::from(mixed) * buckets as u128) >> 64) as usize;
         let mut wait = u64::MAX - 1;
         let mut evicted = false;
+        let mut grace = None;
         for _ in 0..SWEEP.min(buckets) {
             if b == buckets {
                 b = 0;
@@ -308,7 +314,7 @@ impl<K, C> IntKeyed<K, C> {
                     continue;
                 }
                 // Idle past its grace, strictly before `now`, as in `claim`.
-                let at = self.evictable_at(meta);
+                let at = self.evictable_at(meta, &mut grace);
                 if at >= now {
                     wait = wait.min(at - now + 1);
                     continue;
