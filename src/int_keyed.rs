@@ -57,7 +57,9 @@
 //!   PENDING k seen has been killed (CAS to FREE). Anyone may commit someone else's pending,
 //!   but only after a second scan that still sees that very claim (same tag). A thread that
 //!   sees a PENDING k helps instead of claiming a second slot.
-//! - **Evict**: a key whose TAT < now is idle (its state equals a fresh one) and may be CASed
+//! - **Evict**: a key whose TAT < now is idle (its state equals a fresh one); once it has been
+//!   idle for its tolerance τ (the time its burst takes to come back: a client that keeps
+//!   coming back within τ keeps its place whatever a flood of new keys does) it may be CASed
 //!   away by an inserter that needs room; the *floor* (the greatest `now` any eviction used) is
 //!   raised first and every new state starts at the floor, so a clock that goes backwards
 //!   never finds a key younger than the one evicted.
@@ -212,12 +214,14 @@ pub enum Plant {
 ///
 /// A new key needs a place among its candidate slots (two buckets of four, and two more in
 /// the secondary area of a table over 1 MiB) and, unless
-/// it replaces an idle key, `len() < capacity`. It takes a FREE candidate, else replaces an
-/// idle candidate, else (when the table holds `capacity` keys) evicts the idle keys of a few
-/// other buckets and tries once more. If that fails it is **denied**, with `retry_after` the
-/// time until the earliest of the slots it looked at can go (once its TAT is in the past:
-/// its TAT less `now`, plus 1 ns). Keys already
-/// in the table are never affected. Denying a new key, rather than evicting a busy one, keeps
+/// it replaces an idle key, `len() < capacity`. It takes a FREE candidate, else replaces a
+/// candidate idle for longer than its tolerance τ (the time its burst takes to come back),
+/// else (when the table holds `capacity` keys) evicts such keys of a few other buckets and
+/// tries once more. If that fails it is **denied**, with `retry_after` the time until the
+/// earliest of the slots it looked at can go (its TAT plus τ, less `now`, plus 1 ns). Keys
+/// already in the table are never affected, and a key that comes back within τ of going idle
+/// keeps its place: a flood of new keys (issue 42: 21,100 new addresses a second at capacity
+/// 1,000) cannot push out a client under its limit. Denying a new key, rather than evicting a busy one, keeps
 /// the per-key guarantee: evicting a busy key would hand it a fresh burst.
 ///
 /// A new key can be denied below capacity when all its buckets are full of busy keys. That is

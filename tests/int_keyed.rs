@@ -155,16 +155,18 @@ fn clock_going_back_after_an_eviction_frees_nothing() {
     // One bucket (capacity 1: 4 slots), burst 1, one per 10 ns.
     let l = limiter(Rate::new(1, Duration::from_nanos(10)).unwrap(), 1, 1);
     assert!(l.try_acquire_at(1, 100).is_ok()); // TAT 110
-                                               // At 200 key 1 is idle; key 2 needs its place (capacity 1) and evicts it.
+                                               // At 200 key 1 has been idle past its tolerance (10 ns); key 2 needs its place
+                                               // (capacity 1) and evicts it.
     assert!(l.try_acquire_at(2, 200).is_ok());
     assert_eq!(l.len(), 1);
     // Back to 105: key 2 is busy (TAT 210), so key 1 finds no room.
     assert!(l.try_acquire_at(1, 105).is_err());
-    // Past 210 key 2 is evictable (its TAT in the past); key 1 comes back with the floor
-    // (211), not a fresh burst at 105.
-    assert!(l.try_acquire_at(1, 211).is_ok());
+    // Past 220 key 2 is evictable (idle for its tolerance); key 1 comes back with the floor
+    // (221), not a fresh burst at 105.
+    assert!(l.try_acquire_at(1, 220).is_err());
+    assert!(l.try_acquire_at(1, 221).is_ok());
     let d = l.try_acquire_at(1, 105).unwrap_err();
-    assert_eq!(d.retry_after_nanos(), Some(116)); // TAT 221 − 105
+    assert_eq!(d.retry_after_nanos(), Some(126)); // TAT 231 − 105
 }
 
 /// The floor: a key evicted at 200 whose state said "busy until 110", re-created by a call at
@@ -197,14 +199,14 @@ fn capacity_denies_new_keys_with_the_wait_until_one_goes_idle() {
     assert!(l.try_acquire_at(2, 30).is_ok()); // TAT 130
     assert_eq!(l.len(), 2);
     let d = l.try_acquire_at(3, 50).unwrap_err();
-    // The earliest of the keys looked at can be evicted once its TAT (100) is in the past,
-    // at 101 (both share the only bucket).
-    assert_eq!(d.retry_after_nanos(), Some(51));
-    assert!(l.try_acquire_at(3, 100).is_err());
-    assert!(l.try_acquire_at(3, 101).is_ok());
+    // The earliest of the keys looked at can be evicted once it has been idle for its
+    // tolerance (100 ns) since its TAT (100), at 201 (both share the only bucket).
+    assert_eq!(d.retry_after_nanos(), Some(151));
+    assert!(l.try_acquire_at(3, 200).is_err());
+    assert!(l.try_acquire_at(3, 201).is_ok());
     assert_eq!(l.len(), 2);
-    // Key 1 was evicted idle: it comes back fresh (at 131, key 2 can go too).
-    assert!(l.try_acquire_at(1, 131).is_ok());
+    // Key 1 was evicted idle: it comes back fresh (at 231, key 2 can go too).
+    assert!(l.try_acquire_at(1, 231).is_ok());
     assert!(l.len() <= 2);
 }
 

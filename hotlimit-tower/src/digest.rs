@@ -57,6 +57,17 @@ pub(crate) fn bounded(key: &str) -> String {
     digest(key.as_bytes())
 }
 
+/// `bytes` as a bounded key: the text itself when it is at most [`MAX_KEY_LEN`] bytes of
+/// visible ASCII or spaces, else its digest. A header value with other bytes (obs-text, a tab)
+/// is still the key its client sent: digested, so it never equals a key kept whole.
+#[inline]
+pub(crate) fn bounded_bytes(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) if s.bytes().all(|b| (0x20..0x7f).contains(&b)) => bounded(s),
+        _ => digest(bytes),
+    }
+}
+
 /// `\u{1}` and the 32 hex digits of `bytes`' keyed 128-bit digest.
 #[cold]
 fn digest(bytes: &[u8]) -> String {

@@ -13,7 +13,9 @@ use http::request::Parts;
 use http::StatusCode;
 
 use crate::key::Refusal;
-use crate::policy::BoxError;
+
+/// A boxed error from a policy's limiter (a networked backend that failed).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A decision future from any limiter, boxed once it turned out not to be ready at once.
 pub(crate) type DecisionFuture = Pin<Box<dyn Future<Output = Result<Decision, BoxError>> + Send>>;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::request::Parts;
-use http::{Response, StatusCode};
+use http::{Response, StatusCode, Version};
 
 use crate::counters::{Counted, PolicyCounts};
 use crate::erased::{DecisionFuture, ErasedPolicy, Preview, Report, Step};
@@ -493,10 +493,20 @@ pub(crate) async fn finish(
     }
 }
 
-/// Whether a request is gRPC.
+/// Whether a request is gRPC, so that a rejection is framed as gRPC (`200 OK`, `grpc-status`):
+/// HTTP/2 (gRPC's transport) and the content type `application/grpc`, alone or followed by
+/// `+format` or `;parameters` (the gRPC over HTTP/2 spec). Anything else (HTTP/1.1 whatever its
+/// content type, `application/grpc-web`, `application/grpcx`) is answered with the rejection's
+/// HTTP status: no client can turn a refusal into a `200` that logs, alerts and shared caches
+/// take for a success.
 pub(crate) fn is_grpc(parts: &Parts) -> bool {
-    parts
-        .headers
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+    if parts.version != Version::HTTP_2 {
+        return false;
+    }
+    parts.headers.get(CONTENT_TYPE).is_some_and(|v| {
+        let v = v.as_bytes();
+        v.len() >= 16
+            && v[..16].eq_ignore_ascii_case(b"application/grpc")
+            && matches!(v.get(16), None | Some(b'+' | b';'))
+    })
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use hotlimit::{ConfigError, Quota};
 
 use crate::counters::{Counted, Counters};
-use crate::headers::FieldText;
+use crate::field_text::FieldText;
 use crate::key::Refusal;
 
 /// One named quota of a layer.

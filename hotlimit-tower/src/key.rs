@@ -6,8 +6,9 @@ use std::fmt;
 
 use http::header::{HeaderName, AUTHORIZATION};
 use http::request::Parts;
+use http::Method;
 
-use crate::digest::bounded;
+use crate::digest::{bounded, bounded_bytes};
 use hotlimit::ConfigError;
 
 /// Reads the key a request is limited by from its head. `None` means the request has no key
@@ -187,9 +188,11 @@ impl KeyExtractor for Global {
 }
 
 /// The value of a request header (e.g. an API key), as a `String`; missing when the header is
-/// absent or not visible ASCII. The first value counts if the header repeats. A value longer
-/// than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes is stored as its keyed 128-bit digest, so
-/// the policy's memory is bounded whatever clients send.
+/// absent or empty (an empty `x-api-key:` is no key, not one key shared by everyone who sends
+/// it). The first value counts if the header repeats. A value longer than
+/// [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes, or one with bytes other than visible ASCII and
+/// spaces (a tab, obs-text), is stored as its keyed 128-bit digest: a key the client sent is a
+/// key, and the policy's memory is bounded whatever clients send.
 ///
 /// # Examples
 ///
@@ -233,14 +236,15 @@ impl KeyExtractor for HeaderKey {
     type Key = String;
 
     fn extract(&self, parts: &Parts) -> Option<String> {
-        let value = parts.headers.get(&self.name)?.to_str().ok()?;
-        Some(bounded(value))
+        let value = parts.headers.get(&self.name)?.as_bytes();
+        (!value.is_empty()).then(|| bounded_bytes(value))
     }
 }
 
-/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive); missing
-/// when there is none. A token longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes (a JWT,
-/// typically) is stored as its keyed 128-bit digest, so the policy's memory is bounded
+/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, spaces
+/// or tabs after it); missing when there is none. A token longer than
+/// [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes (a JWT, typically), or with bytes other than
+/// visible ASCII, is stored as its keyed 128-bit digest, so the policy's memory is bounded
 /// whatever clients send.
 ///
 /// # Examples
@@ -259,10 +263,12 @@ impl KeyExtractor for Bearer {
     type Key = String;
 
     fn extract(&self, parts: &Parts) -> Option<String> {
-        let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
-        let (scheme, token) = value.split_once(' ')?;
-        let token = token.trim();
-        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| bounded(token))
+        let value = parts.headers.get(AUTHORIZATION)?.as_bytes();
+        let blank = |b: &u8| *b == b' ' || *b == b'\t';
+        let at = value.iter().position(blank)?;
+        let (scheme, token) = value.split_at(at);
+        let token = token.trim_ascii();
+        (scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty()).then(|| bounded_bytes(token))
     }
 }
 
@@ -273,13 +279,22 @@ impl KeyExtractor for Bearer {
 /// (a key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) bytes is stored as its keyed
 /// digest, so each costs little).
 ///
+/// The method is one a client chooses too (a server accepts any token, hundreds of kilobytes
+/// long): the nine methods of RFC 9110 and `PATCH` are keyed by their name, `HEAD` as `GET`
+/// (a router answers it with the `GET` handler, so it is the same endpoint and the same
+/// limit), and every other method of a path shares one key, `(other)` (a name no method can
+/// spell): a client cannot grow the table, nor fill it, by inventing methods.
+///
 /// # Examples
 ///
 /// ```
 /// use hotlimit_tower::{KeyExtractor, Route};
 ///
-/// let (parts, ()) = http::Request::delete("/items/7").body(()).unwrap().into_parts();
-/// assert_eq!(Route.extract(&parts).as_deref(), Some("DELETE /items/7"));
+/// let key = |req: http::Request<()>| Route.extract(&req.into_parts().0);
+/// assert_eq!(key(http::Request::delete("/items/7").body(()).unwrap()).as_deref(), Some("DELETE /items/7"));
+/// assert_eq!(key(http::Request::head("/a").body(()).unwrap()).as_deref(), Some("GET /a"));
+/// let odd = http::Request::builder().method("PROPFIND").uri("/a").body(()).unwrap();
+/// assert_eq!(key(odd).as_deref(), Some("(other) /a"));
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Route;
@@ -288,11 +303,28 @@ impl KeyExtractor for Route {
     type Key = String;
 
     fn extract(&self, parts: &Parts) -> Option<String> {
+        let method = method_key(&parts.method);
         #[cfg(feature = "axum")]
         if let Some(path) = parts.extensions.get::<axum::extract::MatchedPath>() {
-            return Some(format!("{} {}", parts.method, path.as_str()));
+            return Some(format!("{method} {}", path.as_str()));
         }
-        Some(bounded(&format!("{} {}", parts.method, parts.uri.path())))
+        Some(bounded(&format!("{method} {}", parts.uri.path())))
+    }
+}
+
+/// The method part of a [`Route`] key: a standard method's name (`HEAD` as `GET`), else
+/// `(other)`.
+fn method_key(method: &Method) -> &'static str {
+    match *method {
+        Method::GET | Method::HEAD => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "(other)",
     }
 }
 

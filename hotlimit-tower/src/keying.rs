@@ -11,8 +11,14 @@ use http::StatusCode;
 use crate::erased::{Preview, Report, Step};
 use crate::key::{Extracted, KeyExtractor, Refusal};
 
-/// What to do with a request whose key extractor finds no key (no peer address, no API-key
-/// header, no bearer token).
+/// What to do with a request whose key extractor finds no key (no API-key header, an empty
+/// one, no bearer token: [`Extracted::Missing`]).
+///
+/// A request without a peer address is not keyless: an IP extractor refuses it
+/// ([`Extracted::Refused`]), and the layer answers 500 whatever this choice says (a keyless
+/// fallback would hide the misconfigured server). A key the client sent is a key, whatever
+/// its bytes (a tab, obs-text, a `Bearer<TAB>token`): [`HeaderKey`](crate::HeaderKey) and
+/// [`Bearer`](crate::Bearer) digest such keys rather than call them missing.
 ///
 /// # Examples
 ///
@@ -30,7 +36,10 @@ use crate::key::{Extracted, KeyExtractor, Refusal};
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MissingKey<K> {
-    /// Answer with this status (no rate-limit headers for this policy, no limiter call).
+    /// Answer with this status, without calling the limiter and charging no policy of the
+    /// layer. The response carries the rate-limit fields: `RateLimit-Policy` lists every
+    /// policy, and `RateLimit` reports this one with nothing remaining (`r=0`, no `t`: the
+    /// request has no quota under it) beside the others' uncharged states.
     Reject(StatusCode),
     /// Let the request through unlimited by this policy.
     Allow,

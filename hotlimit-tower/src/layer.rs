@@ -13,12 +13,12 @@ use http::{Response, StatusCode};
 use tower_layer::Layer;
 
 use crate::counters::PolicyCounts;
-use crate::erased::ErasedPolicy;
+use crate::erased::{BoxError, ErasedPolicy};
 use crate::evaluator::{Entry, Evaluator, Settings};
 use crate::field::Field;
 use crate::headers::PolicyText;
 use crate::key::KeyExtractor;
-use crate::policy::{BoxError, Policy};
+use crate::policy::Policy;
 use crate::policy_multi::PolicyMulti;
 use crate::policy_pair::PolicyPair;
 use crate::response::{Rejection, RejectionBody};

@@ -42,7 +42,8 @@
 //!   `RateLimit-Policy` lists every policy of the layer on every response.
 //!
 //! A rejection is 429 (configurable) with `Retry-After`, a plain-text, JSON or
-//! `application/problem+json` body, and for gRPC requests `grpc-status: 8`
+//! `application/problem+json` body, and for gRPC requests (HTTP/2 with a gRPC content type,
+//! nothing else: no HTTP/1.1 client can turn a refusal into a `200`) `grpc-status: 8`
 //! (`RESOURCE_EXHAUSTED`) with the same metadata.
 //!
 //! | what | how |
@@ -99,6 +100,7 @@ mod digest;
 mod erased;
 mod evaluator;
 mod field;
+mod field_text;
 mod headers;
 mod ip;
 mod key;
@@ -119,6 +121,7 @@ pub use counters::PolicyCounts;
 #[cfg(feature = "metrics")]
 pub use counters::METRIC_NAME;
 pub use digest::MAX_KEY_LEN;
+pub use erased::BoxError;
 /// A layer, policy or key extractor configured with a value that cannot work: the core's
 /// [`hotlimit::ConfigError`], so that one error type covers the rates, the limiters and the
 /// layer. Reported when the layer is built, never at request time.
@@ -142,9 +145,9 @@ pub use key::{
 };
 pub use keying::MissingKey;
 pub use layer::{RateLimitLayer, RateLimitLayerBuilder};
-pub use policy::{BoxError, Policy};
+pub use policy::Policy;
 pub use policy_multi::PolicyMulti;
-pub use policy_pair::PolicyPair;
+pub use policy_pair::{PairTable, PolicyPair};
 pub use response::{
     RateLimitDecision, Rejection, RejectionBody, RejectionKind, QUOTA_EXCEEDED_TYPE,
 };

@@ -13,12 +13,9 @@ use hotlimit::{Decide, Quota};
 use http::request::Parts;
 use http::StatusCode;
 
-use crate::erased::{ErasedPolicy, Preview, Report, Step};
+use crate::erased::{BoxError, ErasedPolicy, Preview, Report, Step};
 use crate::key::KeyExtractor;
 use crate::keying::{Keying, MissingKey};
-
-/// A boxed error from a policy's limiter (a networked backend that failed).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One named limit: a limiter, what requests are keyed by, what each costs (1 by default) and
 /// what happens to requests without a key ([`MissingKey::Reject`] with 400 by default).

@@ -48,6 +48,53 @@ pub struct PolicyPair<K, C, X: KeyExtractor> {
     keying: Keying<X>,
 }
 
+/// The table a [`PolicyPair`] decides on: a two-rate [`Keyed`] (`Keyed<K, GcraPair, C>`, from
+/// [`Keyed::gcra_pair`](hotlimit::Keyed::gcra_pair)), or an `Arc` of one that you keep (to
+/// read it, or change its rates at run time). A one-rate table (`Keyed<K, Gcra, C>`) is not
+/// one: give it to [`Policy::new`](crate::Policy::new) instead, and the compiler says so.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use hotlimit::{GcraPair, Keyed, Rate};
+/// use hotlimit_tower::{Bearer, PolicyPair};
+///
+/// let table = Arc::new(Keyed::<String, GcraPair>::gcra_pair(Rate::per_second(10)?, Rate::per_hour(1_000)?).build()?);
+/// let pair = PolicyPair::new("s", "h", table.clone(), Bearer);
+/// # let _ = pair;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a PolicyPair needs a two-rate table, `Keyed<_, GcraPair, _>`, not `{Self}`",
+    label = "not a `Keyed::gcra_pair(first, second)` table",
+    note = "build the table with `Keyed::gcra_pair(first_rate, second_rate)`; for one rate, use `Policy::new(name, table, key)`"
+)]
+pub trait PairTable<K, C>: sealed::Sealed {
+    /// The table, shared.
+    #[doc(hidden)]
+    fn into_arc(self) -> Arc<Keyed<K, GcraPair, C>>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl<K, C> sealed::Sealed for Keyed<K, GcraPair, C> {}
+impl<K, C> sealed::Sealed for Arc<Keyed<K, GcraPair, C>> {}
+
+impl<K, C> PairTable<K, C> for Keyed<K, GcraPair, C> {
+    fn into_arc(self) -> Arc<Keyed<K, GcraPair, C>> {
+        Arc::new(self)
+    }
+}
+
+impl<K, C> PairTable<K, C> for Arc<Keyed<K, GcraPair, C>> {
+    fn into_arc(self) -> Arc<Keyed<K, GcraPair, C>> {
+        self
+    }
+}
+
 impl<K, C, X: KeyExtractor> fmt::Debug for PolicyPair<K, C, X> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PolicyPair")
@@ -83,12 +130,12 @@ where
     pub fn new(
         first: impl Into<String>,
         second: impl Into<String>,
-        limiter: impl Into<Arc<Keyed<K, GcraPair, C>>>,
+        limiter: impl PairTable<K, C>,
         key: X,
     ) -> Self {
         PolicyPair {
             names: [first.into(), second.into()],
-            limiter: limiter.into(),
+            limiter: limiter.into_arc(),
             keying: Keying::new(key),
         }
     }

@@ -196,17 +196,23 @@ impl Rejection {
             (RejectionKind::TableFull, Some(s)) => format!(
                 "the \"{name}\" rate limiter has no room for new clients; retry after {s} s"
             ),
+            (RejectionKind::TableFull, None) => {
+                format!("the \"{name}\" rate limiter has no room for new clients; retry later")
+            }
             (RejectionKind::MissingKey, _) => {
                 format!("the request has no key for the \"{name}\" rate limit")
             }
             (RejectionKind::LimiterError, _) => {
                 format!("the \"{name}\" rate limiter could not decide")
             }
-            // The reason is logged for the operator; the client learns only that it is not its
-            // fault.
-            (RejectionKind::Refused, _) => {
-                format!("the server cannot identify the client for the \"{name}\" rate limit")
-            }
+            // The reason is also logged (`tracing`), but a server without a subscriber logs
+            // nowhere: the body names the fix, which tells a client nothing about anyone.
+            (RejectionKind::Refused, _) => format!(
+                "the server cannot identify the client for the \"{name}\" rate limit: it \
+                 has no peer address (serve with \
+                 into_make_service_with_connect_info::<SocketAddr>() in axum, or put the \
+                 connection's SocketAddr in the request's extensions)"
+            ),
             _ => format!("the request costs more than the \"{name}\" rate limit can ever grant"),
         }
     }

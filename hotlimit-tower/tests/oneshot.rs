@@ -411,6 +411,7 @@ async fn grpc_requests_get_resource_exhausted() {
         .layer(inner());
     let grpc = || {
         let mut req = from([10, 0, 0, 1]);
+        *req.version_mut() = http::Version::HTTP_2;
         req.headers_mut()
             .insert("content-type", "application/grpc+proto".parse().unwrap());
         req

@@ -108,17 +108,18 @@ fn grant_races_replacement(p: Plant) {
     b.check(move || {
         let l = Arc::new(table(p));
         let (idle, busy, new) = (1u64, 2u64, 3u64);
-        // `idle`: TAT 10, evictable from 11. `busy`: TAT 20. The table is at capacity (2).
+        // `idle`: TAT 10, evictable from 21 (idle for its tolerance, 10 ns, strictly).
+        // `busy`: TAT 20, evictable from 31. The table is at capacity (2).
         assert!(l.try_acquire_at(idle, 0).is_ok());
         assert!(l.try_acquire_at(busy, 10).is_ok());
         let l2 = l.clone();
-        let t = thread::spawn(move || l2.try_acquire_at(idle, 11).is_ok());
+        let t = thread::spawn(move || l2.try_acquire_at(idle, 21).is_ok());
         // A new key at capacity: replaces `idle` if it is still idle.
-        let new_granted = l.try_acquire_at(new, 11).is_ok();
+        let new_granted = l.try_acquire_at(new, 21).is_ok();
         let idle_granted = t.join().unwrap();
         for (key, granted) in [(idle, idle_granted), (new, new_granted)] {
             assert_eq!(
-                1 - l.remaining_at(key, 11),
+                1 - l.remaining_at(key, 21),
                 u64::from(granted),
                 "key {key}: its state does not hold exactly its grant"
             );

@@ -82,6 +82,7 @@ impl<K, C> IntKeyed<K, C> {
         // b1's ways first (a hit then costs one line), then b2's, then the secondary's, each
         // bucket from the home way on.
         let (mut free, mut n_free, mut idle, mut wait) = ([0; CANDIDATES], 0, None, u64::MAX);
+        let mut grace = None;
         for k in c.claim_order[..c.n].iter().map(|&k| usize::from(k)) {
             let v = snap[k];
             let meta = meta_of(v);
@@ -89,13 +90,13 @@ impl<K, C> IntKeyed<K, C> {
                 free[n_free] = k;
                 n_free += 1;
             } else if meta & COMMITTED != 0 {
-                // Idle strictly before `now` (so that a key re-created at the floor starts
-                // above every TAT it had: no slot value repeats; see `change.rs`).
-                let tat = meta & VALUE;
-                if tat < now {
+                // Idle past its grace, strictly before `now` (so that a key re-created at the
+                // floor starts above every TAT it had: no slot value repeats; see `change.rs`).
+                let at = self.evictable_at(meta, &mut grace);
+                if at < now {
                     idle = idle.or(Some(k));
                 } else {
-                    wait = wait.min(tat - now + 1);
+                    wait = wait.min(at - now + 1);
                 }
             } else {
                 // Someone else's insert in progress: it resolves in nanoseconds.
@@ -233,6 +234,61 @@ impl<K, C> IntKeyed<K, C> {
         ok
     }
 
+    /// When the committed slot `meta` may give its place to a new key: once it has been idle
+    /// (full again) for its tolerance τ, the time its whole burst takes to come back. An idle
+    /// key carries no information, so evicting it at any time keeps every guarantee; the grace
+    /// only decides who competes for a place. Without it, a client under its limit was idle
+    /// between two requests and lost its place to the next new key in its buckets: a flood of
+    /// new addresses (one request each) refused a steady client 29 of 41 times (issue 42).
+    /// With it, a flood's keys hold their places for `I + τ` (a new key waits for them, as
+    /// [`Keyed`](crate::Keyed)'s `DenyNewKeys` does), and a client that comes back within τ
+    /// of going idle keeps its place whatever the flood.
+    ///
+    /// `grace` holds τ once read: the current parameter set's, read once per scan (an old
+    /// set's slot may wait a little more or less; evicting any idle key is safe).
+    #[inline]
+    fn evictable_at(&self, meta: u64, grace: &mut Option<u64>) -> u64 {
+        let tolerance = *grace.get_or_insert_with(|| self.current_params().numbers().1);
+        (meta & VALUE).saturating_add(tolerance)
+    }
+
+    /// For a preview ([`Decide::peek`](crate::Decide::peek)) of a key that holds no slot:
+    /// `None` when a request on it would find a place now (a FREE candidate under the
+    /// capacity, an evictable one, or one freed by the sweep an insert would run: a sweep
+    /// evicts only idle keys, which changes no key's limit), else the wait a refusal for want
+    /// of room reports (from the base). `now` is relative to the base.
+    pub(super) fn no_room_for(&self, key: u64, now: u64) -> Option<u64> {
+        let c = self.candidates(&self.place(self.hash(key)));
+        let snap = self.scan(&c);
+        let (mut wait, mut free_seen, mut grace) = (u64::MAX - 1, false, None);
+        for v in &snap[..c.n] {
+            let meta = meta_of(*v);
+            if meta & FLAGS == 0 {
+                free_seen = true;
+            } else if meta & COMMITTED != 0 {
+                let at = self.evictable_at(meta, &mut grace);
+                if at < now {
+                    return None;
+                }
+                wait = wait.min(at - now + 1);
+            } else {
+                // An insert in progress: it resolves in nanoseconds.
+                return None;
+            }
+        }
+        if free_seen {
+            // Relaxed: a snapshot, as in `reserve`.
+            if self.len.load(Ordering::Relaxed) < self.capacity {
+                return None;
+            }
+            match self.sweep(key, now) {
+                0 => return None,
+                w => wait = wait.min(w),
+            }
+        }
+        Some(wait)
+    }
+
     /// Evict the idle keys of `SWEEP` buckets (from a place that depends on the key and the
     /// time); 0 if one was evicted, else the wait until the earliest slot seen goes idle.
     #[cold]
@@ -244,6 +300,7 @@ impl<K, C> IntKeyed<K, C> {
         let mut b = ((u128::from(mixed) * buckets as u128) >> 64) as usize;
         let mut wait = u64::MAX - 1;
         let mut evicted = false;
+        let mut grace = None;
         for _ in 0..SWEEP.min(buckets) {
             if b == buckets {
                 b = 0;
@@ -256,10 +313,10 @@ impl<K, C> IntKeyed<K, C> {
                 if meta & COMMITTED == 0 {
                     continue;
                 }
-                // Idle strictly before `now`, as in `claim`.
-                let tat = meta & VALUE;
-                if tat >= now {
-                    wait = wait.min(tat - now + 1);
+                // Idle past its grace, strictly before `now`, as in `claim`.
+                let at = self.evictable_at(meta, &mut grace);
+                if at >= now {
+                    wait = wait.min(at - now + 1);
                     continue;
                 }
                 self.raise_floor(now);

@@ -97,8 +97,21 @@ impl<K: IntKey, C: Clock> crate::decide::Decide for IntKeyed<K, C> {
         self.rate_quota()
     }
 
+    /// A key that holds no slot while a new key would be refused for want of room reports
+    /// nothing remaining until then, as the refusal would: a caller deciding several policies
+    /// then sees the refusal before it charges any.
     fn peek(&self, key: &K) -> Option<crate::decide::Decision> {
-        let (remaining, reset, next) = self.read_key(*key, self.clock.now());
+        let now = self.clock.now();
+        let bits = self.key_bits(*key);
+        let meta = self.meta_of_key(bits);
+        if meta.is_none() {
+            let behind = self.base.saturating_sub(now);
+            if let Some(wait) = self.no_room_for(bits, self.relative(now)) {
+                let wait = Duration::from_nanos(wait.saturating_add(behind));
+                return Some(crate::decide::state(self.rate_quota(), 0, wait, wait));
+            }
+        }
+        let (remaining, reset, next) = self.read_meta(meta, now);
         Some(crate::decide::state(
             self.rate_quota(),
             remaining,
@@ -137,9 +150,15 @@ impl<K: IntKey, C> IntKeyed<K, C> {
     /// and the time until it holds one more permit.
     #[inline]
     fn read_key(&self, key: K, now: u64) -> (u64, Duration, Duration) {
+        self.read_meta(self.meta_of_key(self.key_bits(key)), now)
+    }
+
+    /// [`read_key`](Self::read_key) of a key whose committed slot's meta word is `meta`.
+    #[inline]
+    fn read_meta(&self, meta: Option<u64>, now: u64) -> (u64, Duration, Duration) {
         // A committed key on its slot's parameter set; an absent one as a fresh state on the
         // current set.
-        let (tat, (interval, tolerance, _, burst)) = match self.meta_of_key(self.key_bits(key)) {
+        let (tat, (interval, tolerance, _, burst)) = match meta {
             Some(meta) => (meta & VALUE, self.numbers_of(meta)),
             None => (0, self.current_params().numbers()),
         };

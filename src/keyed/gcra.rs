@@ -135,7 +135,7 @@ impl KeyedState for Gcra {
             }
         };
         match crate::gcra::decide(inline::tat(w), now, cost, slack)? {
-            next if next <= inline::MAX_TAT => Ok(inline::live(next, inline::grants(w) + 1)),
+            next if next <= inline::MAX_TAT => Ok(inline::live(next, inline::counted(w, now))),
             // Past the 146 years of the table's range: never.
             _ => Err(Denied::never()),
         }

@@ -168,7 +168,7 @@ impl KeyedState for GcraPair {
             // Past the 146 years of the table's range: never.
             return Err(Denied::never());
         }
-        Ok(join(inline::live(n1, inline::grants(head) + 1), n2))
+        Ok(join(inline::live(n1, inline::counted(head, now)), n2))
     }
 
     /// A pair's rates are not changed at run time (`rerate` refuses), so a rebuild never

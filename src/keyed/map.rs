@@ -109,8 +109,9 @@ pub(super) struct Slot<L: KeyedState> {
 /// - **Bounded memory**: never more than `capacity` keys. A new key arriving when the table is
 ///   full triggers a sweep that evicts idle keys (no background thread); if too few are idle,
 ///   [`WhenFull`] decides. A new key is refused only when `capacity` other keys hold their
-///   places (or, where states sit inline, when the idle keys are clients that keep coming back
-///   and a flood's keys are busy: see [`WhenFull`]): threads racing to create one key count it
+///   places (or, where states sit inline, when the idle keys are clients that came back after
+///   going idle and are not yet past their horizon: see the eviction order in `room.rs`):
+///   threads racing to create one key count it
 ///   once (its state enters the table or the map pending, and only the creator whose claim won
 ///   takes a place; requests on it meanwhile wait for that one counter CAS). `len()` never
 ///   exceeds `capacity`.

@@ -243,16 +243,33 @@ pub(super) mod on_keyed {
             K: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
+            self.read_held(key, now)
+                .unwrap_or_else(|| self.read_absent(key, now))
+        }
+
+        /// What `key` has at `now` if it holds a live state, else `None`.
+        #[inline]
+        fn read_held<Q>(&self, key: &Q, now: u64) -> Option<KeyReading>
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             if let Some(read) = self.read_inline(key, now) {
-                return read;
+                return Some(read);
             }
             let map = self.map.pin();
-            if let Some(slot) = map.get(key) {
-                let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
-                if let Some((remaining, reset)) = L::read(cfg, &slot.state, now) {
-                    return KeyReading::of::<L>(cfg, remaining, reset);
-                }
-            }
+            let slot = map.get(key)?;
+            let cfg = slot.cfg.as_deref().unwrap_or(&self.cfg);
+            let (remaining, reset) = L::read(cfg, &slot.state, now)?;
+            Some(KeyReading::of::<L>(cfg, remaining, reset))
+        }
+
+        /// What a fresh state for `key` would have.
+        fn read_absent<Q>(&self, key: &Q, now: u64) -> KeyReading
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let cfg = self.rate_of(key);
             let cfg = cfg.as_deref().unwrap_or(&self.cfg);
             // Relaxed: a snapshot, as the read itself.
@@ -506,8 +523,22 @@ pub(super) mod on_keyed {
             L::quota(cfg.as_deref().unwrap_or(&self.cfg))
         }
 
+        /// A key that holds no place while a new key would be refused for want of room
+        /// reports nothing remaining until then, as the refusal would: a caller deciding
+        /// several policies then sees the refusal before it charges any.
         fn peek(&self, key: &K) -> Option<crate::decide::Decision> {
-            let r = self.read_key(key, self.clock.now());
+            let now = self.clock.now();
+            let r = match self.read_held(key, now) {
+                Some(r) => r,
+                None => {
+                    let r = self.read_absent(key, now);
+                    if let Some(wait) = self.no_room(now) {
+                        let wait = core::time::Duration::from_nanos(wait);
+                        return Some(crate::decide::state(r.quota, 0, wait, wait));
+                    }
+                    r
+                }
+            };
             Some(crate::decide::state(
                 r.quota,
                 r.remaining,

@@ -4,19 +4,26 @@
 //!
 //! **Which idle keys a sweep evicts.** An idle key carries no information, so evicting any of
 //! them keeps every guarantee; the choice only decides who competes for a place next. In the
-//! inline table a state counts the grants it made (2 bits of its word, saturating at 3); a key
-//! granted at most once since it was created is *one-shot*, one granted twice or more is
-//! *returning*. A sweep evicts up to an eighth of the capacity, in this order:
+//! inline table a state counts the grants that found it idle (2 bits of its word, saturating
+//! at 3); a key granted at most once since it was created is *one-shot*, one that came back
+//! after going idle (at least an emission interval after its first grant) is *returning*. A
+//! key that repeats itself at once (a flood sending each key twice, or five times, in a row)
+//! stays one-shot: issue 42's probe refused a steady client 25 of 41 times with each flood
+//! key sent twice while any second grant made a key returning. A sweep evicts up to an
+//! eighth of the capacity, in this order:
 //!
 //! 1. keys idle for longer than their horizon (for GCRA its tolerance τ, the time its whole
 //!    burst takes to come back): whatever they were, they did not come back;
 //! 2. one-shot keys, those idle most recently first, leaving the sixteenth of the capacity
 //!    idle longest: a flood of new keys, each seen once, churns through the places of its own
 //!    kind, while a client between its first two requests (idle since before the flood's keys
-//!    were granted) keeps its place;
-//! 3. returning keys, those idle longest first, and only if no one-shot key is busy (it will
-//!    be idle soon: new keys are refused until then rather than evicting a client that keeps
-//!    coming back).
+//!    were granted) keeps its place.
+//!
+//! A returning key keeps its place until it is idle past its horizon (new keys are refused
+//! until then, as [`WhenFull::DenyNewKeys`] says): a flood whose keys come back once they are
+//! idle, as a client does, takes the places that go free, never a returning client's. (Before
+//! issue 42 a sweep evicted returning keys too, idle longest first, once no one-shot key was
+//! busy: such a flood then refused a steady client 40 of 41 times.)
 //!
 //! Without this, a client under its limit was idle between requests, was evicted, and then
 //! competed with the flood as a new key: 25 of 39 requests refused in the probe of issue 26.
@@ -50,16 +57,14 @@ pub(super) const SWEEPING: u64 = u64::MAX;
 type Idle<W> = (u64, usize, usize, W);
 
 /// What one sweep found: the keys it freed, when the busy ones go idle (absolute), and the
-/// table's idle keys it has not evicted yet, one-shot and returning.
+/// table's idle keys it has not evicted yet (gone, one-shot; returning keys count as busy
+/// until they are gone).
 struct Found<W> {
     freed: u64,
     busy: Vec<u64>,
-    /// How many of the busy keys are one-shot keys.
-    busy_one_shot: u64,
     /// Idle for longer than their horizon: they did not come back.
     gone: Vec<Idle<W>>,
     one_shot: Vec<Idle<W>>,
-    returning: Vec<Idle<W>>,
 }
 
 impl<W> Default for Found<W> {
@@ -67,10 +72,8 @@ impl<W> Default for Found<W> {
         Found {
             freed: 0,
             busy: Vec::new(),
-            busy_one_shot: 0,
             gone: Vec::new(),
             one_shot: Vec::new(),
-            returning: Vec::new(),
         }
     }
 }
@@ -114,6 +117,20 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
         // Relaxed: a time hint, as in `make_room`.
         let next = self.sweep.load(Ordering::Relaxed);
         (next != SWEEPING && now < next).then(|| Denied::after_nanos(next - now))
+    }
+
+    /// For a preview ([`Decide::peek`](crate::Decide::peek)) of a key that holds no place:
+    /// `None` when a new key would find room now, else the wait a refusal for want of room
+    /// reports. A full table is swept first, as a new key's request would sweep it: a sweep
+    /// evicts idle keys only, which changes no key's limit.
+    pub(super) fn no_room(&self, now: u64) -> Option<u64> {
+        // Relaxed: a snapshot, as in `reserve_place`.
+        if self.len.load(Ordering::Relaxed) < self.capacity {
+            return None;
+        }
+        self.make_room(now)
+            .err()
+            .map(|d| d.retry_after_nanos().unwrap_or(u64::MAX))
     }
 
     /// The table is full: sweep it (one thread at a time), or deny.
@@ -226,7 +243,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     }
 
     /// The table's part of a sweep: evicts its idle keys at `now` if `all`, else sets them
-    /// aside in `found` (one-shot and returning) for [`evict_idle`](Keyed::evict_idle).
+    /// aside in `found` (gone and one-shot) for [`evict_idle`](Keyed::evict_idle).
     fn sweep_table(
         &self,
         table: &KeyTable<K, L>,
@@ -250,7 +267,6 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 let returning = inline::grants(<L::Word as TatWord>::first(w)) >= inline::RETURNING;
                 if idle > rel {
                     found.busy.push(idle.saturating_add(table.base));
-                    found.busy_one_shot += u64::from(!returning);
                 } else if all {
                     if self.evict_slot(seg, slot, w) {
                         found.freed += 1;
@@ -258,7 +274,9 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
                 } else if rel - idle > horizon {
                     found.gone.push((idle, s, i, w));
                 } else if returning {
-                    found.returning.push((idle, s, i, w));
+                    // Its place is free once it is gone: as a busy key's, when it goes idle.
+                    let gone = idle.saturating_add(horizon).saturating_add(1);
+                    found.busy.push(gone.saturating_add(table.base));
                 } else {
                     found.one_shot.push((idle, s, i, w));
                 }
@@ -269,8 +287,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
     /// Evicts the idle keys a sweep set aside until `target` keys went (see the module docs):
     /// those idle past their horizon; then one-shot keys, those idle *most recently* first,
     /// but not the [`SPARED`] part of the capacity idle longest (a client between its first
-    /// two requests); then returning keys, those idle longest first, and only if no one-shot
-    /// key is busy (it will be idle soon: new keys wait for it instead).
+    /// two requests). Returning keys stay until they are gone (past their horizon).
     fn evict_idle(&self, segs: &Segs<'_, K, L>, target: u64, found: &mut Found<WordOf<L>>) {
         let mut freed = found.freed;
         self.evict_listed(segs, target, &mut found.gone, false, &mut freed);
@@ -281,9 +298,6 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedState, C> Keyed<K, L, C> {
             let list = &mut found.one_shot;
             list.select_nth_unstable_by(one_shot - 1, |a, b| b.0.cmp(&a.0));
             self.evict_listed(segs, target, &mut list[..one_shot], true, &mut freed);
-        }
-        if found.busy_one_shot == 0 && freed < target {
-            self.evict_listed(segs, target, &mut found.returning, false, &mut freed);
         }
         found.freed = freed;
     }

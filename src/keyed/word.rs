@@ -208,7 +208,8 @@ mod sealed {
 ///
 /// ```text
 /// v ≤ MAX_TAT            live: v is the (first) TAT; ret counts the grants since the state
-///                        was committed, saturating at 3 (2 and more: a returning key)
+///                        was committed that found it idle, saturating at 3 (2 and more: a
+///                        returning key)
 /// v = FREE               never claimed in this segment (ret 0, second half 0)
 /// v = CLAIMED            claimed by a new key's creator, which is writing the key and
 ///                        reserving a place (then LIVE, INDIRECT or DEAD)
@@ -252,6 +253,17 @@ pub(crate) mod inline {
     #[inline(always)]
     pub(crate) fn grants(first: u64) -> u64 {
         first >> RET_SHIFT
+    }
+
+    /// The grant count after a grant at `now` on the live first half `first`: one more if
+    /// the state was idle (full again: its TAT ≤ `now`), else as it was. A key counts as
+    /// returning ([`RETURNING`]) only once it came back after going idle, at least one
+    /// emission interval after its first grant: a flood key sent twice (or five times) in a
+    /// row is still one-shot, while a client under its limit is idle between requests
+    /// (issue 42: repeating each flood key twice refused a steady client 25 of 41 times).
+    #[inline(always)]
+    pub(crate) fn counted(first: u64, now: u64) -> u64 {
+        grants(first) + u64::from(tat(first) <= now)
     }
 
     /// A live first half: `tat` (≤ [`MAX_TAT`]) after `grants` grants (saturating at 3).

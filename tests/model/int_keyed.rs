@@ -65,14 +65,15 @@ impl IntKeyedModel {
         u64::try_from(self.tolerance.saturating_sub(ahead) / self.interval).unwrap()
     }
 
-    /// For each key not yet evictable (TAT ≥ now: `IntKeyed` evicts a key once its TAT is
-    /// in the past, strictly): the wait until it is.
+    /// For each key not yet evictable (TAT + τ ≥ now: `IntKeyed` evicts a key once it has
+    /// been idle for its tolerance τ, strictly; issue 42): the wait until it is.
     pub(crate) fn busy_waits(&self, now: u64) -> Vec<u64> {
         let now = u128::from(now);
         self.tats
             .values()
-            .filter(|&&t| t >= now)
-            .map(|&t| u64::try_from(t - now + 1).unwrap())
+            .map(|&t| t + self.tolerance)
+            .filter(|&at| at >= now)
+            .map(|at| u64::try_from(at - now + 1).unwrap())
             .collect()
     }
 

@@ -83,7 +83,14 @@ impl Iterator for FromRight<'_> {
                 continue;
             }
             let window = self.rest.len().saturating_sub(MAX_ELEMENT);
-            let element = match self.rest[window..].iter().rposition(|&b| b == b',') {
+            let tail = &self.rest[window..];
+            let comma = match self.source {
+                Source::XForwardedFor => tail.iter().rposition(|&b| b == b','),
+                // A `Forwarded` element's values may be quoted strings holding commas (a
+                // proxy's `host="a,b"`): only a comma outside quotes ends an element.
+                Source::Forwarded => last_unquoted(tail, b','),
+            };
+            let element = match comma {
                 Some(comma) => {
                     let comma = window + comma;
                     let element = &self.rest[comma + 1..];
@@ -110,6 +117,51 @@ impl Iterator for FromRight<'_> {
     }
 }
 
+/// The index of the last `sep` of `b` outside quoted strings (RFC 9110 §5.6.4), read from
+/// the right (where `b` ends outside quotes, at an element's end). A `"` after an odd run of
+/// backslashes is a quoted-pair inside a string, not a quote: inside a quoted string a
+/// backslash always starts a pair, so the parity of the run decides.
+fn last_unquoted(b: &[u8], sep: u8) -> Option<usize> {
+    let mut quoted = false;
+    let mut i = b.len();
+    while i > 0 {
+        i -= 1;
+        let c = b[i];
+        if c == b'"' {
+            let run = b[..i].iter().rev().take_while(|&&c| c == b'\\').count();
+            if run % 2 == 0 {
+                quoted = !quoted;
+            }
+        } else if c == sep && !quoted {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// The parts of `b` between the `sep`s outside quoted strings, read from the left.
+fn split_unquoted(b: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
+    let mut rest = Some(b);
+    std::iter::from_fn(move || {
+        let b = rest?;
+        let (mut quoted, mut escaped) = (false, false);
+        for (i, &c) in b.iter().enumerate() {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' if quoted => escaped = true,
+                b'"' => quoted = !quoted,
+                _ if c == sep && !quoted => {
+                    rest = Some(&b[i + 1..]);
+                    return Some(&b[..i]);
+                }
+                _ => {}
+            }
+        }
+        rest = None;
+        Some(b)
+    })
+}
+
 /// `b` without leading and trailing spaces and tabs.
 fn trim(b: &[u8]) -> &[u8] {
     let ows = |c: &u8| *c == b' ' || *c == b'\t';
@@ -123,8 +175,19 @@ fn trim(b: &[u8]) -> &[u8] {
 /// not addresses.
 fn node(b: &[u8]) -> Option<IpAddr> {
     let b = trim(b);
+    let mut buf = [0u8; MAX_NODE];
     let b = match b {
-        [b'"', inner @ .., b'"'] => inner,
+        // A quoted string, its quoted-pairs (`\x`: x) unescaped (RFC 9110 §5.6.4).
+        [b'"', inner @ .., b'"'] => {
+            let mut len = 0;
+            let mut bytes = inner.iter();
+            while let Some(&c) = bytes.next() {
+                let c = if c == b'\\' { *bytes.next()? } else { c };
+                *buf.get_mut(len)? = c;
+                len += 1;
+            }
+            &buf[..len]
+        }
         _ => b,
     };
     if b.len() > MAX_NODE {
@@ -153,9 +216,10 @@ fn is_port(s: &str) -> bool {
     s.parse::<u16>().is_ok() || s.starts_with('_')
 }
 
-/// The `for=` node of one `Forwarded` element (`for=192.0.2.1;proto=https`).
+/// The `for=` node of one `Forwarded` element (`for=192.0.2.1;proto=https`); a `;` inside a
+/// quoted value (`host="a;for=1.2.3.4"`) separates nothing.
 fn forwarded_for(element: &[u8]) -> Option<IpAddr> {
-    element.split(|&b| b == b';').find_map(|pair| {
+    split_unquoted(element, b';').find_map(|pair| {
         let eq = pair.iter().position(|&b| b == b'=')?;
         trim(&pair[..eq])
             .eq_ignore_ascii_case(b"for")
@@ -232,6 +296,27 @@ mod tests {
                 Hop::Addr(ip("2001:db8:cafe::17")),
                 Hop::Addr(ip("192.0.2.60"))
             ]
+        );
+    }
+
+    #[test]
+    fn forwarded_values_are_quoted_strings_with_quoted_pairs() {
+        // The proxy quoted the client's Host: its commas and semicolons separate nothing.
+        let p = parts(
+            "forwarded",
+            &[b"for=192.0.2.7;host=\"a,b;for=6.6.6.6\\\",c\";proto=http, for=10.0.0.1;host=\"x,y\""],
+        );
+        let hops: Vec<Hop> = FromRight::new(&p, Source::Forwarded).collect();
+        assert_eq!(
+            hops,
+            [Hop::Addr(ip("10.0.0.1")), Hop::Addr(ip("192.0.2.7"))]
+        );
+        assert_eq!(node(b"\"\\[2001:db8::1\\]:80\""), Some(ip("2001:db8::1")));
+        assert_eq!(node(b"\"192.0.2.1\\\""), None);
+        assert_eq!(last_unquoted(b"a=\"x\\\\\",b", b','), Some(7));
+        assert_eq!(
+            split_unquoted(b"a=\"1;2\";b=3", b';').collect::<Vec<_>>(),
+            [&b"a=\"1;2\""[..], b"b=3"]
         );
     }
 

@@ -2,6 +2,7 @@
 //! `X-Forwarded-For` or `Forwarded`.
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use http::request::Parts;
 
@@ -42,7 +43,12 @@ enum Trust {
 ///   itself is the client (the header is ignored). Otherwise the chain is walked from the
 ///   right past trusted addresses; the first untrusted one is the client.
 /// - [`hops`](ForwardedIp::hops): a fixed number of proxies: the client is the n-th entry from
-///   the right (with one proxy in front, the rightmost).
+///   the right (with one proxy in front, the rightmost). It trusts the configuration: with
+///   no proxy in front (`hops(1)`), or one where two are configured (`hops(2)`), every client
+///   forges its key. What a running server can see of that it logs once (`tracing`, `warn`):
+///   a peer that is a public address (a proxy of your own connects from a private, loopback
+///   or link-local one), a chain shorter than the hops. Prefer
+///   [`trusted_proxies`](ForwardedIp::trusted_proxies), which needs no count.
 ///
 /// **The peer address is required**, in both modes (axum: serve with
 /// `into_make_service_with_connect_info::<SocketAddr>()`). Without it nobody knows who sent
@@ -214,6 +220,10 @@ impl ForwardedIp {
     /// IPv6 prefix set to this extractor's (see
     /// [`PeerIp::policy_with`](crate::PeerIp::policy_with)).
     ///
+    /// To change the rate at run time, build the table yourself, keep an `Arc` of it and
+    /// give a clone to [`Policy::new`]: `set_rate` on the `Arc` you kept retunes the live
+    /// layer (the README's "Changing a rate at run time").
+    ///
     /// # Errors
     ///
     /// [`ConfigError`] naming `ipv6_prefix` when this extractor groups IPv6 clients by more
@@ -340,17 +350,73 @@ impl ForwardedIp {
                 }
             }
             Trust::Hops(n) => {
+                if !behind_a_proxy(peer) {
+                    misconfigured(&PUBLIC_PEER, peer, *n, "the peer is a public address");
+                }
+                let mut seen = 0;
                 for (i, hop) in chain.take(*n).enumerate() {
+                    seen = i + 1;
                     match hop {
                         Hop::Malformed => return nearest,
                         Hop::Addr(ip) if i + 1 == *n => return ip,
                         Hop::Addr(ip) => nearest = ip,
                     }
                 }
+                if seen > 0 && seen < *n {
+                    misconfigured(&SHORT_CHAIN, peer, *n, "the chain is shorter than the hops");
+                }
             }
         }
         nearest
     }
+}
+
+/// Whether a peer may be a proxy of the server's own: loopback, private (RFC 1918, unique
+/// local `fc00::/7`), link-local or shared (CGNAT `100.64.0.0/10`) addresses. A proxy in
+/// front of a server almost always reaches it from one of these; a CDN's public ranges are
+/// the exception (name them with [`ForwardedIp::trusted_proxies`]).
+fn behind_a_proxy(peer: IpAddr) -> bool {
+    match peer {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || (v4.octets()[0] == 100 && v4.octets()[1] & 0xc0 == 64)
+        }
+        IpAddr::V6(v6) => {
+            let seg = v6.segments()[0];
+            v6.is_loopback()
+                || seg & 0xfe00 == 0xfc00
+                || seg & 0xffc0 == 0xfe80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| behind_a_proxy(IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// Whether a public peer was reported for a [`ForwardedIp::hops`] key (once per process).
+static PUBLIC_PEER: AtomicBool = AtomicBool::new(false);
+/// Whether a chain shorter than the hops was reported (once per process).
+static SHORT_CHAIN: AtomicBool = AtomicBool::new(false);
+
+/// Logs once (`tracing`, at `warn`) a sign that a [`ForwardedIp::hops`] key does not match
+/// the proxies in front of the server: then every client can forge its key. What the layer
+/// cannot see it cannot refuse (a CDN in front is a public peer; a client behind fewer
+/// proxies than configured sends a short chain): it warns, and keys the request as configured.
+#[cold]
+fn misconfigured(flag: &AtomicBool, peer: IpAddr, hops: usize, what: &str) {
+    // Relaxed (both): only whether this warning was given; nothing is published.
+    if flag.load(Ordering::Relaxed) || flag.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    tracing::warn!(
+        %peer,
+        hops,
+        "hotlimit-tower: ForwardedIp::hops({hops}) but {what}: if fewer proxies than that \
+         stand in front of this server, every client chooses its own key by what it sends; \
+         name the proxies with ForwardedIp::trusted_proxies instead"
+    );
 }
 
 impl KeyExtractor for ForwardedIp {

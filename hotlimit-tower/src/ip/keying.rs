@@ -2,7 +2,9 @@
 //! it (IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`, IPv4-compatible
 //! `::a.b.c.d`, or behind a NAT64 prefix, RFC 6052: `64:ff9b::a.b.c.d` by default), and an
 //! IPv6 client is its network prefix (default /56: one customer's allocation, not one of its
-//! 2^72 addresses).
+//! 2^72 addresses). A tunnelled IPv4 host (6to4 `2002::/16`, Teredo `2001::/32`) is its IPv4
+//! address; a link-local client (`fe80::/10`, whose /64 every client on the link shares) is
+//! its interface identifier.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -157,8 +159,52 @@ impl IpKeying {
         if let Some(v4) = self.nat64.and_then(|n| n.embedded(bits)) {
             return IpAddr::V4(v4);
         }
+        if let Some(v4) = tunnelled_v4(bits) {
+            return IpAddr::V4(v4);
+        }
+        if bits >> 118 == LINK_LOCAL && self.ipv6_prefix <= 64 {
+            // Every link-local client has the same /64 (fe80::/64): its interface identifier
+            // is the client. Folded into the bits under fe80::/16 that the prefix keeps (40
+            // for /56; an `IntKeyed` key holds 64), so that each client has its own key.
+            let room = u32::from(self.ipv6_prefix).saturating_sub(16);
+            // Truncation: the low 64 bits are the interface identifier.
+            let folded = u128::from(fold(bits as u64, room));
+            return IpAddr::V6(Ipv6Addr::from((0xfe80 << 112) | (folded << (112 - room))));
+        }
         let mask = u128::MAX << (128 - u32::from(self.ipv6_prefix));
         IpAddr::V6(Ipv6Addr::from(bits & mask))
+    }
+}
+
+/// `x` folded into `bits` bits (at most 48) by exclusive or of its `bits`-bit pieces.
+fn fold(mut x: u64, bits: u32) -> u64 {
+    if bits == 0 {
+        return 0;
+    }
+    let mask = (1u64 << bits) - 1;
+    let mut out = 0;
+    while x != 0 {
+        out ^= x & mask;
+        x >>= bits;
+    }
+    out
+}
+
+/// `fe80::/10`, the link-local prefix, as the top 10 bits.
+const LINK_LOCAL: u128 = 0xfe80 >> 6;
+
+/// The IPv4 client of a tunnelled address: 6to4 (`2002:a.b.c.d::/48`, RFC 3056: the site's
+/// IPv4 address in bits 16..48) or Teredo (`2001:0::/32`, RFC 4380: the client's public IPv4
+/// address in the last 32 bits, every bit inverted). Each is the IPv4 host that sends the
+/// packets, so it is keyed as that host, not as a /56 of its own.
+#[inline]
+fn tunnelled_v4(bits: u128) -> Option<Ipv4Addr> {
+    match (bits >> 112, bits >> 96) {
+        // Truncation: the 32 bits after the 16-bit prefix.
+        (0x2002, _) => Some(Ipv4Addr::from((bits >> 80) as u32)),
+        // Truncation: the low 32 bits, obfuscated by inversion.
+        (_, 0x2001_0000) => Some(Ipv4Addr::from(!(bits as u32))),
+        _ => None,
     }
 }
 
@@ -217,6 +263,26 @@ mod tests {
         // Without the NAT64 prefix, a NAT64 address is an IPv6 network again.
         let plain = k.nat64(None);
         assert_eq!(plain.key(ip("64:ff9b::192.0.2.1")), ip("64:ff9b::"));
+    }
+
+    #[test]
+    fn tunnels_are_their_ipv4_client_and_link_local_clients_are_apart() {
+        let k = IpKeying::default();
+        assert_eq!(k.key(ip("2002:c000:221::1")), ip("192.0.2.33"));
+        assert_eq!(k.key(ip("2002:c000:221:ff::7")), ip("192.0.2.33"));
+        // RFC 4380's example: server 65.54.227.120, client 192.0.2.45 behind a NAT.
+        assert_eq!(
+            k.key(ip("2001:0:4136:e378:8000:63bf:3fff:fdd2")),
+            ip("192.0.2.45")
+        );
+        // Not Teredo: 2001:db8::/32.
+        assert_eq!(k.key(ip("2001:db8::1")), ip("2001:db8::"));
+        let (a, b) = (k.key(ip("fe80::1")), k.key(ip("fe80::2")));
+        assert_ne!(a, b);
+        assert_eq!(a, k.key(ip("fe80::1")));
+        let IpAddr::V6(a) = a else { panic!() };
+        assert_eq!(u128::from(a) & (u128::MAX >> 56), 0, "in the top 56 bits");
+        assert_eq!(fold(u64::MAX, 40), ((1 << 40) - 1) ^ ((1 << 24) - 1));
     }
 
     #[test]

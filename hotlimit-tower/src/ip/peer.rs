@@ -79,6 +79,10 @@ impl PeerIp {
     /// burst, capacity, clock), keyed by this extractor; the table's IPv6 prefix is set to
     /// this extractor's, so that the two group clients alike.
     ///
+    /// To change the rate at run time, build the table yourself, keep an `Arc` of it and
+    /// give a clone to [`Policy::new`]: `set_rate` on the `Arc` you kept retunes the live
+    /// layer (the README's "Changing a rate at run time").
+    ///
     /// # Errors
     ///
     /// [`ConfigError`] naming `ipv6_prefix` when this extractor groups IPv6 clients by more
