@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 ITERS=${1:-200000}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)"; exit 1; }
 # The bench target's binary: `cargo bench --no-run` prints its path.
-BIN=$(cargo bench --bench callgrind --no-run 2>&1 | grep -o 'target/[^)]*callgrind-[0-9a-f]*' | tail -1)
+BIN=$(cargo bench -p hotlimit-benches --bench callgrind --no-run 2>&1 | grep -o 'target/[^)]*callgrind-[0-9a-f]*' | tail -1)
 [ -x "$BIN" ] || { echo "could not build the callgrind bench target"; exit 1; }
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT

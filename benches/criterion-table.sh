@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Turns `cargo bench --bench limiters` output (stdin) into markdown tables: per group, each
+# Turns `cargo bench -p hotlimit-benches --bench limiters` output (stdin) into markdown tables: per group, each
 # row's median time per call with criterion's confidence interval, and the ratio of
 # governor's median time to the row's (>1 = faster than governor).
 #
-#   cargo bench --bench limiters 2>&1 | tee /tmp/bench.txt | bash benches/criterion-table.sh
+#   cargo bench -p hotlimit-benches --bench limiters 2>&1 | tee /tmp/bench.txt | bash benches/criterion-table.sh
 set -euo pipefail
 awk '
 function unit(v, u) { return u == "ps" ? v / 1000 : u == "µs" ? v * 1000 : u == "ms" ? v * 1e6 : v }

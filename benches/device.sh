@@ -35,7 +35,7 @@
 # many there are) and OUT/scaling.svg. Back here, the 2-core and many-core panels go into one
 # picture with:
 #
-#   cargo bench --bench scaling -- --render docs/scaling.tsv,OUT/scaling.tsv \
+#   cargo bench -p hotlimit-benches --bench scaling -- --render docs/scaling.tsv,OUT/scaling.tsv \
 #       --svg docs/scaling.svg
 #
 # MS, REPS, THREADS and ONLY override the run (defaults: 40 ms x 5 reps per cell, threads
@@ -72,9 +72,9 @@ keyed_table() {
 
 case "${1:-}" in
 build)
-    BIN=$(cargo bench --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
+    BIN=$(cargo bench -p hotlimit-benches --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
     [ -x "$BIN" ] || { echo "could not build the scaling bench target"; exit 1; }
-    KEYED=$(cargo bench --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*keyed_compare-[0-9a-f]*' | tail -1)
+    KEYED=$(cargo bench -p hotlimit-benches --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*keyed_compare-[0-9a-f]*' | tail -1)
     [ -x "$KEYED" ] || { echo "could not build the keyed_compare bench target"; exit 1; }
     mkdir -p target/device
     cp "$BIN" target/device/scaling
@@ -135,12 +135,12 @@ build-ab)
         *) CFG="--cfg hotlimit_policy=\"$p\""; NAME="$p" ;;
         esac
         BIN=$(RUSTFLAGS="$CFG" CARGO_TARGET_DIR="target/ab-$NAME" \
-            cargo bench --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
+            cargo bench -p hotlimit-benches --bench scaling --no-run 2>&1 | grep -o 'target/[^)]*scaling-[0-9a-f]*' | tail -1)
         [ -x "$BIN" ] || { echo "could not build the scaling bench with $CFG"; exit 1; }
         cp "$BIN" "target/device/scaling-$NAME"
         strip "target/device/scaling-$NAME" 2>/dev/null || true
         KEYED=$(RUSTFLAGS="$CFG" CARGO_TARGET_DIR="target/ab-$NAME" \
-            cargo bench --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*keyed_compare-[0-9a-f]*' | tail -1)
+            cargo bench -p hotlimit-benches --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*keyed_compare-[0-9a-f]*' | tail -1)
         [ -x "$KEYED" ] || { echo "could not build keyed_compare with $CFG"; exit 1; }
         cp "$KEYED" "target/device/keyed_compare-$NAME"
         strip "target/device/keyed_compare-$NAME" 2>/dev/null || true

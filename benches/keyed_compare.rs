@@ -2,17 +2,17 @@
 //! the `## Keyed` section of BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench --bench keyed_compare -- paired   # u64 and String keys, interleaved rounds
-//! COARSE=1 cargo bench --bench keyed_compare -- paired   # each crate's coarse clock
-//! OSCLOCK=1 cargo bench --bench keyed_compare -- paired  # each on clock_gettime (no TSC)
-//! cargo bench --bench keyed_compare -- algos    # Keyed over Gcra / GcraPair / log / window
-//! cargo bench --bench keyed_compare -- mem-all  # bytes per key, one fresh process per row
-//! cargo bench --bench keyed_compare -- flood    # steady clients under a flood (ManualClock)
-//! cargo bench --bench keyed_compare -- maps     # papaya / scc / dashmap lookups
+//! cargo bench -p hotlimit-benches --bench keyed_compare -- paired   # u64 and String keys, interleaved rounds
+//! COARSE=1 cargo bench -p hotlimit-benches --bench keyed_compare -- paired   # each crate's coarse clock
+//! OSCLOCK=1 cargo bench -p hotlimit-benches --bench keyed_compare -- paired  # each on clock_gettime (no TSC)
+//! cargo bench -p hotlimit-benches --bench keyed_compare -- algos    # Keyed over Gcra / GcraPair / log / window
+//! cargo bench -p hotlimit-benches --bench keyed_compare -- mem-all  # bytes per key, one fresh process per row
+//! cargo bench -p hotlimit-benches --bench keyed_compare -- flood    # steady clients under a flood (ManualClock)
+//! cargo bench -p hotlimit-benches --bench keyed_compare -- maps     # papaya / scc / dashmap lookups
 //! # one peer or component on one thread, e.g. under callgrind (WHAT: see `prof`):
-//! PROF_REPS=5 cargo bench --bench keyed_compare -- prof hotlimit 100000 shuffled
+//! PROF_REPS=5 cargo bench -p hotlimit-benches --bench keyed_compare -- prof hotlimit 100000 shuffled
 //! valgrind --tool=callgrind --toggle-collect='*calls*' \
-//!     "$(cargo bench --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*')" prof governor 1000
+//!     "$(cargo bench -p hotlimit-benches --bench keyed_compare --no-run 2>&1 | grep -o 'target/[^)]*')" prof governor 1000
 //! ```
 //!
 //! `paired` and `algos` take `KEYS` (default `1000,100000,1000000`), `THREADS` (default

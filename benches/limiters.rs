@@ -1,9 +1,9 @@
 //! hotlimit's limiters next to the peers users would pick instead, and floors, in one process.
 //!
 //! ```text
-//! cargo bench --bench limiters                       # everything (~3 min)
-//! cargo bench --bench limiters -- single_threaded    # one module
-//! cargo bench --bench scaling                        # 1..16 threads on one limiter
+//! cargo bench -p hotlimit-benches --bench limiters                       # everything (~3 min)
+//! cargo bench -p hotlimit-benches --bench limiters -- single_threaded    # one module
+//! cargo bench -p hotlimit-benches --bench scaling                        # 1..16 threads on one limiter
 //! bash benches/callgrind.sh                          # instructions per call
 //! ```
 //!

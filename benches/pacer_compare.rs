@@ -2,7 +2,7 @@
 //! governor's `until_ready`, at the same target rate across 1, 2 and 8 threads.
 //!
 //! ```text
-//! cargo bench --bench pacer_compare -- [seconds_per_run] [rates...]
+//! cargo bench -p hotlimit-benches --bench pacer_compare -- [seconds_per_run] [rates...]
 //! ```
 //!
 //! Each run sends `rate × seconds` requests in total, split evenly over the threads; every

@@ -6,11 +6,11 @@
 //! run so that background noise falls on all rows alike.
 //!
 //! ```text
-//! cargo bench --bench scaling -- [--ms 200] [--reps 5] [--threads 1,2,4,8,16,64]
+//! cargo bench -p hotlimit-benches --bench scaling -- [--ms 200] [--reps 5] [--threads 1,2,4,8,16,64]
 //!                                      [--path allowed|busy|denied] [--only NAME,NAME]
 //!                                      [--svg target/scaling.svg] [--variants no]
 //!                                      [--machine LABEL] [--data FILE]
-//! cargo bench --bench scaling -- --render A.tsv,B.tsv --svg docs/scaling.svg
+//! cargo bench -p hotlimit-benches --bench scaling -- --render A.tsv,B.tsv --svg docs/scaling.svg
 //! ```
 //!
 //! `--data` (default: the SVG's path with `.tsv`) keeps the plotted medians with the machine's

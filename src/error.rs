@@ -298,6 +298,16 @@ impl std::error::Error for ParseRateError {
 /// A request was refused. [`retry_after`](Denied::retry_after) says when the same request can
 /// succeed, or that it never can.
 ///
+/// **One meaning on every limiter and every path:** `retry_after` is when the permits come
+/// free, counted from the call, what an HTTP `Retry-After` built from it should say. That
+/// holds for a timed wait too (`acquire_blocking_timeout`, `acquire_blocking_timeout_with`,
+/// `acquire_async_timeout`, [`Gcra::reserve_n_at`](crate::Gcra::reserve_n_at) with a
+/// `max_wait`), on a [`Gcra`](crate::Gcra) (which waits in line) as on the retrying limiters,
+/// however the limiter is held (`dyn Limiter` included): a call refused because the permits
+/// come free 1 s from now with a 999 ms timeout says 1 s, not the 1 ms it lacked. How long
+/// until the same timed call would succeed is
+/// [`retry_after_within`](Denied::retry_after_within)`(timeout)`.
+///
 /// # Examples
 ///
 /// ```
@@ -444,6 +454,45 @@ impl Denied {
             None
         } else {
             Some(self.retry_after_ns)
+        }
+    }
+
+    /// How long until the same call with `timeout` as its longest wait can succeed:
+    /// [`retry_after`](Denied::retry_after) less `timeout`, never below zero (a timed wait
+    /// joins when the permits come within its timeout). `None` when the request can never
+    /// succeed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::{Gcra, LimiterExt, ManualClock, Rate};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = Gcra::builder(Rate::per_second(1)?).burst(1).clock(clock.clone()).build()?;
+    /// limiter.try_acquire_at(0)?;
+    /// let timeout = Duration::from_millis(300);
+    /// let denied = limiter.acquire_blocking_timeout_with(1, timeout, &clock).unwrap_err();
+    /// assert_eq!(denied.retry_after(), Some(Duration::from_secs(1))); // the permit comes free
+    /// assert_eq!(denied.retry_after_within(timeout), Some(Duration::from_millis(700)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn retry_after_within(&self, timeout: Duration) -> Option<Duration> {
+        self.retry_after().map(|d| d.saturating_sub(timeout))
+    }
+
+    /// The same denial for a call that would have waited up to `ns` more: its wait, which
+    /// counted from the end of that longer wait, counted from the call (a "never" stays one).
+    #[inline]
+    pub(crate) const fn later_by(self, ns: u64) -> Denied {
+        if self.retry_after_ns == Self::NEVER {
+            return self;
+        }
+        Denied {
+            retry_after_ns: Denied::after_nanos(self.retry_after_ns.saturating_add(ns))
+                .retry_after_ns,
+            table_full: self.table_full,
         }
     }
 

@@ -86,7 +86,9 @@ impl<C> Gcra<C> {
     /// # Errors
     ///
     /// [`Denied`] when the permits would come later than `now + max_wait`; its `retry_after`
-    /// is how long until a reservation with the same `max_wait` can succeed.
+    /// is when they come free, from `now` (as every denial's: see [`Denied`]), and
+    /// [`retry_after_within`](Denied::retry_after_within)`(max_wait)` how long until a
+    /// reservation with the same `max_wait` can succeed.
     /// `retry_after() == None` when `permits` exceeds the burst, or the clock's range is
     /// exhausted.
     ///
@@ -100,7 +102,9 @@ impl<C> Gcra<C> {
     /// assert_eq!(first.keep(), 0);
     /// // The next is 1 s away: refused with a 500 ms wait, accepted with a 2 s wait.
     /// let denied = limiter.reserve_n_at(1, 0, 500_000_000).unwrap_err();
-    /// assert_eq!(denied.retry_after_nanos(), Some(500_000_000));
+    /// assert_eq!(denied.retry_after_nanos(), Some(1_000_000_000)); // when it comes free
+    /// let half = std::time::Duration::from_millis(500);
+    /// assert_eq!(denied.retry_after_within(half), Some(half)); // when this call would pass
     /// let second = limiter.reserve_n_at(1, 0, 2_000_000_000)?;
     /// assert_eq!(second.keep(), 1_000_000_000);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -123,15 +127,18 @@ impl<C> Gcra<C> {
         }
         // A denial returns before any write; the grant is one CAS on the TAT (Gcra's loop),
         // priced with the parameters read after the TAT it replaces.
-        let (next, (cost, tolerance)) = self.advance(now, |g| {
-            let (interval, tolerance, burst) = g.live_params();
-            match crate::gcra::price(u64::from(permits), burst, interval, tolerance) {
-                Some((cost, slack)) => {
-                    Ok((cost, slack.saturating_add(max_wait), (cost, tolerance)))
+        let (next, (cost, tolerance)) = self
+            .advance(now, |g| {
+                let (interval, tolerance, burst) = g.live_params();
+                match crate::gcra::price(u64::from(permits), burst, interval, tolerance) {
+                    Some((cost, slack)) => {
+                        Ok((cost, slack.saturating_add(max_wait), (cost, tolerance)))
+                    }
+                    None => Err(Denied::never()),
                 }
-                None => Err(Denied::never()),
-            }
-        })?;
+            })
+            // The GCRA's wait counts from the end of `max_wait`; a denial's counts from the call.
+            .map_err(|d| d.later_by(max_wait))?;
         let scheduled = next.saturating_sub(tolerance);
         Ok(Reservation {
             gcra: self,
@@ -234,7 +241,9 @@ impl<C: Clock> Gcra<C> {
     ///
     /// # Errors
     ///
-    /// The reservation's [`Denied`]: its `retry_after` says when the same call would succeed.
+    /// The reservation's [`Denied`]: its `retry_after` says when the permits come free, and
+    /// [`retry_after_within`](Denied::retry_after_within)`(timeout)` when the same call would
+    /// succeed.
     ///
     /// # Examples
     ///
@@ -383,7 +392,8 @@ impl<C: Clock> Gcra<C> {
     /// # Errors
     ///
     /// The future resolves to the reservation's [`Denied`]: its `retry_after` says when the
-    /// same call would succeed.
+    /// permits come free, and [`retry_after_within`](Denied::retry_after_within)`(timeout)`
+    /// when the same call would succeed.
     ///
     /// # Examples
     ///
@@ -398,7 +408,7 @@ impl<C: Clock> Gcra<C> {
     /// let t = Duration::from_millis(10);
     /// let mut fut = std::pin::pin!(limiter.acquire_async_timeout(1, t, |_| pending::<()>()));
     /// let polled = fut.as_mut().poll(&mut Context::from_waker(Waker::noop()));
-    /// assert!(matches!(polled, Poll::Ready(Err(d)) if d.retry_after() == Some(Duration::from_millis(990))));
+    /// assert!(matches!(polled, Poll::Ready(Err(d)) if d.retry_after() == Some(Duration::from_secs(1))));
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn acquire_async_timeout<F, Fut>(

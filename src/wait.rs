@@ -269,7 +269,9 @@ pub trait LimiterExt: Limiter {
     ///
     /// # Errors
     ///
-    /// The last [`Denied`] when the permits cannot be had within `timeout`.
+    /// The last [`Denied`] when the permits cannot be had within `timeout`: on every limiter
+    /// its `retry_after` is when the permits come free, from the call (see [`Denied`]), not
+    /// the time the timeout lacked ([`Denied::retry_after_within`] gives that).
     ///
     /// # Examples
     ///
@@ -336,7 +338,9 @@ pub trait LimiterExt: Limiter {
     ///
     /// # Errors
     ///
-    /// The last [`Denied`] when the permits cannot be had within `timeout`.
+    /// The last [`Denied`] when the permits cannot be had within `timeout`: on every limiter
+    /// its `retry_after` is when the permits come free, from the call (see [`Denied`]), not
+    /// the time the timeout lacked ([`Denied::retry_after_within`] gives that).
     ///
     /// # Examples
     ///

@@ -207,7 +207,14 @@ fn async_timeout_refuses_up_front_and_takes_nothing() {
     let mut cx = Context::from_waker(Waker::noop());
     let mut short = pin!(g.acquire_async_timeout(1, Duration::from_millis(50), |_| pending()));
     match short.as_mut().poll(&mut cx) {
-        Poll::Ready(Err(d)) => assert_eq!(d.retry_after_nanos(), Some(50 * MS)),
+        Poll::Ready(Err(d)) => {
+            // When the permit comes free (100 ms); the call lacked 50 ms.
+            assert_eq!(d.retry_after_nanos(), Some(100 * MS));
+            assert_eq!(
+                d.retry_after_within(Duration::from_millis(50)),
+                Some(Duration::from_millis(50))
+            );
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(g.remaining_at(100 * MS), 1);

@@ -400,7 +400,8 @@ fn the_fair_paths_return_a_never_at_once() {
 #[test]
 fn ext_timeout_on_a_gcra_refuses_up_front_and_takes_nothing() {
     // Fair: the timeout is the reservation's maximum wait, so a wait that would be too long
-    // is refused at once with the exact time until it would fit, and nothing is taken.
+    // is refused at once, saying when the permit comes free (and, under its own name, the
+    // time until this call would fit), and nothing is taken.
     let clock = ManualClock::new();
     let g: Box<dyn Limiter> = Box::new(gcra(&clock));
     g.acquire_blocking_with(1, &clock).unwrap(); // at 0; the next slot is 50 ms
@@ -408,7 +409,11 @@ fn ext_timeout_on_a_gcra_refuses_up_front_and_takes_nothing() {
     let denied = g
         .acquire_blocking_timeout_with(1, short, &clock)
         .unwrap_err();
-    assert_eq!(denied.retry_after(), Some(Duration::from_millis(30)));
+    assert_eq!(denied.retry_after(), Some(Duration::from_millis(50)));
+    assert_eq!(
+        denied.retry_after_within(short),
+        Some(Duration::from_millis(30))
+    );
     assert_eq!(clock.now(), 0, "refused without waiting");
     g.acquire_blocking_timeout_with(1, Duration::from_millis(50), &clock)
         .unwrap();

@@ -201,12 +201,18 @@ where
 {
     let k = Arc::new(k);
     let stop = Arc::new(AtomicBool::new(false));
+    // Evictions so far: the run lasts until the evictor has evicted (on a loaded machine it
+    // may get no core for all of `run`), so the race is exercised by count, not by time.
+    let evicted = Arc::new(AtomicU64::new(0));
     let evictor = {
-        let (k, stop) = (Arc::clone(&k), Arc::clone(&stop));
+        let (k, stop, evicted) = (Arc::clone(&k), Arc::clone(&stop), Arc::clone(&evicted));
         thread::spawn(move || {
             let mut swept = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                swept += k.evict_idle_at(k.clock().now()) as u64;
+                let n = k.evict_idle_at(k.clock().now()) as u64;
+                swept += n;
+                // Relaxed: a progress count the main thread polls.
+                evicted.fetch_add(n, Ordering::Relaxed);
             }
             swept
         })
@@ -246,7 +252,11 @@ where
         })
         .collect();
     let start = Instant::now();
-    while start.elapsed() < run {
+    // Relaxed: see `evicted`. The cap only ends a run that can never evict (then the assert
+    // below fails).
+    while (start.elapsed() < run || evicted.load(Ordering::Relaxed) == 0)
+        && start.elapsed() < run + Duration::from_secs(120)
+    {
         thread::sleep(Duration::from_millis(10));
     }
     stop.store(true, Ordering::Relaxed);

@@ -54,7 +54,11 @@ fn max_wait_bounds_the_reservation_and_retry_after_is_exact() {
     g.reserve_n_at(1, 0, u64::MAX).unwrap().keep(); // ready at 100 ms
                                                     // The next would be ready at 200 ms: refused with a 150 ms cap, 50 ms short.
     let denied = g.reserve_n_at(1, 0, 150 * MS).unwrap_err();
-    assert_eq!(denied.retry_after_nanos(), Some(50 * MS));
+    assert_eq!(denied.retry_after_nanos(), Some(200 * MS)); // when the permit comes free
+    assert_eq!(
+        denied.retry_after_within(Duration::from_millis(150)),
+        Some(Duration::from_millis(50))
+    );
     // Retrying exactly then with the same cap succeeds, and changes nothing before it did.
     let r = g.reserve_n_at(1, 50 * MS, 150 * MS).unwrap();
     assert_eq!(r.ready_at(), 200 * MS);
@@ -175,7 +179,11 @@ fn acquire_timeout_succeeds_at_the_deadline_and_fails_without_waiting() {
     let denied = g
         .acquire_blocking_timeout_with(1, Duration::from_millis(99), &clock)
         .unwrap_err();
-    assert_eq!(denied.retry_after(), Some(Duration::from_millis(1)));
+    assert_eq!(denied.retry_after(), Some(Duration::from_millis(100)));
+    assert_eq!(
+        denied.retry_after_within(Duration::from_millis(99)),
+        Some(Duration::from_millis(1))
+    );
     assert_eq!(clock.now(), 100 * MS);
     assert_eq!(
         g.reserve_n_at(1, 100 * MS, u64::MAX).unwrap().keep(),
@@ -347,7 +355,13 @@ proptest! {
                             prop_assert!(r.ready_at() <= now + max_wait);
                             live.push((r, mr, u64::from(n)));
                         }
-                        (Err(d), Err(w)) => prop_assert_eq!(d.retry_after_nanos(), w),
+                        (Err(d), Err(w)) => {
+                            // The model's wait is this call's (from the end of `max_wait`);
+                            // the denial says when the permits come free.
+                            let within = d.retry_after_within(Duration::from_nanos(max_wait));
+                            prop_assert_eq!(within.map(|d| d.as_nanos() as u64), w);
+                            prop_assert_eq!(d.retry_after_nanos(), w.map(|w| w + max_wait));
+                        }
                         (real, model) => prop_assert!(
                             false,
                             "real {:?} model {:?}", real.map(|r| r.ready_at()), model

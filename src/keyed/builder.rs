@@ -350,7 +350,7 @@ impl<K> Keyed<K, SlidingWindow> {
     /// `limit`: the window's ring of snapshots (the power of two ≥ `buckets + 1`, 8 bytes
     /// each) plus about 150 bytes of header and gate: 330 bytes per `u64` key with 10
     /// buckets, map entry included (RSS growth over 100,000 keys, measured with
-    /// `cargo bench --bench keyed_compare -- mem-window`; see BENCHMARKS.md).
+    /// `cargo bench -p hotlimit-benches --bench keyed_compare -- mem-window`; see BENCHMARKS.md).
     /// Admissions pass a per-key gate word (two RMWs), as with
     /// [`sliding_log`](Keyed::sliding_log). 10 buckets (see
     /// [`buckets`](KeyedBuilder::buckets)), capacity 100,000 keys,
