@@ -643,7 +643,17 @@ impl<C> ShardedGcra<C> {
             let result = self.borrow_once(home, n, now, home_tat);
             // A denial that may have seen a frozen shard or two epochs' parameters is decided
             // again once the change is over; grants stand (each is one shard's CAS).
-            if result.is_ok() || (turn & 1 == 0 && self.change_turn() == turn) {
+            if result.is_ok() {
+                return result;
+            }
+            // Acquire: the snapshot's parameter loads are Relaxed; one that read a change's
+            // Release store synchronizes here, so that change's odd mark (made before its
+            // stores) is visible to the re-check below. Without it the re-check may read the
+            // counter from before the change and let a mixed snapshot stand (the loom model
+            // `a_denial_racing_a_change_is_decided_on_one_parameter_set` found it: 30 ns, the
+            // old I with the new τ). Denials only.
+            crate::sync::fence(Ordering::Acquire);
+            if turn & 1 == 0 && self.change_turn() == turn {
                 return result;
             }
             self.wait_change(&mut contention);

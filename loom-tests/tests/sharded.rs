@@ -3,12 +3,14 @@
 //! split request is all or nothing. The planted `RacyBorrow` (a borrow by load, compute,
 //! store) must fail the same model. The denial hint (`src/sharded/hint.rs`): no hint outlives
 //! a give-back; the planted `SilentGiveBack` (a give-back that does not announce itself) must
-//! fail that model.
+//! fail that model. A denial racing a live rate change is decided on one parameter set; the
+//! planted `TornDenial` (the separate Relaxed reads with no check after them) must fail that
+//! model.
 #![cfg(hotlimit_loom)]
 
 use std::time::Duration;
 
-use hotlimit::__planted_sharded::{RacyBorrow, SilentGiveBack};
+use hotlimit::__planted_sharded::{RacyBorrow, SilentGiveBack, TornDenial};
 use hotlimit::{ManualClock, Rate, ShardedGcra};
 use loom::sync::Arc;
 use loom::thread;
@@ -136,4 +138,54 @@ fn no_hint_outlives_a_give_back() {
 #[should_panic(expected = "stale hint")]
 fn stale_hint_is_caught() {
     give_back_against_the_hint(true);
+}
+
+/// A denial racing a rate change, on one shard (so the numbers are `Gcra`'s model's in
+/// `gcra.rs`): I = 10 ns, b = 4 (τ = 40), changed to I' = 5 ns, b = 4 (τ' = 20). After 4
+/// grants at 0 the TAT is 40 and a request for 1 at 0 is denied: under the old set it waits
+/// 40 − 40 + 10 = 10 ns; the change carries the TAT to 41 (the carry rule gives 20, raised past
+/// every value the word held), where the new set says 41 − 20 + 5 = 26 ns. A mix says 25 ns
+/// (TAT 40 with the new set), 11 ns (TAT 41 with the old) or a wait from the frozen marker.
+/// The real request checks the home shard's denial against the word (`Shard::settled`) and
+/// decides the borrowing's denial again when the change counter moved. `torn`: the planted
+/// `TornDenial` (neither check), which loom must catch.
+fn sharded_denial_racing_a_change(torn: bool) {
+    loom::model(move || {
+        let g = Arc::new(
+            ShardedGcra::builder(Rate::new(1, Duration::from_nanos(10)).unwrap())
+                .shards(1)
+                .burst(4)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        g.try_acquire_n_on_at(0, 4, 0).unwrap();
+        let g2 = g.clone();
+        let request = thread::spawn(move || {
+            let decided = if torn {
+                TornDenial(&g2).try_acquire_n_on_at(0, 1, 0)
+            } else {
+                g2.try_acquire_n_on_at(0, 1, 0)
+            };
+            decided.map_err(|d| d.retry_after_nanos())
+        });
+        g.set_rate_at(Rate::new(1, Duration::from_nanos(5)).unwrap(), Some(4), 0)
+            .unwrap();
+        let decided = request.join().unwrap();
+        assert!(
+            matches!(decided, Err(Some(10 | 26))),
+            "mixed parameters: {decided:?} (old set: 10 ns, new set: 26 ns)"
+        );
+    });
+}
+
+#[test]
+fn a_denial_racing_a_change_is_decided_on_one_parameter_set() {
+    sharded_denial_racing_a_change(false);
+}
+
+#[test]
+#[should_panic(expected = "mixed parameters")]
+fn torn_sharded_denial_is_caught() {
+    sharded_denial_racing_a_change(true);
 }

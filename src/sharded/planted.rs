@@ -57,3 +57,30 @@ impl<C> SilentGiveBack<'_, C> {
         false
     }
 }
+
+/// [`ShardedGcra`]'s denial as it was before issue 43: the home shard's attempt, then one
+/// pass of the borrowing and the denial's `retry_after` from the shards' TATs and parameters
+/// read as separate Relaxed loads, returned as decided: no `settled` check of the home
+/// shard's denial and no re-check of the change counter (`borrow`'s), so a rate change
+/// between the loads makes a decision on parameters that never existed together.
+#[derive(Debug)]
+pub struct TornDenial<'a, C>(pub &'a ShardedGcra<C>);
+
+impl<C> TornDenial<'_, C> {
+    /// The unchecked request for `permits` at `now` with home shard `home`.
+    pub fn try_acquire_n_on_at(&self, home: usize, permits: u32, now: u64) -> Result<(), Denied> {
+        let g = self.0;
+        let n = u64::from(permits);
+        let home = home % g.shards.len();
+        let shard = &g.shards[home];
+        match shard.attempt(n, now, shard.load()) {
+            Ok(Ok(())) => Ok(()),
+            // The bug: the denial stands unchecked, and so does the borrowing's.
+            Ok(Err(tat)) => g.borrow_once(home, n, now, tat),
+            Err(_) => match shard.try_take(n, now) {
+                Ok(()) => Ok(()),
+                Err(tat) => g.borrow_once(home, n, now, tat),
+            },
+        }
+    }
+}
