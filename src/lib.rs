@@ -181,6 +181,9 @@ pub use keyed::planted as __planted_keyed;
 pub use multi_window::planted as __planted_multi_window;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]
+pub use pacer::planted as __planted_pacer;
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
 pub use reservation::planted as __planted_reservation;
 #[cfg(hotlimit_loom)]
 #[doc(hidden)]

@@ -416,6 +416,11 @@ fn catch_up_error(e: ConfigError, burst: u64) -> ConfigError {
     }
 }
 
+/// Planted bugs for the loom models; compiled only under `--cfg hotlimit_loom`.
+#[cfg(hotlimit_loom)]
+#[doc(hidden)]
+pub mod planted;
+
 impl<C> Pacer<C> {
     /// Changes the target rate at time `now` (nanoseconds on the pacer's clock) while threads
     /// keep pacing: one call per step of a load ramp. The catch-up stays what the builder set:
