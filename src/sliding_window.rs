@@ -465,6 +465,23 @@ pub mod planted {
         }
     }
 
+    /// [`SlidingWindow`] whose request reads the limit before the state word: a live change
+    /// of the limit (and a grant after it) between the two reads leaves the request decided
+    /// on the old limit with a window that already holds the new limit's grant.
+    #[derive(Debug)]
+    pub struct EarlyLimit<'a, C>(pub &'a SlidingWindow<C>);
+
+    impl<C> EarlyLimit<'_, C> {
+        /// The broken acquire of `permits` at `now` (strict or approximate mode; frozen
+        /// clock in the first bucket).
+        pub fn try_acquire_n_at(&self, permits: u32, now: u64) -> Result<(), Denied> {
+            match &self.0.core {
+                Core::Time(ring) => ring.early_limit(u64::from(permits), now),
+                Core::Closed(_) => panic!("EarlyLimit needs strict or approximate mode"),
+            }
+        }
+    }
+
     /// A count-closed [`SlidingWindow`] whose expiry frees a closed bucket by "load the tag,
     /// then store FREE" instead of one CAS: two callers can both see the bucket published and
     /// both give its permits back, so the count drops by twice its permits.

@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use hotlimit::__planted_sliding_window::{LateSnapshots, RacySlidingWindow};
+use hotlimit::__planted_sliding_window::{EarlyLimit, LateSnapshots, RacySlidingWindow};
 use hotlimit::{Limiter, ManualClock, Rate, SlidingWindow};
 use loom::sync::Arc;
 use loom::thread;
@@ -387,4 +387,51 @@ fn count_closed_expiry_races_a_push_into_the_same_entry() {
             "the count is exact once everything has left"
         );
     });
+}
+
+/// A grant racing a live change of the limit, on a frozen clock (every call at 0): limit 3 with
+/// 1 granted; a worker asks for 1 while the main thread lowers the limit to 2 (at once) and
+/// then asks for 1. The limit is one word, so no request can read a mix of two parameter
+/// sets; what must hold is that the reading and the window it is applied to are one moment:
+/// the real request reads the limit after the state word, and its CAS on the word validates
+/// both (a grant after the change moves the word and publishes the new limit). So the outcome
+/// is a sequential one: the worker before the change (granted, the main thread denied) or
+/// after it (one of the two granted): 2 in the window, never 3. The change never touches the
+/// state word, so there is no TAT to reinstall (the ABA case has no counterpart here).
+/// `early`: the planted `EarlyLimit` (the limit read before the word), which loom must catch.
+fn grant_racing_a_limit_change(early: bool) {
+    model(2, move || {
+        let clock = ManualClock::new();
+        let w = Arc::new(window(3, 40, 4, &clock));
+        w.try_acquire_at(0).unwrap();
+        let w2 = w.clone();
+        let worker = thread::spawn(move || {
+            if early {
+                EarlyLimit(&w2).try_acquire_n_at(1, 0).is_ok()
+            } else {
+                w2.try_acquire_at(0).is_ok()
+            }
+        });
+        w.set_limit_at(2, 0).unwrap();
+        let mine = w.try_acquire_at(0).is_ok();
+        let theirs = worker.join().unwrap();
+        let granted = 1 + usize::from(mine) + usize::from(theirs);
+        assert!(
+            granted <= 2,
+            "over-admitted: {granted} in a window whose limit went 3 -> 2 (mine {mine}, theirs {theirs})"
+        );
+        assert_eq!(granted, 2, "a permit lost");
+        assert!(w.try_acquire_at(0).is_err());
+    });
+}
+
+#[test]
+fn a_grant_racing_a_limit_change_is_decided_on_one_limit() {
+    grant_racing_a_limit_change(false);
+}
+
+#[test]
+#[should_panic(expected = "over-admitted")]
+fn a_limit_read_before_the_state_word_is_caught() {
+    grant_racing_a_limit_change(true);
 }

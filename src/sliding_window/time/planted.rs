@@ -79,3 +79,31 @@ impl<H: HeadCell> TimeRing<H> {
         }
     }
 }
+
+impl<H: HeadCell> TimeRing<H> {
+    /// The grant with the limit read *before* the state word (the real one reads it after,
+    /// so that the CAS on the word validates the reading: see `limit`). A live change and a
+    /// grant after it can land between the two reads, and the request is then decided on the
+    /// old limit with a window that holds the new limit's grant. Frozen clock in the first
+    /// bucket only (nothing has expired, so the window holds G).
+    pub(in crate::sliding_window) fn early_limit(&self, n: u64, now: u64) -> Result<(), Denied> {
+        // The bug: the limit first.
+        let limit = self.limit();
+        loop {
+            // Acquire: as in `acquire`.
+            let s = self.head.state().load(Ordering::Acquire);
+            if u64::from(granted(s)) + n > limit {
+                return Err(Denied::after_nanos(self.width - now % self.width));
+            }
+            // Release / Relaxed: as in `acquire`; the CAS validates the count, not the limit.
+            if self
+                .head
+                .state()
+                .compare_exchange(s, s + (n << HIGH), Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Ok(());
+            }
+        }
+    }
+}
