@@ -255,6 +255,107 @@ common::real_and_planted! {
         => window_move_racing_an_admission;
 }
 
+/// A key whose live state a per-key rate change (`Keyed::set_rate` / `set_default_rate`)
+/// moves: the real move and a planted one, and the two rates its model changes between.
+trait MovingKey: KeyState + Sized {
+    /// The rate before and after the change, chosen so that both orders of the change and
+    /// the racing admission give exactly one grant in all (see `change_racing_an_admission`).
+    fn rates() -> (Rate, Rate);
+    fn with_rate(rate: Rate) -> Self;
+    fn move_to_at(&self, rate: Rate, now: u64) -> Option<Self>;
+    fn move_racy_to_at(&self, rate: Rate, now: u64) -> Option<Self>;
+}
+
+macro_rules! moving_key {
+    ($t:ty, $old:expr, $new:expr) => {
+        impl MovingKey for $t {
+            fn rates() -> (Rate, Rate) {
+                (
+                    Rate::new($old, Duration::from_nanos(10)).unwrap(),
+                    Rate::new($new, Duration::from_nanos(10)).unwrap(),
+                )
+            }
+            fn with_rate(rate: Rate) -> Self {
+                <$t>::new(rate, 0)
+            }
+            fn move_to_at(&self, rate: Rate, now: u64) -> Option<Self> {
+                <$t>::move_to_at(self, rate, now)
+            }
+            fn move_racy_to_at(&self, rate: Rate, now: u64) -> Option<Self> {
+                <$t>::move_racy_to_at(self, rate, now)
+            }
+        }
+    };
+}
+// GCRA: 1 → 2 per 10 ns. Granted before the change: the carried state holds no free permit
+// (1 in all); after it: the one free permit stays one (1 in all).
+moving_key!(GcraKey, 1, 2);
+// Log and window: 2 → 1 per 10 ns. Granted before the change: its stamp fills the new limit
+// (1 in all); after it: one of the two requests (1 in all).
+moving_key!(LogKey, 2, 1);
+moving_key!(WindowKey, 2, 1);
+
+/// A per-key rate change racing an admission, at a frozen clock: a worker admits once while
+/// the main thread moves the key's state to the new rate (`Keyed`'s move: freeze, carry,
+/// replace the entry) and then admits once. With the rates of [`MovingKey::rates`] the
+/// admission decided on the old rate (before the move) and on the new one (after it) both
+/// leave exactly one grant in all; a grant lost in the move gives two.
+///
+/// Why this model has no torn-read twin: a per-key state reads its parameters from its
+/// entry's immutable configuration (`Arc`'d in `Keyed`, one value in the entry here), which
+/// no change writes: a change builds a new configuration and a new state, so a request reads
+/// one parameter set with the state it decides on, and cannot mix. And no change reinstalls a
+/// value a request loaded (the ABA case): the move leaves the old state frozen for good
+/// (`MOVING`, or its gate closed) and the request that loaded it retries on the successor.
+/// What can go wrong is the move itself, so the planted twin (`racy`) is a move that copies
+/// the state without freezing it: a grant made on the old state after the copy is carried
+/// into neither state, and loom must catch it.
+fn change_racing_an_admission<S: MovingKey>(racy: bool) {
+    let mut model = loom::model::Builder::new();
+    model.max_branches = 10_000;
+    model.check(move || {
+        let (old, new) = S::rates();
+        let map: Entry<S> = Arc::new(Mutex::new(Some(Arc::new(S::with_rate(old)))));
+        let m2 = map.clone();
+        let t = thread::spawn(move || admit(&m2, 0));
+        let current = map.lock().unwrap().clone().unwrap();
+        let next = if racy {
+            current.move_racy_to_at(new, 0)
+        } else {
+            current.move_to_at(new, 0)
+        };
+        if let Some(next) = next {
+            // The mover alone replaces a frozen entry (one map store in `Keyed`).
+            *map.lock().unwrap() = Some(Arc::new(next));
+        }
+        let first = t.join().unwrap();
+        let second = admit(&map, 0);
+        assert_eq!(
+            u32::from(first) + u32::from(second),
+            1,
+            "over-admission across a rate change to another rate"
+        );
+    });
+}
+
+common::real_and_planted! {
+    "over-admission across a rate change to another rate";
+    gcra_rate_change_to_another_rate_is_one_set, planted_gcra_move_without_the_freeze_over_admits
+        => change_racing_an_admission::<GcraKey>;
+}
+
+common::real_and_planted! {
+    "over-admission across a rate change to another rate";
+    log_rate_change_to_another_rate_is_one_set, planted_log_move_without_the_gate_over_admits
+        => change_racing_an_admission::<LogKey>;
+}
+
+common::real_and_planted! {
+    "over-admission across a rate change to another rate";
+    window_rate_change_to_another_rate_is_one_set, planted_window_move_without_the_gate_over_admits
+        => change_racing_an_admission::<WindowKey>;
+}
+
 /// The abstract map for one key plus `Keyed`'s place counter (`len`), capacity 1.
 struct Table<S> {
     entry: Mutex<Option<Arc<S>>>,

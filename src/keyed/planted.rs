@@ -117,6 +117,27 @@ macro_rules! model_key {
                 <$l as $crate::keyed::KeyedState>::retire(&self.cfg, &self.state, now, how)
                     .is_some()
             }
+
+            /// The real per-key rate change (`Keyed::set_rate`'s move of a live state) to
+            /// `rate` at `now`: freeze the state (`Retire::Move`), then build its successor on
+            /// the new configuration from what it held. `None` if another move or an eviction
+            /// got there first.
+            pub fn move_to_at(&self, rate: $crate::rate::Rate, now: u64) -> Option<Self> {
+                let how = $crate::keyed::Retire::Move;
+                let carry =
+                    <$l as $crate::keyed::KeyedState>::retire(&self.cfg, &self.state, now, how)?;
+                Some(Self::successor_to(rate, carry))
+            }
+
+            /// The successor of a moved state on `rate`'s configuration (floor 0).
+            fn successor_to(
+                $rate: $crate::rate::Rate,
+                carry: <$l as $crate::keyed::KeyedState>::Carry,
+            ) -> Self {
+                let cfg = $config;
+                let state = <$l as $crate::keyed::KeyedState>::carried(&cfg, carry, 0);
+                $key { cfg, state }
+            }
         }
     };
 }
@@ -129,6 +150,17 @@ model_key!(
 );
 
 impl GcraKey {
+    /// The planted bug: a rate change that loads the TAT instead of freezing it, so a grant
+    /// made on the old state after the load is in neither state.
+    pub fn move_racy_to_at(&self, rate: crate::rate::Rate, now: u64) -> Option<GcraKey> {
+        // Relaxed: deliberately broken; the missing freeze is the bug.
+        let tat = self.state.0.load(Ordering::Relaxed);
+        Some(Self::successor_to(
+            rate,
+            (tat, self.cfg.interval, self.cfg.tolerance, now),
+        ))
+    }
+
     /// The planted bug: checks idleness with a load and lets the caller remove the entry
     /// without retiring the state word, so an admitter holding the old state can still
     /// grant on it after a fresh state replaced it.
@@ -145,6 +177,12 @@ model_key!(
 );
 
 impl LogKey {
+    /// The planted bug: a rate change that copies the stamps without closing the gate, so a
+    /// grant made on the old state after the copy is in neither state.
+    pub fn move_racy_to_at(&self, rate: crate::rate::Rate, _now: u64) -> Option<LogKey> {
+        Some(Self::successor_to(rate, self.state.log.all_stamps()))
+    }
+
     /// The planted bug: checks idleness with loads only, without closing the gate.
     pub fn evict_racy_at(&self, now: u64) -> bool {
         self.state
@@ -184,6 +222,14 @@ impl WindowKey {
     pub fn move_racy_at(&self, _now: u64) -> Option<WindowKey> {
         let carry = self.state.window.counted().collect();
         Some(self.successor(carry))
+    }
+
+    /// The planted bug of [`move_racy_at`](WindowKey::move_racy_at), to `rate`.
+    pub fn move_racy_to_at(&self, rate: crate::rate::Rate, _now: u64) -> Option<WindowKey> {
+        Some(Self::successor_to(
+            rate,
+            self.state.window.counted().collect(),
+        ))
     }
 
     fn successor(&self, carry: Vec<(u64, u64)>) -> WindowKey {
