@@ -1,6 +1,9 @@
 //! SlidingLog and KeyPool under loom: racing claims never over-admit, weighted claims are all
 //! or nothing and their rollbacks never erase another thread's grant. Two planted bugs (a
 //! claim by plain store, a rollback by plain store) must fail the same models.
+//!
+//! No model races a live limit change here: `SlidingLog::set_limit` takes `&mut self`, so no
+//! request can run during a change (issue 43's race needs a change through `&self`).
 #![cfg(hotlimit_loom)]
 
 mod common;
