@@ -178,7 +178,9 @@ fn sharded_denial_racing_a_change(torn: bool) {
         );
         // No denial hint from a mixed snapshot outlives the race: on the new set the next
         // permit comes free at exactly 26 ns.
-        let at_25 = g.try_acquire_n_on_at(0, 1, 25).map_err(|d| d.retry_after_nanos());
+        let at_25 = g
+            .try_acquire_n_on_at(0, 1, 25)
+            .map_err(|d| d.retry_after_nanos());
         assert_eq!(at_25, Err(Some(1)), "mixed parameters: a denial at 25 ns");
         assert!(
             g.try_acquire_n_on_at(0, 1, 26).is_ok(),
