@@ -25,8 +25,10 @@
 //! { key: 64 bits, meta: { flags: 2 bits, value: 62 bits } }
 //! flags 00 FREE       value 0, key 0 (a zeroed table is empty)
 //! flags 01 PENDING    value = a tag unique to this claim (from a counter)
-//! flags 1p COMMITTED  value = the key's GCRA TAT, in ns after the limiter's base (its clock
-//!                     at build), at most 2^62 − 1 (146 years after the base); p: which of
+//! flags 1p COMMITTED  value = { grants: 2 bits, tat: 60 bits }: the key's GCRA TAT, in ns
+//!                     after the limiter's base (its clock at build), at most 2^60 − 1
+//!                     (36 years after the base); grants: how many grants found the key idle
+//!                     since its state was created (0, 1, or 2 for two and more); p: which of
 //!                     the two parameter sets it runs on (see `int_keyed/change.rs`)
 //! ```
 //!
@@ -57,12 +59,15 @@
 //!   PENDING k seen has been killed (CAS to FREE). Anyone may commit someone else's pending,
 //!   but only after a second scan that still sees that very claim (same tag). A thread that
 //!   sees a PENDING k helps instead of claiming a second slot.
-//! - **Evict**: a key whose TAT < now is idle (its state equals a fresh one); once it has been
-//!   idle for its tolerance τ (the time its burst takes to come back: a client that keeps
-//!   coming back within τ keeps its place whatever a flood of new keys does) it may be CASed
-//!   away by an inserter that needs room; the *floor* (the greatest `now` any eviction used) is
-//!   raised first and every new state starts at the floor, so a clock that goes backwards
-//!   never finds a key younger than the one evicted.
+//! - **Evict**: a key whose TAT ≤ now is idle (its state equals a fresh one). An inserter
+//!   that needs room may CAS away a *one-shot* idle key (granted at most once since it was
+//!   created: a flood's keys) from the instant its TAT is reached, as [`Keyed`](crate::Keyed)
+//!   does, and a *returning* one (it came back after going idle: a client) only once it has been
+//!   idle for longer than its tolerance τ (the time its burst takes to come back), so a client
+//!   that keeps coming back within τ keeps its place whatever a flood of new keys does
+//!   (`int_keyed/insert.rs`). The *floor* (the greatest `now` any eviction used) is raised
+//!   first and every new state starts at the floor, so a clock that goes backwards never finds
+//!   a key younger than the one evicted.
 //!
 //! - **Rate change** ([`set_rate`](IntKeyed::set_rate)): the new rate goes into the other
 //!   parameter set, which becomes current; every slot of the old parity is then carried by
@@ -111,8 +116,19 @@ pub use ip::IpKey;
 pub use key::IntKey;
 use key::{fold_mul, sealed, Candidates, CANDIDATES};
 
-/// The value bits of a slot's meta word: a TAT or a tag.
+/// The value bits of a slot's meta word: a pending claim's tag, or a committed state's grant
+/// count and TAT.
 const VALUE: u64 = (1 << 62) - 1;
+/// The TAT bits of a committed slot's meta word (ns after the base).
+const TAT: u64 = (1 << 60) - 1;
+/// Where a committed slot's grant count starts in its meta word.
+const GRANTS_SHIFT: u32 = 60;
+/// The grant count bits of a committed slot's meta word: how many grants found the key idle
+/// since its state was created, up to [`RETURNING`].
+const GRANTS: u64 = 3 << GRANTS_SHIFT;
+/// The grant count of a *returning* key: one that came back after going idle (see
+/// `int_keyed/insert.rs`, which idle keys a new key may replace).
+const RETURNING: u64 = 2;
 /// The flag bits of a slot's meta word.
 const FLAGS: u64 = 3 << 62;
 const PENDING: u64 = 1 << 62;
@@ -151,6 +167,22 @@ fn holds(slot: u128, key: u64) -> bool {
     key_of(slot) == key && meta_of(slot) & COMMITTED != 0
 }
 
+/// The grant count of a committed meta word.
+#[inline(always)]
+fn grants(meta: u64) -> u64 {
+    (meta & GRANTS) >> GRANTS_SHIFT
+}
+
+/// The grant count bits after a grant at `now` on the committed meta word `meta` (TAT `tat`):
+/// one more if the key was idle (full again: TAT ≤ `now`), at most [`RETURNING`]. A key counts
+/// as returning only once it came back after going idle, at least an emission interval after
+/// its first grant: a flood key sent twice (or five times) in a row stays one-shot, while a
+/// client under its limit is idle between requests (as [`Keyed`](crate::Keyed) counts).
+#[inline(always)]
+fn counted(meta: u64, tat: u64, now: u64) -> u64 {
+    (grants(meta) + u64::from(tat <= now)).min(RETURNING) << GRANTS_SHIFT
+}
+
 fn is_pending_of(slot: u128, key: u64) -> bool {
     key_of(slot) == key && meta_of(slot) & FLAGS == PENDING
 }
@@ -184,6 +216,9 @@ pub enum Plant {
     /// A denial returned as decided, without the check that the parameters it read were the
     /// set its slot value names (`settled`): the request as it was before issue 43.
     UncheckedDenial,
+    /// A new key that replaces an idle one stores its claim over the slot instead of a CAS
+    /// from the idle value it saw: a grant that landed in between is lost with the key.
+    ReplaceByStore,
 }
 
 /// Per-key GCRA for integer keys (`u64`, `u32`, `u16`, `i64`, `usize`) and IP addresses
@@ -204,8 +239,10 @@ pub enum Plant {
 ///   slots of 16 bytes (at most 1 MiB; 32 to 64 bytes per key of capacity); above it, 1.3
 ///   slots per key of capacity (20.8 bytes: a primary area for `capacity` / 0.85 keys and a
 ///   secondary area for the keys whose primary buckets are full).
-/// - **Idle keys are evicted automatically**: a key whose TAT < now (its state equals a fresh
-///   one) may be replaced by a new key that needs room. No background thread, no sweep call.
+/// - **Idle keys are evicted automatically**: a key whose TAT ≤ now (its state equals a fresh
+///   one) may be replaced by a new key that needs room, at once if it was granted at most once
+///   (a one-shot key), after τ more if it came back after going idle (a returning key). No
+///   background thread, no sweep call.
 /// - **One rate, changed live**: [`set_rate`](IntKeyed::set_rate) retunes every key while
 ///   requests run, each key's state carried by `Gcra`'s rule (the permits free stay free, at
 ///   most the new burst; time owed is never forgiven).
@@ -216,13 +253,16 @@ pub enum Plant {
 /// the secondary area of a table over 1 MiB) and, unless
 /// it replaces an idle key, `len() < capacity`. It takes a FREE candidate, else replaces a
 /// candidate idle for longer than its tolerance τ (the time its burst takes to come back),
-/// else (when the table holds `capacity` keys) evicts such keys of a few other buckets and
-/// tries once more. If that fails it is **denied**, with `retry_after` the time until the
-/// earliest of the slots it looked at can go (its TAT plus τ, less `now`, plus 1 ns). Keys
-/// already in the table are never affected, and a key that comes back within τ of going idle
-/// keeps its place: a flood of new keys (issue 42: 21,100 new addresses a second at capacity
-/// 1,000) cannot push out a client under its limit. Denying a new key, rather than evicting a busy one, keeps
-/// the per-key guarantee: evicting a busy key would hand it a fresh burst.
+/// else the one-shot candidate (a key granted at most once) idle most recently, else (when
+/// the table holds `capacity` keys) evicts such keys of a few other buckets and tries once
+/// more. If that fails it is **denied**, with `retry_after` the time until the earliest of
+/// the slots it looked at can go (a one-shot key at its TAT, a returning key 1 ns after its
+/// TAT plus τ). Keys already in the table are never affected, and a key that comes back
+/// within τ of going idle keeps its place: a flood of new keys (issue 42: 21,100 new addresses
+/// a second at capacity 1,000) cannot push out a client under its limit. The instant a key
+/// may go is the one [`Keyed`](crate::Keyed) uses: in the same state both tables admit or
+/// refuse a new key alike. Denying a new key, rather than evicting a busy one, keeps the
+/// per-key guarantee: evicting a busy key would hand it a fresh burst.
 ///
 /// A new key can be denied below capacity when all its buckets are full of busy keys. That is
 /// rare: filling a table to capacity with busy keys (random and consecutive keys,
@@ -234,7 +274,7 @@ pub enum Plant {
 ///
 /// Time that goes backwards never frees permits (as for `Gcra`; a re-created key starts at
 /// the floor, the latest time any eviction used). Times before the limiter's build are treated
-/// as its build time; the limiter works for 146 years (2^62 ns) after its build, after which
+/// as its build time; the limiter works for 36 years (2^60 ns) after its build, after which
 /// grants are denied with `retry_after() == None`.
 ///
 /// # Examples
@@ -269,7 +309,7 @@ pub struct IntKeyed<K = u64, C = DefaultClock> {
     secondary: usize,
     /// Hash seeds.
     seed: [u64; 2],
-    /// The two parameter sets (interval I, τ = b·I ≤ 2^62 − 1, τ − I, burst b, rate): a
+    /// The two parameter sets (interval I, τ = b·I ≤ 2^60 − 1, τ − I, burst b, rate): a
     /// committed slot's parity says which its TAT runs on (see `int_keyed/change.rs`).
     params: [KeyParams; 2],
     /// Which set new states commit on (0 or 1).
@@ -565,15 +605,19 @@ impl<K, C> IntKeyed<K, C> {
             // A burst is at least 1: one permit is always priced.
             (interval, slack_one)
         } else {
-            // n ≤ b, so n·I ≤ τ < 2^62.
+            // n ≤ b, so n·I ≤ τ < 2^60.
             match price(u64::from(permits), burst, interval, tolerance) {
                 Some(price) => price,
                 None => return Err(Denied::never()),
             }
         };
-        match decide(meta & VALUE, now, cost, slack) {
-            // The flags (committed, and the parity the decision used) stay as they are.
-            Ok(next) if next <= VALUE => Ok(pack(key, (meta & FLAGS) | next)),
+        let tat = meta & TAT;
+        match decide(tat, now, cost, slack) {
+            // The flags (committed, and the parity the decision used) stay as they are; the
+            // grant count goes up by one if the key was idle (up to `RETURNING`).
+            Ok(next) if next <= TAT => {
+                Ok(pack(key, (meta & FLAGS) | counted(meta, tat, now) | next))
+            }
             Ok(_) => Err(Denied::never()),
             Err(denied) => Err(denied),
         }

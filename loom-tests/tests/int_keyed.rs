@@ -7,8 +7,10 @@
 //! - Two threads insert the same new key at a frozen time with burst 1: exactly one grant.
 //!   The planted `resolve` that does not kill the higher pending claims commits two slots for
 //!   one key (two states, so a later grant can land on a stale fresh one) and must fail.
-//! - A grant on an idle key races a new key that replaces it: afterwards every key's state
-//!   holds exactly its grants.
+//! - A grant on an idle key races a new key that replaces it, also at the exact instant the
+//!   key goes idle (issue 43): afterwards every key's state holds exactly its grants. The
+//!   planted replacement by a store (no CAS from the idle value seen) loses a grant and must
+//!   fail.
 //! - A grant races a rate change (`set_rate`): exactly what one state allows is granted. The
 //!   planted change that stores the carried value instead of a CAS loses the grant and must
 //!   fail.
@@ -99,27 +101,30 @@ fn planted_resolve_without_kills_fails_with_three() {
     same_new_key(Plant::NoKill, 3, 2);
 }
 
-/// (Its planted twin, a grant CAS that compared the meta half only, no longer fails: since
-/// evictions need TAT < now, a slot's meta word strictly increases over its life, whichever
-/// keys hold it, so the meta half alone already tells a replaced slot from the one read.)
-fn grant_races_replacement(p: Plant) {
+/// Both at the idle instant (issue 43): `idle` (one-shot) is replaceable from its TAT on, so
+/// at exactly its TAT the new key and the grant race for it. The planted replacement by a
+/// store instead of a CAS from the idle value seen loses a grant that landed in between (the
+/// key then comes back fresh: over-admission) and must fail. (The older twin, a grant CAS
+/// that compared the meta half only, cannot fail: a slot's meta word never returns to a value
+/// it held, whichever keys hold it: see the guide.)
+fn grant_races_replacement(p: Plant, at: u64) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
     b.check(move || {
         let l = Arc::new(table(p));
         let (idle, busy, new) = (1u64, 2u64, 3u64);
-        // `idle`: TAT 10, evictable from 21 (idle for its tolerance, 10 ns, strictly).
-        // `busy`: TAT 20, evictable from 31. The table is at capacity (2).
+        // `idle`: TAT 10, one-shot (granted once), so replaceable from 10 on.
+        // `busy`: TAT 20 (replaceable from 20). The table is at capacity (2).
         assert!(l.try_acquire_at(idle, 0).is_ok());
         assert!(l.try_acquire_at(busy, 10).is_ok());
         let l2 = l.clone();
-        let t = thread::spawn(move || l2.try_acquire_at(idle, 21).is_ok());
+        let t = thread::spawn(move || l2.try_acquire_at(idle, at).is_ok());
         // A new key at capacity: replaces `idle` if it is still idle.
-        let new_granted = l.try_acquire_at(new, 21).is_ok();
+        let new_granted = l.try_acquire_at(new, at).is_ok();
         let idle_granted = t.join().unwrap();
         for (key, granted) in [(idle, idle_granted), (new, new_granted)] {
             assert_eq!(
-                1 - l.remaining_at(key, 21),
+                1 - l.remaining_at(key, at),
                 u64::from(granted),
                 "key {key}: its state does not hold exactly its grant"
             );
@@ -130,7 +135,18 @@ fn grant_races_replacement(p: Plant) {
 
 #[test]
 fn a_grant_racing_a_replacement_is_never_lost() {
-    grant_races_replacement(Plant::None);
+    grant_races_replacement(Plant::None, 15);
+}
+
+#[test]
+fn a_grant_racing_a_replacement_at_the_idle_instant_is_never_lost() {
+    grant_races_replacement(Plant::None, 10);
+}
+
+#[test]
+#[should_panic(expected = "does not hold exactly its grant")]
+fn planted_replacement_by_store_loses_a_grant() {
+    grant_races_replacement(Plant::ReplaceByStore, 10);
 }
 
 /// A grant racing a rate change on one key (`set_rate`, issue 26): key 1 (burst 1, one per

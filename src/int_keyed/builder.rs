@@ -197,7 +197,7 @@ impl<K: IntKey, C: Clock> IntKeyedBuilder<K, C> {
     /// # Errors
     ///
     /// [`ConfigError`] naming `rate` (emission interval under 1 ns), `burst` (0, or burst ×
-    /// interval over 2^62 − 1 ns), `ipv4_prefix` (not 1–32), `ipv6_prefix` (not 1–64) or
+    /// interval over 2^60 − 1 ns), `ipv4_prefix` (not 1–32), `ipv6_prefix` (not 1–64) or
     /// `capacity` (0, over
     /// [`MAX_CAPACITY`](IntKeyed::MAX_CAPACITY), a table over
     /// [`max_memory`](IntKeyedBuilder::max_memory), or a table that cannot be allocated).

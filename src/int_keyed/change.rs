@@ -17,9 +17,10 @@
 //! the change before it carried every slot off it and waited for every commit on it, so no
 //! slot holds that parity while it is written, and none can until it is current. A request
 //! whose CAS succeeds read a slot that held its value throughout (no slot value repeats: a
-//! carry moves the TAT up by at least 1 ns and an eviction needs TAT < now, so a re-created
-//! key starts above every TAT it had), so its parity's set was not rewritten meanwhile: its
-//! reads of the set are consistent.
+//! carry moves the TAT up by at least 1 ns, and a re-created key starts at or above every TAT
+//! it had, with a grant count of 0 that no earlier state of it at that TAT had; see
+//! `insert.rs`), so its parity's set was not rewritten meanwhile: its reads of the set are
+//! consistent.
 
 use super::*;
 use crate::rate::Rate;
@@ -195,7 +196,7 @@ impl<K, C> IntKeyed<K, C> {
                 if meta & COMMITTED == 0 || parity(meta) != p {
                     break;
                 }
-                let tat = meta & VALUE;
+                let tat = meta & TAT;
                 // Gcra's rule, raised to at least 1 ns past the old TAT so that no slot value
                 // repeats (see the module docs).
                 let carried = crate::gcra::carry_tat(
@@ -205,7 +206,9 @@ impl<K, C> IntKeyed<K, C> {
                     (new.interval, new.tolerance),
                 )
                 .max(tat + 1)
-                .min(VALUE);
+                .min(TAT);
+                // The grant count goes with the state.
+                let carried = (meta & GRANTS) | carried;
                 #[cfg(hotlimit_loom)]
                 if self.plant() == Plant::CarryByStore {
                     // Planted: the value read, carried and stored over whatever came since.
@@ -286,14 +289,14 @@ impl<K, C: Clock> IntKeyed<K, C> {
 }
 
 /// GCRA's parameters for `rate` and `burst`, checked as the builder checks them (the
-/// tolerance must fit a slot's 62-bit value).
+/// tolerance must fit a slot's 60-bit TAT).
 pub(super) fn checked_params(rate: Rate, burst: Option<u64>) -> Result<Params, ConfigError> {
     let p = Params::new(rate, burst)?;
-    if p.tolerance > VALUE {
+    if p.tolerance > TAT {
         return Err(ConfigError::new(
             "burst",
             Value::Count(u128::from(p.burst)),
-            "burst × emission interval must be under 2^62 ns (146 years)",
+            "burst × emission interval must be under 2^60 ns (36 years)",
         ));
     }
     Ok(p)

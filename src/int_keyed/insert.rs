@@ -81,7 +81,10 @@ impl<K, C> IntKeyed<K, C> {
     fn claim(&self, key: u64, c: &Candidates, snap: &[u128; CANDIDATES], now: u64) -> Claim {
         // b1's ways first (a hit then costs one line), then b2's, then the secondary's, each
         // bucket from the home way on.
-        let (mut free, mut n_free, mut idle, mut wait) = ([0; CANDIDATES], 0, None, u64::MAX);
+        let (mut free, mut n_free, mut wait) = ([0; CANDIDATES], 0, u64::MAX);
+        // The idle key to replace: one past its grace (the first seen), else the one-shot key
+        // idle most recently (`Pick`).
+        let mut pick = Pick::None;
         let mut grace = None;
         for k in c.claim_order[..c.n].iter().map(|&k| usize::from(k)) {
             let v = snap[k];
@@ -90,13 +93,11 @@ impl<K, C> IntKeyed<K, C> {
                 free[n_free] = k;
                 n_free += 1;
             } else if meta & COMMITTED != 0 {
-                // Idle past its grace, strictly before `now` (so that a key re-created at the
-                // floor starts above every TAT it had: no slot value repeats; see `change.rs`).
-                let at = self.evictable_at(meta, &mut grace);
-                if at < now {
-                    idle = idle.or(Some(k));
+                let from = self.evictable_from(meta, &mut grace);
+                if from <= now {
+                    pick.offer(k, meta, self.past_grace(meta, now, &mut grace));
                 } else {
-                    wait = wait.min(at - now + 1);
+                    wait = wait.min(from - now);
                 }
             } else {
                 // Someone else's insert in progress: it resolves in nanoseconds.
@@ -129,11 +130,27 @@ impl<K, C> IntKeyed<K, C> {
             self.release();
             return Claim::Lost;
         }
-        if let Some(k) = idle {
+        if let Some(k) = pick.slot() {
             // Replace the idle key: the floor first, so that whoever re-creates that key sees
             // it. No change to `len`: one key out, one in.
             self.raise_floor(now);
             let pending = pending();
+            #[cfg(hotlimit_loom)]
+            if self.plant() == Plant::ReplaceByStore {
+                // Planted: the idle key replaced by a store (a CAS from whatever is there now),
+                // over whatever came since the scan.
+                let slot = self.slot(c.idx[k]);
+                while slot
+                    .compare_exchange(
+                        slot.load(Ordering::SeqCst),
+                        pending,
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    )
+                    .is_err()
+                {}
+                return Claim::Mine(c.idx[k], pending);
+            }
             // SeqCst: as the claim above; also after the floor's raise in the total order.
             return match self.slot(c.idx[k]).compare_exchange(
                 snap[k],
@@ -200,7 +217,7 @@ impl<K, C> IntKeyed<K, C> {
             if killed_all {
                 // SeqCst: read after the scan, so it includes every eviction of an earlier
                 // state of this key (guide); the new state starts here.
-                let tat0 = self.floor.load(Ordering::SeqCst).min(VALUE);
+                let tat0 = self.floor.load(Ordering::SeqCst).min(TAT);
                 // On the current parameter set, held until the commit is in (a rate change
                 // waits for it: see `change.rs`).
                 let (p, flags) = self.enter_commit();
@@ -234,22 +251,48 @@ impl<K, C> IntKeyed<K, C> {
         ok
     }
 
-    /// When the committed slot `meta` may give its place to a new key: once it has been idle
-    /// (full again) for its tolerance τ, the time its whole burst takes to come back. An idle
-    /// key carries no information, so evicting it at any time keeps every guarantee; the grace
-    /// only decides who competes for a place. Without it, a client under its limit was idle
-    /// between two requests and lost its place to the next new key in its buckets: a flood of
-    /// new addresses (one request each) refused a steady client 29 of 41 times (issue 42).
-    /// With it, a flood's keys hold their places for `I + τ` (a new key waits for them, as
-    /// [`Keyed`](crate::Keyed)'s `DenyNewKeys` does), and a client that comes back within τ
-    /// of going idle keeps its place whatever the flood.
+    /// The first `now` at which the committed slot `meta` may give its place to a new key:
+    ///
+    /// - a *one-shot* key (one grant found it idle since it was created: a flood's key, or a
+    ///   client before its second request) from its TAT on, the instant it is idle, as
+    ///   [`Keyed`](crate::Keyed) evicts one-shot keys (issue 43: both tables agree at the
+    ///   boundary);
+    /// - a key no grant has found idle yet (its inserter's grant is under way) 1 ns after its
+    ///   TAT, so that its re-created state (grant count 0, at the floor ≥ the eviction's `now`)
+    ///   is above it: no slot value repeats (see `change.rs`);
+    /// - a *returning* key (it came back after going idle: a client) 1 ns after it has been
+    ///   idle for its tolerance τ, the time its whole burst takes to come back, as `Keyed`'s
+    ///   horizon.
+    ///
+    /// An idle key carries no information, so evicting any of them keeps every guarantee; the
+    /// grace only decides who competes for a place. Without it, a client under its limit was
+    /// idle between two requests and lost its place to the next new key in its buckets: a flood
+    /// of new addresses (one request each) refused a steady client 29 of 41 times (issue 42).
+    /// With it, a client that comes back within τ of going idle keeps its place whatever the
+    /// flood, whose keys churn through the places they take.
     ///
     /// `grace` holds τ once read: the current parameter set's, read once per scan (an old
     /// set's slot may wait a little more or less; evicting any idle key is safe).
     #[inline]
-    fn evictable_at(&self, meta: u64, grace: &mut Option<u64>) -> u64 {
+    fn evictable_from(&self, meta: u64, grace: &mut Option<u64>) -> u64 {
+        let tat = meta & TAT;
+        match grants(meta) {
+            1 => tat,
+            0 => tat + 1,
+            _ => {
+                let tolerance = *grace.get_or_insert_with(|| self.current_params().numbers().1);
+                tat.saturating_add(tolerance).saturating_add(1)
+            }
+        }
+    }
+
+    /// Whether the committed slot `meta` has been idle for longer than its tolerance τ at `now`
+    /// (whatever it was, it did not come back): such keys go before one-shot keys still within
+    /// it.
+    #[inline]
+    fn past_grace(&self, meta: u64, now: u64, grace: &mut Option<u64>) -> bool {
         let tolerance = *grace.get_or_insert_with(|| self.current_params().numbers().1);
-        (meta & VALUE).saturating_add(tolerance)
+        (meta & TAT).saturating_add(tolerance) < now
     }
 
     /// For a preview ([`Decide::peek`](crate::Decide::peek)) of a key that holds no slot:
@@ -266,11 +309,11 @@ impl<K, C> IntKeyed<K, C> {
             if meta & FLAGS == 0 {
                 free_seen = true;
             } else if meta & COMMITTED != 0 {
-                let at = self.evictable_at(meta, &mut grace);
-                if at < now {
+                let from = self.evictable_from(meta, &mut grace);
+                if from <= now {
                     return None;
                 }
-                wait = wait.min(at - now + 1);
+                wait = wait.min(from - now);
             } else {
                 // An insert in progress: it resolves in nanoseconds.
                 return None;
@@ -289,8 +332,9 @@ impl<K, C> IntKeyed<K, C> {
         Some(wait)
     }
 
-    /// Evict the idle keys of `SWEEP` buckets (from a place that depends on the key and the
-    /// time); 0 if one was evicted, else the wait until the earliest slot seen goes idle.
+    /// Evict the keys of `SWEEP` buckets (from a place that depends on the key and the time)
+    /// idle past their grace, or if there is none the one-shot key idle most recently; 0 if one
+    /// was evicted, else the wait until the earliest slot seen may go.
     #[cold]
     fn sweep(&self, key: u64, now: u64) -> u64 {
         let buckets = self.table.len();
@@ -301,6 +345,7 @@ impl<K, C> IntKeyed<K, C> {
         let mut wait = u64::MAX - 1;
         let mut evicted = false;
         let mut grace = None;
+        let mut one_shot: Option<(usize, u128)> = None;
         for _ in 0..SWEEP.min(buckets) {
             if b == buckets {
                 b = 0;
@@ -313,30 +358,56 @@ impl<K, C> IntKeyed<K, C> {
                 if meta & COMMITTED == 0 {
                     continue;
                 }
-                // Idle past its grace, strictly before `now`, as in `claim`.
-                let at = self.evictable_at(meta, &mut grace);
-                if at >= now {
-                    wait = wait.min(at - now + 1);
+                let from = self.evictable_from(meta, &mut grace);
+                if from > now {
+                    wait = wait.min(from - now);
                     continue;
                 }
-                self.raise_floor(now);
-                // SeqCst: after the floor's raise; fails if the key was granted meanwhile.
-                if self
-                    .slot(i)
-                    .compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-                {
-                    self.release();
+                if !self.past_grace(meta, now, &mut grace) {
+                    // One-shot and idle: evicted only if no key here is past its grace.
+                    if one_shot.is_none_or(|(_, w)| meta_of(w) & TAT < meta & TAT) {
+                        one_shot = Some((i, v));
+                    }
+                    continue;
+                }
+                if self.evict(i, v, now) {
                     evicted = true;
+                } else {
+                    // Granted meanwhile, or taken: another look may find it idle again.
+                    wait = wait.min(1);
                 }
             }
             b += 1;
+        }
+        if !evicted {
+            if let Some((i, v)) = one_shot {
+                if self.evict(i, v, now) {
+                    evicted = true;
+                } else {
+                    wait = wait.min(1);
+                }
+            }
         }
         if evicted {
             0
         } else {
             wait
         }
+    }
+
+    /// Evicts the committed slot `i` last seen as `v` at `now` (the floor first); returns
+    /// whether it was evicted (the slot still held `v`).
+    fn evict(&self, i: usize, v: u128, now: u64) -> bool {
+        self.raise_floor(now);
+        // SeqCst: after the floor's raise; fails if the key was granted meanwhile.
+        let ok = self
+            .slot(i)
+            .compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if ok {
+            self.release();
+        }
+        ok
     }
 
     fn raise_floor(&self, now: u64) {
@@ -370,6 +441,37 @@ impl<K, C> IntKeyed<K, C> {
     fn release(&self) {
         // Relaxed: as `reserve`.
         self.len.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The idle candidate a claim replaces: the first one past its grace, else the one-shot one
+/// idle most recently (the greatest TAT; the first seen on a tie). A client between its first
+/// two requests went idle before the flood's keys that came after it: they go first.
+#[derive(Clone, Copy)]
+enum Pick {
+    None,
+    /// A one-shot candidate and its TAT.
+    OneShot(usize, u64),
+    Gone(usize),
+}
+
+impl Pick {
+    #[inline]
+    fn offer(&mut self, k: usize, meta: u64, past_grace: bool) {
+        *self = match *self {
+            Pick::Gone(_) => return,
+            _ if past_grace => Pick::Gone(k),
+            Pick::OneShot(_, tat) if tat >= meta & TAT => return,
+            _ => Pick::OneShot(k, meta & TAT),
+        };
+    }
+
+    #[inline]
+    fn slot(self) -> Option<usize> {
+        match self {
+            Pick::None => None,
+            Pick::OneShot(k, _) | Pick::Gone(k) => Some(k),
+        }
     }
 }
 

@@ -27,7 +27,7 @@ impl<K: IntKey, C> IntKeyed<K, C> {
         let snap = self.scan(&c);
         let tat = (0..c.n)
             .find(|&k| holds(snap[k], key))
-            .map_or(0, |k| meta_of(snap[k]) & VALUE);
+            .map_or(0, |k| meta_of(snap[k]) & TAT);
         // Slot times are relative to the base; a `now` before it waits the difference too.
         let behind = self.base.saturating_sub(now);
         let ahead = tat.saturating_sub(self.relative(now));
@@ -159,7 +159,7 @@ impl<K: IntKey, C> IntKeyed<K, C> {
         // A committed key on its slot's parameter set; an absent one as a fresh state on the
         // current set.
         let (tat, (interval, tolerance, _, burst)) = match meta {
-            Some(meta) => (meta & VALUE, self.numbers_of(meta)),
+            Some(meta) => (meta & TAT, self.numbers_of(meta)),
             None => (0, self.current_params().numbers()),
         };
         let ahead = tat.saturating_sub(self.relative(now));
@@ -199,7 +199,7 @@ impl<K, C> IntKeyed<K, C> {
         // A committed key on its slot's parameter set; an absent one as a fresh state on the
         // current set.
         let (tat, (interval, tolerance, _, _)) = match (0..c.n).find(|&k| holds(snap[k], key)) {
-            Some(k) => (meta_of(snap[k]) & VALUE, self.numbers_of(meta_of(snap[k]))),
+            Some(k) => (meta_of(snap[k]) & TAT, self.numbers_of(meta_of(snap[k]))),
             None => (0, self.current_params().numbers()),
         };
         tolerance.saturating_sub(tat.saturating_sub(now)) / interval

@@ -65,15 +65,19 @@ impl IntKeyedModel {
         u64::try_from(self.tolerance.saturating_sub(ahead) / self.interval).unwrap()
     }
 
-    /// For each key not yet evictable (TAT + τ ≥ now: `IntKeyed` evicts a key once it has
-    /// been idle for its tolerance τ, strictly; issue 42): the wait until it is.
+    /// For each key not yet evictable, the waits until it may be: `IntKeyed` replaces a
+    /// one-shot key (granted once since its state was created) from its TAT on, one whose
+    /// grant is under way 1 ns after it, and a returning key 1 ns after it has been idle for its
+    /// tolerance τ (issues 42 and 43). The model keeps states forever and does not know which
+    /// the limiter evicted (a re-created key counts its grants afresh), so each key offers
+    /// every wait it may have.
     pub(crate) fn busy_waits(&self, now: u64) -> Vec<u64> {
         let now = u128::from(now);
         self.tats
             .values()
-            .map(|&t| t + self.tolerance)
-            .filter(|&at| at >= now)
-            .map(|at| u64::try_from(at - now + 1).unwrap())
+            .flat_map(|&t| [t, t + 1, t + self.tolerance + 1])
+            .filter(|&at| at > now)
+            .map(|at| u64::try_from(at - now).unwrap())
             .collect()
     }
 
