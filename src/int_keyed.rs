@@ -173,14 +173,21 @@ fn grants(meta: u64) -> u64 {
     (meta & GRANTS) >> GRANTS_SHIFT
 }
 
-/// The grant count bits after a grant at `now` on the committed meta word `meta` (TAT `tat`):
-/// one more if the key was idle (full again: TAT ≤ `now`), at most [`RETURNING`]. A key counts
-/// as returning only once it came back after going idle, at least an emission interval after
-/// its first grant: a flood key sent twice (or five times) in a row stays one-shot, while a
-/// client under its limit is idle between requests (as [`Keyed`](crate::Keyed) counts).
+/// The flag and grant count bits after a grant at `now` on the committed meta word `meta` (TAT
+/// `tat`): the count one more if the key was idle (full again: TAT ≤ `now`), at most
+/// [`RETURNING`]. A key counts as returning only once it came back after going idle, at least
+/// an emission interval after its first grant: a flood key sent twice (or five times) in a row
+/// stays one-shot, while a client under its limit is idle between requests (as
+/// [`Keyed`](crate::Keyed) counts).
 #[inline(always)]
 fn counted(meta: u64, tat: u64, now: u64) -> u64 {
-    (grants(meta) + u64::from(tat <= now)).min(RETURNING) << GRANTS_SHIFT
+    let high = meta & !TAT;
+    // The count is 0, 1 or 2: below `RETURNING` exactly when its high bit is clear.
+    if tat <= now && high & (RETURNING << GRANTS_SHIFT) == 0 {
+        high + (1 << GRANTS_SHIFT)
+    } else {
+        high
+    }
 }
 
 fn is_pending_of(slot: u128, key: u64) -> bool {
@@ -615,9 +622,7 @@ impl<K, C> IntKeyed<K, C> {
         match decide(tat, now, cost, slack) {
             // The flags (committed, and the parity the decision used) stay as they are; the
             // grant count goes up by one if the key was idle (up to `RETURNING`).
-            Ok(next) if next <= TAT => {
-                Ok(pack(key, (meta & FLAGS) | counted(meta, tat, now) | next))
-            }
+            Ok(next) if next <= TAT => Ok(pack(key, counted(meta, tat, now) | next)),
             Ok(_) => Err(Denied::never()),
             Err(denied) => Err(denied),
         }

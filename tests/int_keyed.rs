@@ -261,9 +261,12 @@ fn a_key_never_granted_goes_1_ns_after_its_tat() {
     assert!(l.try_acquire_at(1, 0).is_ok()); // TAT 10
     assert!(l.try_acquire_at(2, 0).is_ok()); // TAT 10
     assert!(l.try_acquire_at(3, 100).is_ok()); // replaces 1 or 2: floor 100, TAT 110
-    // Back to 50: key 4 replaces the other idle key and starts at the floor (TAT 100), so its
-    // request is refused; the key stays, never granted.
-    assert_eq!(l.try_acquire_at(4, 50).unwrap_err().retry_after_nanos(), Some(50));
+                                               // Back to 50: key 4 replaces the other idle key and starts at the floor (TAT 100), so its
+                                               // request is refused; the key stays, never granted.
+    assert_eq!(
+        l.try_acquire_at(4, 50).unwrap_err().retry_after_nanos(),
+        Some(50)
+    );
     assert_eq!(l.len(), 2);
     let d = l.try_acquire_at(5, 100).unwrap_err();
     assert_eq!(d.reason(), hotlimit::DenialReason::TableFull);
