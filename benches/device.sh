@@ -104,7 +104,7 @@ run)
     fi
     # Ours, the peers users pick instead, the floors that say where the time goes, and every
     # contention candidate (the GCRA loops); the keyed peers and coarse-clock floors sit out.
-    ONLY=${ONLY:-'Gcra,Sliding,governor,Keyed,ratelimit,rate-net,Mutex,floor: quanta now(),floor: shared,GCRA loop'}
+    ONLY=${ONLY:-'Gcra,Sliding,MultiWindow,governor,Keyed,ratelimit,rate-net,Mutex,floor: quanta now(),floor: shared,GCRA loop'}
     "$BIN" --ms "${MS:-40}" --reps "${REPS:-5}" --threads "${THREADS:-1,2,4,8,12,16,64}" \
         --only "$ONLY" --machine "$CORES cores" --svg "$OUT/scaling.svg" \
         --data "$OUT/scaling.tsv" | tee "$OUT/scaling.md"

@@ -38,6 +38,7 @@ pub(crate) const ROWS: &[(&str, &str)] = &[
     ("mem-pair", "Keyed<u64, GcraPair>"),
     ("mem-log", "Keyed<u64, SlidingLog> limit 10"),
     ("mem-window", "Keyed<u64, SlidingWindow> 10 buckets"),
+    ("mem-multi", "Keyed<u64, MultiWindow> 2 rings, 10 buckets"),
 ];
 
 /// The keys of every row: `MEM_KEYS`, default 1,000,000.
@@ -98,6 +99,15 @@ pub(crate) fn mem_mode(mode: &str) {
         "mem-window" => keyed(
             n,
             Keyed::<u64, hotlimit::SlidingWindow>::sliding_window(ten),
+            |k, i| k.try_acquire(&u64_key(i)).unwrap(),
+        ),
+        "mem-multi" => keyed(
+            n,
+            Keyed::<u64, hotlimit::MultiWindow>::multi_window(
+                hotlimit::MultiWindow::builder()
+                    .window(Rate::per_minute(100).unwrap())
+                    .window(Rate::per_hour(2_000).unwrap()),
+            ),
             |k, i| k.try_acquire(&u64_key(i)).unwrap(),
         ),
         "mem-intkeyed" => {

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use hotlimit::{
-    Clock, CoarseClock, Denied, Gcra, GcraMulti, GcraPair, IntKeyed, Keyed, Limiter, QuantaClock,
-    Rate, ShardedGcra, SlidingLog, SlidingWindow,
+    Clock, CoarseClock, Denied, Gcra, GcraMulti, GcraPair, IntKeyed, Keyed, Limiter, MultiWindow,
+    QuantaClock, Rate, ShardedGcra, SlidingLog, SlidingWindow,
 };
 
 /// Which path a run measures.
@@ -232,6 +232,7 @@ pub(crate) fn rows(path: Path) -> Vec<Row> {
             ),
         );
         rows.insert(6, Row::peer("Mutex<VecDeque> log", MutexLog::new(&s)));
+        rows.insert(3, Row::ours("MultiWindow (2 rings)", multi_window2(&s)));
         rows.insert(
             3,
             Row::ours(
@@ -329,6 +330,19 @@ impl Limiter for GovernorDirect {
             },
         }
     }
+}
+
+/// [`MultiWindow`] of two counted rings shaped like "100 per minute and 2,000 per hour": the
+/// path's rate, and 20 times its limit over 60 times its period (on the allowed path 1,000,000
+/// per ms and 20,000,000 per 60 ms, both far above what the machine can call; on the denied
+/// path 1 per hour, which refuses first, and 20 per 60 hours).
+pub(crate) fn multi_window2(s: &Setup) -> MultiWindow {
+    let long = Rate::new(20 * s.limit, 60 * s.period).unwrap();
+    MultiWindow::builder()
+        .window(s.rate())
+        .window(long)
+        .build()
+        .unwrap()
 }
 
 /// [`GcraPair`] with both rates the path's setup.

@@ -45,6 +45,14 @@ pub(crate) enum Kind {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Token(u64, u64);
 
+impl Token {
+    /// A ring's token: the decision word its charge installed.
+    #[inline]
+    pub(crate) fn ring(word: u64) -> Token {
+        Token(word, 0)
+    }
+}
+
 /// One window.
 pub(crate) enum Window {
     /// A counted ring.
@@ -129,7 +137,7 @@ impl Window {
     #[inline(always)]
     pub(crate) fn charge(&self, n: u64, now: u64) -> Result<Token, Denied> {
         match self {
-            Window::Ring { ring, .. } => ring.charge(n, now).map(|word| Token(word, 0)),
+            Window::Ring { ring, .. } => ring.charge(n, now).map(Token::ring),
             Window::Log(log) => log.charge(n, now).map(|(first, stamp)| Token(first, stamp)),
         }
     }

@@ -8,6 +8,7 @@ use core::fmt;
 use super::window::{Token, Window};
 use super::MAX_WINDOWS;
 use crate::error::Denied;
+use crate::sliding_window::KeyWindow;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The windows, and a hint of which to charge first.
@@ -46,8 +47,10 @@ impl Windows {
     }
 
     /// [`acquire`](Windows::acquire) with the give-back step `give_back` (the real one, or a
-    /// loom model's planted twin). One or two windows are charged inline, with no array of
-    /// tokens; a third and later ones in [`acquire_more`](Windows::acquire_more).
+    /// loom model's planted twin). One or two counted rings have a path of their own
+    /// ([`acquire_two_rings`](Windows::acquire_two_rings)); otherwise one or two windows are
+    /// charged inline, with no array of tokens, and a third and later ones in
+    /// [`acquire_more`](Windows::acquire_more).
     #[inline(always)]
     pub(crate) fn acquire_with(
         &self,
@@ -56,6 +59,15 @@ impl Windows {
         give_back: impl Fn(&Window, u64, Token, u64) -> bool,
     ) -> Result<(), Denied> {
         let windows = &*self.windows;
+        // The common sets, one or two counted rings: each ring's own inline charge, no
+        // dispatch on the window's kind per charge and no index arithmetic.
+        match windows {
+            [Window::Ring { ring, .. }] => return ring.charge(n, now).map(drop),
+            [Window::Ring { ring: a, .. }, Window::Ring { ring: b, .. }] => {
+                return self.acquire_two_rings(a, b, n, now, give_back)
+            }
+            _ => {}
+        }
         let k = windows.len();
         // Relaxed: a hint (see `first`); only indices below k are ever stored.
         let first = self.first.load(Ordering::Relaxed) as usize;
@@ -78,6 +90,34 @@ impl Windows {
             }
             Ok(t1) => self.acquire_more(n, now, first, &[t0, t1], give_back),
             Err(d) => Err(self.refused(n, now, first, &[t0], second, d, give_back)),
+        }
+    }
+
+    /// [`acquire_with`](Windows::acquire_with) for a set of two counted rings `a` (window 0)
+    /// and `b` (window 1): the hinted one charged first, then the other; the same steps as the
+    /// general path, with each ring's charge inline.
+    #[inline(always)]
+    fn acquire_two_rings(
+        &self,
+        a: &KeyWindow,
+        b: &KeyWindow,
+        n: u64,
+        now: u64,
+        give_back: impl Fn(&Window, u64, Token, u64) -> bool,
+    ) -> Result<(), Denied> {
+        // Relaxed: a hint (see `first`); only 0 and 1 are ever stored for two windows.
+        let first = usize::from(self.first.load(Ordering::Relaxed) != 0);
+        let (r0, r1) = if first == 0 { (a, b) } else { (b, a) };
+        let charged = match r0.charge(n, now) {
+            Ok(word) => word,
+            Err(d) => return Err(self.refused(n, now, first, &[], first, d, give_back)),
+        };
+        match r1.charge(n, now) {
+            Ok(_) => Ok(()),
+            Err(d) => {
+                let taken = [Token::ring(charged)];
+                Err(self.refused(n, now, first, &taken, 1 - first, d, give_back))
+            }
         }
     }
 
