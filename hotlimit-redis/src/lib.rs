@@ -60,6 +60,7 @@ mod fence;
 mod gcra;
 mod lease;
 mod limiter;
+mod multi_window;
 mod policy;
 mod reply;
 mod sliding_log;
