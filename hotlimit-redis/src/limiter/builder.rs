@@ -300,8 +300,9 @@ impl RedisLimiterBuilder {
     /// The bytes put before every key (default `hotlimit:`). Two limiters with different
     /// rates must not share a prefix: they would read each other's state.
     ///
-    /// Every script touches exactly one key, so on Redis Cluster any key works; a key with a
-    /// hash tag (`{tenant}:user`) places all of one tenant's keys in one slot, which a
+    /// GCRA's and the log's scripts touch exactly one key, so on Redis Cluster any key works
+    /// (several windows' keys get one hash tag of their own: see
+    /// [`window_keys`](RedisLimiter::window_keys)); a key with a hash tag (`{tenant}:user`) places all of one tenant's keys in one slot, which a
     /// [batch](RedisLimiter::decide_batch_async) on a cluster needs.
     ///
     /// # Examples
