@@ -392,3 +392,46 @@ fn config_errors_name_the_setting() {
     let eight = (0..8).fold(multi(), |b, i| b.exact(r(i + 1, 1)));
     assert_eq!(eight.build().unwrap().window_keys("k").len(), 8);
 }
+
+/// The paths every limiter shares work for several windows: a batch decides each key by the
+/// same script in one round trip; a cached denial is answered locally (the binding window's
+/// quota) even with the server gone; then the policy decides (fail open admits, fail closed
+/// refuses), counted as errors.
+#[test]
+fn batches_cached_denials_and_the_policy() {
+    let mut server = RedisServer::start();
+    let mut con = SyncConnection::new(server.client());
+    let build = |on_error| {
+        RedisLimiter::multi_window(on_error)
+            .exact(Rate::per_hour(2).unwrap())
+            .window(Rate::per_hour(3).unwrap())
+            .deadline(Duration::from_millis(100))
+            .build()
+            .unwrap()
+    };
+    let open = build(OnError::FailOpen);
+    let d = open
+        .decide_batch_blocking(&mut con, &[("a", 1), ("b", 2), ("a", 1), ("a", 1)])
+        .unwrap();
+    let allowed: Vec<bool> = d.iter().map(|d| d.is_allowed()).collect();
+    assert_eq!(allowed, [true, true, true, false]);
+    assert_eq!(d[1].remaining(), 0);
+    assert_eq!(d[1].quota().limit(), 2, "the log binds: none left");
+    // The denial of "a" is cached: answered with no round trip, even with the server gone.
+    let trips = open.stats().round_trips;
+    server.kill();
+    let d = open.decide_blocking(&mut con, "a", 1).unwrap();
+    assert!(!d.is_allowed());
+    assert_eq!(d.quota().limit(), 2);
+    assert_eq!(open.stats().round_trips, trips);
+    assert_eq!(open.stats().local_denials, 1);
+    // Another key asks the dead server: the policy decides.
+    assert!(open.decide_blocking(&mut con, "c", 1).unwrap().is_allowed());
+    let closed = build(OnError::FailClosed);
+    assert!(!closed
+        .decide_blocking(&mut con, "c", 1)
+        .unwrap()
+        .is_allowed());
+    assert_eq!((closed.stats().errors, closed.stats().fallbacks), (1, 1));
+    assert_eq!((open.stats().errors, open.stats().fallbacks), (1, 1));
+}
