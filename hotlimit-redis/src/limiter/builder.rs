@@ -168,9 +168,11 @@ impl RedisLimiter {
     /// empty, as a sliding log's).
     ///
     /// The same rule as the core's, decision for decision and wait for wait (tested on random
-    /// traces). One difference, under a clock that goes back only: a ring here is judged from
-    /// the newest bucket a grant reached, where the core's ring also moves on to the buckets of
-    /// calls it refuses; neither frees a permit when the clock goes back.
+    /// traces). Differences show only under a clock that goes back, and only as the core
+    /// refusing where this grants: a ring here is judged from the newest bucket a grant
+    /// reached, where the core's ring also moves on to the buckets of calls it refuses; and the
+    /// core gives back a refused call's log charge as of that call's `now`, which an earlier
+    /// `now` still counts (here a refusal charges nothing). Neither frees a permit.
     ///
     /// # Examples
     ///
