@@ -435,3 +435,21 @@ fn batches_cached_denials_and_the_policy() {
     assert_eq!((closed.stats().errors, closed.stats().fallbacks), (1, 1));
     assert_eq!((open.stats().errors, open.stats().fallbacks), (1, 1));
 }
+
+/// Durable grants apply to several windows as to the others (the `WAIT` rides in the same
+/// pipeline): with no replica to acknowledge it, a grant does not count and the policy (fail
+/// closed) refuses, counted as an error.
+#[test]
+fn durable_grants_wait_for_a_replica() {
+    let server = RedisServer::start();
+    let mut con = SyncConnection::new(server.client());
+    let limiter = RedisLimiter::multi_window(OnError::FailClosed)
+        .exact(Rate::per_second(100).unwrap())
+        .window(Rate::per_hour(1_000).unwrap())
+        .durable(hotlimit_redis::Durable::new(1, Duration::from_millis(10)))
+        .build()
+        .unwrap();
+    let d = limiter.decide_blocking(&mut con, "d", 1).unwrap();
+    assert!(!d.is_allowed(), "no replica: not durable");
+    assert_eq!(limiter.stats().errors, 1);
+}
