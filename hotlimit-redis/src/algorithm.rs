@@ -1,5 +1,6 @@
 //! [`Algorithm`]: which script a [`RedisLimiter`](crate::RedisLimiter) runs, GCRA
-//! ([`crate::gcra`]) or the exact sliding log ([`crate::sliding_log`]), and the one place where
+//! ([`crate::gcra`]), the exact sliding log ([`crate::sliding_log`]) or several hard windows
+//! at once ([`crate::multi_window`]), and the one place where
 //! the limiter's calls are sent to the module that owns them. What both scripts share is here
 //! elsewhere, below both: their arguments (`args.rs`) and the shape of their reply (`reply.rs`).
 //!
@@ -11,7 +12,9 @@ use hotlimit::{Decision, Quota};
 
 use crate::args::Args;
 use crate::cache::Entry;
+use crate::error::Error;
 use crate::gcra::GcraScript;
+use crate::multi_window::MultiScript;
 use crate::reply::Reply;
 use crate::sliding_log::LogScript;
 use crate::transport::Lua;
@@ -21,6 +24,7 @@ use crate::transport::Lua;
 pub(crate) enum Algorithm {
     Gcra(GcraScript),
     Log(LogScript),
+    Multi(MultiScript),
 }
 
 impl Algorithm {
@@ -28,6 +32,7 @@ impl Algorithm {
         match self {
             Algorithm::Gcra(_) => GcraScript::script(),
             Algorithm::Log(_) => LogScript::script(),
+            Algorithm::Multi(_) => MultiScript::script(),
         }
     }
 
@@ -37,6 +42,8 @@ impl Algorithm {
         match self {
             Algorithm::Gcra(a) => a.args(n, now, fence),
             Algorithm::Log(a) => a.args(n, now, fence),
+            // Never fenced (the builder refuses it).
+            Algorithm::Multi(a) => a.args(n, now),
         }
     }
 
@@ -45,6 +52,7 @@ impl Algorithm {
         match self {
             Algorithm::Gcra(a) => a.burst(),
             Algorithm::Log(a) => a.limit(),
+            Algorithm::Multi(a) => a.capacity(),
         }
     }
 
@@ -53,6 +61,37 @@ impl Algorithm {
         match self {
             Algorithm::Gcra(a) => a.quota(),
             Algorithm::Log(a) => a.quota(),
+            Algorithm::Multi(a) => a.quota(),
+        }
+    }
+
+    /// The Redis keys of the limiter key `key`: `key` itself, or one per window.
+    pub(crate) fn keys(&self, key: &[u8]) -> Vec<Vec<u8>> {
+        match self {
+            Algorithm::Gcra(_) | Algorithm::Log(_) => vec![key.to_vec()],
+            Algorithm::Multi(a) => (0..a.len())
+                .map(|i| MultiScript::window_key(key, i))
+                .collect(),
+        }
+    }
+
+    /// The script's reply.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadReply`] for a reply of the wrong shape.
+    pub(crate) fn parse(&self, value: &redis::Value) -> Result<Reply, Error> {
+        match self {
+            Algorithm::Gcra(_) | Algorithm::Log(_) => Reply::parse(value),
+            Algorithm::Multi(a) => a.parse(value),
+        }
+    }
+
+    /// The quota a reply's decision reports: the limiter's, or the binding window's.
+    pub(crate) fn reply_quota(&self, reply: &Reply, quota: Quota) -> Quota {
+        match self {
+            Algorithm::Gcra(_) | Algorithm::Log(_) => quota,
+            Algorithm::Multi(a) => a.window_quota(reply.binding),
         }
     }
 
@@ -63,6 +102,7 @@ impl Algorithm {
         match self {
             Algorithm::Gcra(a) => a.cached(entry, n, now, quota),
             Algorithm::Log(a) => a.cached(entry, n, now, quota),
+            Algorithm::Multi(a) => a.cached(entry, n, now),
         }
     }
 
@@ -75,6 +115,7 @@ impl Algorithm {
         Some(match self {
             Algorithm::Gcra(a) => a.entry(reply, sent),
             Algorithm::Log(a) => a.entry(reply, n, sent),
+            Algorithm::Multi(a) => a.entry(reply, n, sent),
         })
     }
 }

@@ -1,6 +1,7 @@
-//! [`Args`]: a script's ARGV (its two parameters, n, and the test hook's `now`), and the
-//! largest microsecond value a script may see. Below the algorithms: `gcra.rs` and
-//! `sliding_log.rs` build their arguments with it, and `algorithm.rs` passes them on.
+//! [`Args`]: a script's ARGV (its two parameters, n, and the test hook's `now`; for several
+//! windows, their parameters after those), and the largest microsecond value a script may see.
+//! Below the algorithms: `gcra.rs`, `sliding_log.rs` and `multi_window.rs` build their
+//! arguments with it, and `algorithm.rs` passes them on.
 
 /// The largest microsecond value a script may see, with `now` added: 2^52, so that
 /// now (~2^50.6 µs since the epoch) + tolerance stays below 2^53, where doubles stop being exact.
@@ -10,9 +11,12 @@ pub(crate) const MAX_MICROS: u64 = 1 << 52;
 /// fence if any (fenced mode: the longest a TAT can run ahead of `now`, µs; see `lua/now.lua`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Args {
-    values: [u64; 5],
+    values: [u64; MAX_ARGS],
     len: usize,
 }
+
+/// The most arguments: the five shared ones, then three per window of up to eight.
+const MAX_ARGS: usize = 5 + 3 * 8;
 
 impl Args {
     /// The two parameters `a` and `b`, the permits `n`, the test hook's `now`, and the fence
@@ -25,9 +29,22 @@ impl Args {
         } else {
             3
         };
+        let mut values = [0; MAX_ARGS];
+        values[..5].copy_from_slice(&[a, b, u64::from(n), now.unwrap_or(0), fence]);
+        Args { values, len }
+    }
+
+    /// Several windows' ARGV: `k` windows, 0, n, the test hook's `now` (0: none), no fence,
+    /// then `windows` (at most 24 values: what does not fit is left out, and `multi_window.rs`
+    /// never passes more).
+    pub(crate) fn with_windows(k: u64, n: u32, now: u64, windows: &[u64]) -> Args {
+        let mut values = [0; MAX_ARGS];
+        values[..5].copy_from_slice(&[k, 0, u64::from(n), now, 0]);
+        let extra = windows.len().min(MAX_ARGS - 5);
+        values[5..5 + extra].copy_from_slice(&windows[..extra]);
         Args {
-            values: [a, b, u64::from(n), now.unwrap_or(0), fence],
-            len,
+            values,
+            len: 5 + extra,
         }
     }
 

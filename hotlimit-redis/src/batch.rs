@@ -103,7 +103,7 @@ impl RedisLimiter {
     fn batch_call(&self, asks: &[(usize, Ask)]) -> Call {
         let mut call = self.call();
         for (_, ask) in asks {
-            call.push(&ask.key, ask.marker(), self.args(ask).as_slice());
+            self.push(&mut call, ask);
         }
         call
     }

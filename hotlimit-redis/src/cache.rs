@@ -38,6 +38,8 @@ pub(crate) struct Entry {
     pub(crate) remaining: u64,
     /// Log only: when the key is full again.
     pub(crate) reset_at: u64,
+    /// Several windows only: the window that bound at the denial (its quota is reported).
+    pub(crate) binding: usize,
 }
 
 /// Shards of the map: a power of two, so a hash picks one with a mask.

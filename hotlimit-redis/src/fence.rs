@@ -32,7 +32,7 @@ impl Fence {
 
 /// The hash tag of `key` as Redis Cluster reads it: between the first `{` and the first `}`
 /// after it, when not empty.
-fn hash_tag(key: &[u8]) -> Option<&[u8]> {
+pub(crate) fn hash_tag(key: &[u8]) -> Option<&[u8]> {
     let open = key.iter().position(|&b| b == b'{')?;
     let len = key[open + 1..].iter().position(|&b| b == b'}')?;
     (len > 0).then(|| &key[open + 1..open + 1 + len])

@@ -128,6 +128,7 @@ impl GcraScript {
             n_min: 0,
             remaining: 0,
             reset_at: 0,
+            binding: 0,
         }
     }
 }
@@ -177,6 +178,7 @@ mod tests {
                 remaining: core.remaining_at(sent),
                 retry_after: 0,
                 reset: core.reset_at(sent).as_micros() as u64,
+                binding: 0,
             };
             let entry = script.entry(&reply, sent);
             prop_assert!(script.cached(&entry, n, sent, quota).is_some(), "the denial is cached");

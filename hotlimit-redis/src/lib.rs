@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | [`RedisLimiter::gcra`] | smooth rate, burst b: at most b + d/I grants in any interval d | one integer (the TAT, µs), ~56 B |
 //! | [`RedisLimiter::sliding_log`] | at most `limit` in every window of `period` (exact) | a list of ≤ `limit` grant times |
+//! | [`RedisLimiter::multi_window`] | up to 8 windows at once, all or nothing: at most limitᵢ in every window of periodᵢ (a ring may refuse up to one bucket early; a log is exact) | per window: a list of ≤ limitᵢ grant times, or a hash of ≤ buckets + 1 counts; one hash tag |
 //! | [`LeasedGcra`] | GCRA's b + d/I in any interval d, across all processes together; decided in process (a grant is one CAS) from leases of permits taken in one round trip | the same one integer as `RedisLimiter::gcra` (both may share a key) |
 //!
 //! Each `RedisLimiter` decision is **one Lua script, one round trip** (a `LeasedGcra` takes a
@@ -60,6 +61,7 @@ mod fence;
 mod gcra;
 mod lease;
 mod limiter;
+mod multi_window;
 mod policy;
 mod reply;
 mod sliding_log;

@@ -20,7 +20,6 @@ use crate::durable::Durable;
 use crate::error::Error;
 use crate::fence::Fence;
 use crate::policy::OnError;
-use crate::reply::Reply;
 use crate::stats::{Counters, Stats};
 use crate::transport::{is_connection_fault, Call, Lua, Replies};
 
@@ -38,6 +37,10 @@ pub use builder::{RedisLimiterBuilder, TestClock};
 /// - [`RedisLimiter::sliding_log`]: the core's [`SlidingLog`](hotlimit::SlidingLog) (at most
 ///   `limit` in every window of `period`), a list of at most `limit` grant times per key,
 ///   expiring when its newest leaves the window. A rejected request stores nothing.
+/// - [`RedisLimiter::multi_window`]: the core's [`MultiWindow`](hotlimit::MultiWindow) (up to
+///   eight hard windows, each a counted ring or an exact log, all or nothing), one key per
+///   window in one hash slot, checked and recorded by one script. A rejected request stores
+///   nothing.
 ///
 /// The limiter is cheap to clone (one `Arc`): clones share the cache and the counters. It holds
 /// no connection: pass one to each call ([`decide_blocking`](Self::decide_blocking) with a
@@ -210,6 +213,30 @@ impl RedisLimiter {
         full
     }
 
+    /// The Redis keys that hold `key`'s state: [`redis_key`](Self::redis_key) for GCRA and a
+    /// log; one per window for [`multi_window`](Self::multi_window), all with one hash tag
+    /// (one Redis Cluster slot): `redis_key` and `:i` when it has a hash tag, otherwise
+    /// `{redis_key}:i` (or, for a key that is empty or holds a brace, `{h}redis_key:i` with h
+    /// the key's 64-bit FNV-1a hash in hex).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::multi_window(OnError::FailOpen)
+    ///     .window(Rate::per_minute(100)?)
+    ///     .exact(Rate::per_hour(2_000)?)
+    ///     .build()?;
+    /// assert_eq!(limiter.window_keys("bob"), vec![b"{hotlimit:bob}:0".to_vec(), b"{hotlimit:bob}:1".to_vec()]);
+    /// assert_eq!(limiter.window_keys("{t1}:bob")[1], b"hotlimit:{t1}:bob:1");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn window_keys(&self, key: &str) -> Vec<Vec<u8>> {
+        self.shared.algorithm.keys(&self.redis_key(key))
+    }
+
     /// Checks that `key` is accepted (its length with the prefix is at most `max_key_len`).
     /// An empty key is accepted: its state is the prefix's own key.
     ///
@@ -309,6 +336,20 @@ impl RedisLimiter {
             .args(ask.n, s.test_clock.as_ref().map(TestClock::micros), fence)
     }
 
+    /// Adds `ask`'s script to `call`: on its key (and the fence's marker), or on its windows'
+    /// keys.
+    pub(crate) fn push(&self, call: &mut Call, ask: &Ask) {
+        let args = self.args(ask);
+        match self.shared.algorithm {
+            Algorithm::Multi(_) => {
+                call.push_keys(&self.shared.algorithm.keys(&ask.key), args.as_slice());
+            }
+            Algorithm::Gcra(_) | Algorithm::Log(_) => {
+                call.push(&ask.key, ask.marker(), args.as_slice());
+            }
+        }
+    }
+
     /// A call of the limiter's script, durable if the limiter is.
     pub(crate) fn call(&self) -> Call {
         Call::new(self.script()).durable(self.shared.durable)
@@ -341,11 +382,11 @@ impl RedisLimiter {
     /// The script's answer turned into a decision (remembering a denial).
     fn finish(&self, ask: &Ask, value: &Value) -> Result<Decision, Error> {
         let s = &self.shared;
-        let reply = Reply::parse(value)?;
+        let reply = s.algorithm.parse(value)?;
         if let Some(entry) = s.algorithm.entry(&reply, ask.n, ask.sent) {
             s.cache.insert(&ask.user, entry, ask.sent);
         }
-        Ok(reply.decision(s.quota))
+        Ok(reply.decision(s.algorithm.reply_quota(&reply, s.quota)))
     }
 
     /// A failed round trip: counted, Redis marked down if the connection is at fault, and the
@@ -368,7 +409,7 @@ impl RedisLimiter {
         let ask = self.ask(key, n, now);
         let deadline = self.round_trip();
         let mut call = self.call();
-        call.push(&ask.key, ask.marker(), self.args(&ask).as_slice());
+        self.push(&mut call, &ask);
         let reply = call.send_blocking(con, &deadline).map(only);
         self.settle(&ask, reply, &deadline)
     }
@@ -384,7 +425,7 @@ impl RedisLimiter {
         let ask = self.ask(key, n, now);
         let deadline = self.round_trip();
         let mut call = self.call();
-        call.push(&ask.key, ask.marker(), self.args(&ask).as_slice());
+        self.push(&mut call, &ask);
         let reply = call.send_async(con, &deadline).await.map(only);
         self.settle(&ask, reply, &deadline)
     }

@@ -8,13 +8,15 @@ use redis::Value;
 
 use crate::error::Error;
 
-/// What both scripts answer: granted, remaining, retry-after (µs), reset (µs).
+/// What the scripts answer: granted, remaining, retry-after (µs), reset (µs), and for several
+/// windows the binding one (0 otherwise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Reply {
     pub(crate) granted: bool,
     pub(crate) remaining: u64,
     pub(crate) retry_after: u64,
     pub(crate) reset: u64,
+    pub(crate) binding: usize,
 }
 
 impl Reply {
@@ -30,6 +32,7 @@ impl Reply {
             remaining: ints[1],
             retry_after: ints[2],
             reset: ints[3],
+            binding: 0,
         })
     }
 

@@ -87,24 +87,38 @@ impl LogScript {
     /// The cache's decision: refused while the entry holds and n is at least the refused n.
     #[inline(always)]
     pub(crate) fn cached(&self, entry: &Entry, n: u32, now: u64, quota: Quota) -> Option<Decision> {
-        if n < entry.n_min || now >= entry.free_at {
-            return None;
-        }
-        Some(Decision::denied(
-            quota,
-            Denied::new(Some(Duration::from_nanos(entry.free_at - now))),
-            entry.remaining,
-            Duration::from_nanos(entry.reset_at.saturating_sub(now)),
-        ))
+        cached(entry, n, now, quota)
     }
 
     /// A denial's entry for `n` permits sent at local `sent` (ns).
     pub(crate) fn entry(&self, reply: &Reply, n: u32, sent: u64) -> Entry {
-        Entry {
-            free_at: sent + reply.retry_after * 1000,
-            n_min: n,
-            remaining: reply.remaining,
-            reset_at: sent + reply.reset * 1000,
-        }
+        entry(reply, n, sent)
+    }
+}
+
+/// The log's cache rule (shared with the several windows of `multi_window.rs`): refused while
+/// the entry holds and n is at least the refused n, under `quota`.
+#[inline(always)]
+pub(crate) fn cached(entry: &Entry, n: u32, now: u64, quota: Quota) -> Option<Decision> {
+    if n < entry.n_min || now >= entry.free_at {
+        return None;
+    }
+    Some(Decision::denied(
+        quota,
+        Denied::new(Some(Duration::from_nanos(entry.free_at - now))),
+        entry.remaining,
+        Duration::from_nanos(entry.reset_at.saturating_sub(now)),
+    ))
+}
+
+/// A denial's entry for `n` permits sent at local `sent` (ns): n or more refused until the
+/// reply's retry-after has passed.
+pub(crate) fn entry(reply: &Reply, n: u32, sent: u64) -> Entry {
+    Entry {
+        free_at: sent + reply.retry_after * 1000,
+        n_min: n,
+        remaining: reply.remaining,
+        reset_at: sent + reply.reset * 1000,
+        binding: reply.binding,
     }
 }

@@ -78,6 +78,17 @@ impl Call {
         self.calls.push(cmd);
     }
 
+    /// Adds the script on the keys `keys` (several windows' keys, in one slot) with `args`.
+    pub(crate) fn push_keys(&mut self, keys: &[Vec<u8>], args: &[u64]) {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.hash()).arg(keys.len());
+        for key in keys {
+            cmd.arg(key.as_slice());
+        }
+        cmd.arg(args);
+        self.calls.push(cmd);
+    }
+
     /// Makes the request durable: `WAIT` for `durable`'s replicas after its scripts (in the
     /// same pipeline, one round trip); a script's reply counts only once they acknowledged
     /// it (see [`Durable`]).

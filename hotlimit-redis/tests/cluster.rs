@@ -1,5 +1,6 @@
 //! A 3-primary Redis Cluster on loopback ports, created with `redis-cli --cluster create`:
-//! keys in every slot work, and a batch of hash-tagged keys goes to one node.
+//! keys in every slot work (a limiter's several windows in one slot), and a batch of
+//! hash-tagged keys goes to one node.
 
 mod common;
 
@@ -92,6 +93,32 @@ fn three_primaries() {
             assert!(d.iter().all(|d| d.is_allowed() && d.remaining() == 1));
             assert_eq!(limiter.stats().errors, 0);
         }
+
+        // Several windows: one key per window, all with one hash tag, so a script never
+        // crosses slots (a CROSSSLOT error would fail `decide_or_error_async`), whatever the
+        // key: plain, tagged, empty, or with braces that are no tag.
+        let multi = RedisLimiter::multi_window(OnError::FailClosed)
+            .exact(Rate::per_hour(3).unwrap())
+            .window(Rate::per_hour(5).unwrap())
+            .local_cache(0)
+            .prefix("m:")
+            .build()
+            .unwrap();
+        let odd = ["", "{}x", "a{b", "}{", "{t9}:u"].map(String::from);
+        for key in (0..60).map(|k| format!("user-{k}")).chain(odd) {
+            for i in 0..4 {
+                let d = multi
+                    .decide_or_error_async(&mut con, &key, 1)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    d.is_allowed(),
+                    i < 3,
+                    "several windows: {key:?} request {i}"
+                );
+            }
+        }
+        assert_eq!(multi.stats().errors, 0);
 
         // One node stopped (SIGSTOP): a decision on its slots waits at most the limiter's deadline
         // (plus 50 ms for scheduling on a loaded machine), though the cluster connection's own

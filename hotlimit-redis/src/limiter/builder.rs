@@ -13,11 +13,13 @@ use crate::cache::DenialCache;
 use crate::durable::Durable;
 use crate::fence::Fence;
 use crate::gcra::GcraScript;
+use crate::multi_window::{MultiScript, WindowSpec};
 use crate::policy::OnError;
 use crate::sliding_log::LogScript;
 use crate::stats::Counters;
 
-/// Builds a [`RedisLimiter`]: see [`RedisLimiter::gcra`] and [`RedisLimiter::sliding_log`].
+/// Builds a [`RedisLimiter`]: see [`RedisLimiter::gcra`], [`RedisLimiter::sliding_log`] and
+/// [`RedisLimiter::multi_window`].
 ///
 /// # Examples
 ///
@@ -36,10 +38,12 @@ use crate::stats::Counters;
 #[derive(Debug)]
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct RedisLimiterBuilder {
-    /// The algorithm's constructor (its module's `new`), from the rate and the burst.
+    /// The algorithm's constructor (its module's `new`), from the rate (or the windows) and
+    /// the burst.
     make: Make,
-    rate: Rate,
     burst: Option<u64>,
+    /// The windows added by `window`, `window_with_buckets` and `exact`.
+    windows: Vec<WindowSpec>,
     on_error: OnError,
     prefix: Vec<u8>,
     max_key_len: usize,
@@ -51,8 +55,16 @@ pub struct RedisLimiterBuilder {
     durable: Option<Durable>,
 }
 
-/// An algorithm from the rate and the burst (each refuses what it cannot take).
-type Make = fn(Rate, Option<u64>) -> Result<Algorithm, ConfigError>;
+/// An algorithm from the rate and the burst, or from the windows and the burst (each refuses
+/// what it cannot take).
+#[derive(Clone, Copy, Debug)]
+enum Make {
+    Rate(
+        Rate,
+        fn(Rate, Option<u64>) -> Result<Algorithm, ConfigError>,
+    ),
+    Windows,
+}
 
 /// The test hook: a `now` in microseconds passed to the scripts instead of the server's `TIME`.
 /// Not part of the API (tests compare the scripts with the core on a manual clock).
@@ -99,8 +111,9 @@ impl RedisLimiter {
     /// ```
     pub fn gcra(rate: Rate, on_error: OnError) -> RedisLimiterBuilder {
         RedisLimiterBuilder::new(
-            |rate, burst| GcraScript::new(rate, burst).map(Algorithm::Gcra),
-            rate,
+            Make::Rate(rate, |rate, burst| {
+                GcraScript::new(rate, burst).map(Algorithm::Gcra)
+            }),
             on_error,
         )
     }
@@ -121,19 +134,75 @@ impl RedisLimiter {
     /// ```
     pub fn sliding_log(rate: Rate, on_error: OnError) -> RedisLimiterBuilder {
         RedisLimiterBuilder::new(
-            |rate, burst| LogScript::new(rate, burst).map(Algorithm::Log),
-            rate,
+            Make::Rate(rate, |rate, burst| {
+                LogScript::new(rate, burst).map(Algorithm::Log)
+            }),
             on_error,
         )
+    }
+
+    /// Several hard windows at once, all or nothing (the core's
+    /// [`MultiWindow`](hotlimit::MultiWindow)): add 1 to 8 windows with
+    /// [`window`](RedisLimiterBuilder::window) (a counted ring of 10 buckets, `SlidingWindow`'s
+    /// strict rule), [`window_with_buckets`](RedisLimiterBuilder::window_with_buckets) or
+    /// [`exact`](RedisLimiterBuilder::exact) (an exact log, `SlidingLog`'s rule), each with its
+    /// own limit and period (rounded up to whole microseconds), then build. `on_error` decides
+    /// when Redis cannot.
+    ///
+    /// Each decision is one script in one round trip: it checks every window, and only if
+    /// each has room records the request in all of them (Redis runs a script alone: nothing is
+    /// charged and given back). So for every window i, **never more than limitᵢ permits in any
+    /// window of periodᵢ** (a ring's grants counted at their bucket's time, judged on the
+    /// server's clock, as the core's), and a request refused by one window is charged in none.
+    /// A ring may refuse a little early (its oldest bucket is counted whole); a log is exact.
+    /// The decision's `remaining` is the fewest any window has left, its quota that window's,
+    /// its `retry_after` the latest wait of the windows that refuse, its `reset` the latest
+    /// time until a window counts nothing. A request for more than the smallest limit is
+    /// denied with `retry_after() == None`, with no round trip.
+    ///
+    /// Redis state per key: one key per window, all with one hash tag, so all in one Redis
+    /// Cluster slot (see [`window_keys`](RedisLimiter::window_keys)): a log's list of at most
+    /// `limit` grant times, a ring's hash of the buckets still counted (at most
+    /// buckets + 1) and the newest bucket granted. A denial writes nothing; every key expires
+    /// when its newest entry leaves its window. Not fenced (a lost list or ring restarts
+    /// empty, as a sliding log's).
+    ///
+    /// The same rule as the core's, decision for decision and wait for wait (tested on random
+    /// traces). Differences show only under a clock that goes back, and only as the core
+    /// refusing where this grants: a ring here is judged from the newest bucket a grant
+    /// reached, where the core's ring also moves on to the buckets of calls it refuses; and the
+    /// core gives back a refused call's log charge as of that call's `now`, which an earlier
+    /// `now` still counts (here a refusal charges nothing). Neither frees a permit.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter, SyncConnection};
+    ///
+    /// // "100 requests per minute and 2,000 per hour", never more in any window.
+    /// let limiter = RedisLimiter::multi_window(OnError::FailClosed)
+    ///     .window(Rate::per_minute(100)?)
+    ///     .exact(Rate::per_hour(2_000)?)
+    ///     .build()?;
+    /// let mut con = SyncConnection::new(redis::Client::open("redis://127.0.0.1/")?);
+    /// let d = limiter.decide_blocking(&mut con, "tenant-7", 1)?;
+    /// if let Some(denied) = d.denial() {
+    ///     println!("retry after {:?} (window of {:?})", denied.retry_after(), d.quota().window());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_window(on_error: OnError) -> RedisLimiterBuilder {
+        RedisLimiterBuilder::new(Make::Windows, on_error)
     }
 }
 
 impl RedisLimiterBuilder {
-    fn new(make: Make, rate: Rate, on_error: OnError) -> Self {
+    fn new(make: Make, on_error: OnError) -> Self {
         RedisLimiterBuilder {
             make,
-            rate,
             burst: None,
+            windows: Vec::new(),
             on_error,
             prefix: b"hotlimit:".to_vec(),
             max_key_len: DEFAULT_MAX_KEY_LEN,
@@ -164,11 +233,78 @@ impl RedisLimiterBuilder {
         self
     }
 
+    /// [`multi_window`](RedisLimiter::multi_window) only: adds a counted-ring window of 10
+    /// buckets, at most `rate.limit()` in every window of `rate.period()` (the core's
+    /// `SlidingWindow`, strict: may refuse up to one bucket width early). On another algorithm
+    /// this is a [`ConfigError`] naming `windows`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = RedisLimiter::multi_window(OnError::FailOpen).window(Rate::per_minute(100)?).build()?;
+    /// // A ring's grant counts until its bucket leaves the window: 100 per 66 s.
+    /// assert_eq!(limiter.quota().window(), Duration::from_secs(66));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn window(self, rate: Rate) -> Self {
+        self.window_with_buckets(rate, 10)
+    }
+
+    /// [`multi_window`](RedisLimiter::multi_window) only: adds a counted-ring window of
+    /// `buckets` buckets of width ⌈period / buckets⌉ µs (1 to 65,536, and at most the
+    /// period's microseconds). More buckets: a smaller early-refusal margin, a larger hash.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let err = RedisLimiter::multi_window(OnError::FailOpen)
+    ///     .exact(Rate::per_minute(100)?)
+    ///     .window_with_buckets(Rate::per_hour(2_000)?, 0)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "buckets[1]");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn window_with_buckets(mut self, rate: Rate, buckets: usize) -> Self {
+        self.windows.push((rate, Some(buckets)));
+        self
+    }
+
+    /// [`multi_window`](RedisLimiter::multi_window) only: adds an exact-log window, at most
+    /// `rate.limit()` in every window of `rate.period()` (the core's `SlidingLog`; Redis holds
+    /// up to `limit` grant times for it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hotlimit::Rate;
+    /// use hotlimit_redis::{OnError, RedisLimiter};
+    ///
+    /// let limiter = RedisLimiter::multi_window(OnError::FailOpen)
+    ///     .exact(Rate::per_second(10)?)
+    ///     .exact(Rate::per_minute(300)?)
+    ///     .build()?;
+    /// assert_eq!(limiter.quota().limit(), 10);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn exact(mut self, rate: Rate) -> Self {
+        self.windows.push((rate, None));
+        self
+    }
+
     /// The bytes put before every key (default `hotlimit:`). Two limiters with different
     /// rates must not share a prefix: they would read each other's state.
     ///
-    /// Every script touches exactly one key, so on Redis Cluster any key works; a key with a
-    /// hash tag (`{tenant}:user`) places all of one tenant's keys in one slot, which a
+    /// GCRA's and the log's scripts touch exactly one key, so on Redis Cluster any key works
+    /// (several windows' keys get one hash tag of their own: see
+    /// [`window_keys`](RedisLimiter::window_keys)); a key with a hash tag (`{tenant}:user`) places all of one tenant's keys in one slot, which a
     /// [batch](RedisLimiter::decide_batch_async) on a cluster needs.
     ///
     /// # Examples
@@ -336,7 +472,11 @@ impl RedisLimiterBuilder {
     ///
     /// [`ConfigError`] naming the field: `rate` when a GCRA's emission interval is under
     /// 1 µs or a log's period exceeds 2^52 µs; `burst` when it is 0, when b × interval exceeds
-    /// 2^52 µs, or when it is set on a sliding log; `deadline` when it is zero.
+    /// 2^52 µs, or when it is set on a sliding log or on several windows; `deadline` when it is
+    /// zero; `fenced` when it is set on anything but GCRA. Several windows: `windows` for
+    /// none, more than 8, or windows added to GCRA or a log; `buckets[i]`, `limits[i]`
+    /// (a ring's over 2^31 − 1, a log's over 2^28) and `rates[i]` (a period over 2^52 µs) for
+    /// window i.
     ///
     /// # Examples
     ///
@@ -349,7 +489,16 @@ impl RedisLimiterBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build(self) -> Result<RedisLimiter, ConfigError> {
-        let algorithm = (self.make)(self.rate, self.burst)?;
+        let algorithm =
+            match self.make {
+                Make::Rate(_, _) if !self.windows.is_empty() => return Err(ConfigError::invalid(
+                    "windows",
+                    self.windows.len(),
+                    "windows are for `RedisLimiter::multi_window` (GCRA and a log take one rate)",
+                )),
+                Make::Rate(rate, make) => make(rate, self.burst)?,
+                Make::Windows => Algorithm::Multi(MultiScript::new(&self.windows, self.burst)?),
+            };
         if self.deadline.is_zero() {
             return Err(ConfigError::invalid(
                 "deadline",
@@ -362,10 +511,10 @@ impl RedisLimiterBuilder {
             (true, Algorithm::Gcra(g)) => Some(Fence {
                 horizon: g.tolerance(),
             }),
-            (true, Algorithm::Log(_)) => return Err(ConfigError::invalid(
+            (true, Algorithm::Log(_) | Algorithm::Multi(_)) => return Err(ConfigError::invalid(
                 "fenced",
                 true,
-                "fenced mode is for GCRA (a sliding log's lost stamps cannot be restarted full)",
+                "fenced mode is for GCRA (a sliding log's or a window's lost counts cannot be restarted full)",
             )),
         };
         Ok(RedisLimiter {
