@@ -154,9 +154,9 @@ fn time_before_the_base_counts_as_the_base() {
 fn clock_going_back_after_an_eviction_frees_nothing() {
     // One bucket (capacity 1: 4 slots), burst 1, one per 10 ns.
     let l = limiter(Rate::new(1, Duration::from_nanos(10)).unwrap(), 1, 1);
-    assert!(l.try_acquire_at(1, 100).is_ok()); // TAT 110
-                                               // At 200 key 1 is idle (one-shot: granted once); key 2 needs its place (capacity 1) and
-                                               // evicts it.
+    // Key 1: TAT 110. At 200 it is idle (one-shot: granted once); key 2 needs its place
+    // (capacity 1) and evicts it.
+    assert!(l.try_acquire_at(1, 100).is_ok());
     assert!(l.try_acquire_at(2, 200).is_ok());
     assert_eq!(l.len(), 1);
     // Back to 105: key 2 is busy (TAT 210), so key 1 finds no room.
@@ -178,10 +178,11 @@ fn a_key_recreated_before_its_eviction_time_starts_at_the_floor() {
     for _ in 0..64 {
         // One bucket of 4 slots, capacity 2, burst 1, one per 10 ns (τ = 10).
         let l = limiter(Rate::new(1, Duration::from_nanos(10)).unwrap(), 1, 2);
-        assert!(l.try_acquire_at(1, 100).is_ok()); // TAT 110
-        assert!(l.try_acquire_at(2, 50).is_ok()); // TAT 60
-                                                  // At 200 both have been idle past τ; key 3 replaces the first it looks at (which
-                                                  // depends on the hash seed).
+        // Key 1: TAT 110; key 2: TAT 60.
+        assert!(l.try_acquire_at(1, 100).is_ok());
+        assert!(l.try_acquire_at(2, 50).is_ok());
+        // At 200 both have been idle past τ; key 3 replaces the first it looks at (which
+        // depends on the hash seed).
         assert!(l.try_acquire_at(3, 200).is_ok());
         if l.remaining_at(1, 100) == 0 {
             continue; // key 2 was replaced: try again with another seed
@@ -224,10 +225,12 @@ fn capacity_denies_new_keys_with_the_wait_until_one_goes_idle() {
 fn returning_keys_keep_their_places_for_their_tolerance() {
     // One bucket of 4 slots, capacity 2, burst 2, one per 100 ns: τ = 200.
     let l = limiter(Rate::new(1, Duration::from_nanos(100)).unwrap(), 2, 2);
-    assert!(l.try_acquire_at(1, 0).is_ok()); // TAT 100, one-shot
-    assert!(l.try_acquire_at(1, 150).is_ok()); // found idle again: returning, TAT 250
-    assert!(l.try_acquire_at(2, 200).is_ok()); // TAT 300, one-shot
-                                               // At 260 key 1 is idle but within its grace (until 450), key 2 busy until 300.
+    // Key 1: TAT 100, one-shot; found idle again at 150: returning, TAT 250. Key 2: TAT
+    // 300, one-shot.
+    assert!(l.try_acquire_at(1, 0).is_ok());
+    assert!(l.try_acquire_at(1, 150).is_ok());
+    assert!(l.try_acquire_at(2, 200).is_ok());
+    // At 260 key 1 is idle but within its grace (until 450), key 2 busy until 300.
     assert_eq!(
         l.try_acquire_at(3, 260).unwrap_err().retry_after_nanos(),
         Some(40)
@@ -258,11 +261,12 @@ fn returning_keys_keep_their_places_for_their_tolerance() {
 fn a_key_never_granted_goes_1_ns_after_its_tat() {
     // One bucket, capacity 2, burst 1, one per 10 ns.
     let l = limiter(Rate::new(1, Duration::from_nanos(10)).unwrap(), 1, 2);
-    assert!(l.try_acquire_at(1, 0).is_ok()); // TAT 10
-    assert!(l.try_acquire_at(2, 0).is_ok()); // TAT 10
-    assert!(l.try_acquire_at(3, 100).is_ok()); // replaces 1 or 2: floor 100, TAT 110
-                                               // Back to 50: key 4 replaces the other idle key and starts at the floor (TAT 100), so its
-                                               // request is refused; the key stays, never granted.
+    // Keys 1 and 2: TAT 10; key 3 replaces one of them at 100: floor 100, TAT 110. Back to
+    // 50: key 4 replaces the other idle key and starts at the floor (TAT 100), so its request
+    // is refused; the key stays, never granted.
+    assert!(l.try_acquire_at(1, 0).is_ok());
+    assert!(l.try_acquire_at(2, 0).is_ok());
+    assert!(l.try_acquire_at(3, 100).is_ok());
     assert_eq!(
         l.try_acquire_at(4, 50).unwrap_err().retry_after_nanos(),
         Some(50)
