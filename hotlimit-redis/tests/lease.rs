@@ -68,10 +68,10 @@ fn hammer(
     Arc::try_unwrap(log).unwrap().into_inner().unwrap()
 }
 
-/// 4 threads on one key over its limit (2,000/s, burst 20) for 600 ms, a per-decision limiter
-/// on the same key at the same time: the leased grants keep b + ⌊d/I⌋ in every window (each
-/// at the time its check read), all grants together stay within the run's bound, and round
-/// trips are a small share of grants.
+/// 4 threads on one key over its limit (2,000/s, burst 20) until they hold 300 grants, a
+/// per-decision limiter on the same key at the same time: the leased grants keep b + ⌊d/I⌋ in
+/// every window (each at the time its check read), all grants together stay within the run's
+/// bound, and round trips are a small share of grants.
 #[test]
 fn leased_and_per_decision_grants_keep_the_bound_together() {
     let server = RedisServer::start();
@@ -86,6 +86,7 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
         .build()
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
     let other = {
         let (stop, client) = (stop.clone(), server.client());
         std::thread::spawn(move || {
@@ -104,15 +105,23 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
             granted
         })
     };
-    let l = leased.clone();
-    let times = hammer(4, Duration::from_millis(600), move || {
-        l.try_acquire_n_timed("k", 1).ok()
-    });
+    // Rounds of 200 ms until the leased threads hold 300 grants (a loaded machine gives them
+    // fewer a round; at most 10 s): the checks below then always judge a real stream.
+    let mut times = Vec::new();
+    while times.len() < 300 && start.elapsed() < Duration::from_secs(10) {
+        let l = leased.clone();
+        times.extend(hammer(4, Duration::from_millis(200), move || {
+            l.try_acquire_n_timed("k", 1).ok()
+        }));
+    }
     stop.store(true, Ordering::Relaxed);
     let by_script: u64 = other.join().unwrap();
+    let elapsed = start.elapsed();
     let total = times.len() as u64 + by_script;
-    // The whole run: at most b + 0.6 s × 2,000 (+ the other thread's margin of one interval).
-    assert!(total <= 20 + 1200 + 2, "{total} grants");
+    // The whole run, d from before the other thread started to after it stopped: at most
+    // b + ⌊d/I⌋ (+ 2: the server's clock reads whole µs).
+    let bound = 20 + (elapsed.as_nanos() / 500_000) as u64 + 2;
+    assert!(total <= bound, "{total} grants in {elapsed:?}");
     let mut leased_times = times;
     assert_eq!(over(&mut leased_times, 500_000, 20), None);
     let s = leased.stats();
@@ -137,9 +146,12 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
 fn leased_permits_outlive_redis_then_the_policy_decides() {
     for (policy, admits) in [(OnError::FailClosed, false), (OnError::FailOpen, true)] {
         let mut server = RedisServer::start();
-        // 1,000/s, burst 100; leases of up to 50 (the second and later, sized by demand).
+        // 1,000/s, burst 2,000; leases of up to 50 (the second and later, sized by demand). A
+        // leased permit may be granted within τ − I of its slot (here about 2 s): a thread
+        // that a loaded machine keeps off a core between the kill and its next call still
+        // finds its permits valid (with burst 100, 99 ms, it did not always: issue 43's stress).
         let limiter = LeasedGcra::builder(Rate::per_second(1000).unwrap(), policy)
-            .burst(100)
+            .burst(2000)
             .max_lease(50)
             .lease_time(Duration::from_secs(10))
             .deadline(Duration::from_millis(50))
