@@ -67,6 +67,7 @@ const RATE_FIELDS: [&str; MAX_WINDOWS] = [
 static SCRIPT: LazyLock<Lua> = LazyLock::new(|| {
     Lua::new(concat!(
         include_str!("lua/now.lua"),
+        include_str!("lua/log_window.lua"),
         include_str!("lua/multi_window.lua")
     ))
 });

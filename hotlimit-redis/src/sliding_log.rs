@@ -25,6 +25,7 @@ use crate::transport::Lua;
 static SCRIPT: LazyLock<Lua> = LazyLock::new(|| {
     Lua::new(concat!(
         include_str!("lua/now.lua"),
+        include_str!("lua/log_window.lua"),
         include_str!("lua/sliding_log.lua")
     ))
 });

@@ -120,12 +120,13 @@ fn allowed(limiter: &RedisLimiter, con: &mut SyncConnection, key: &str, n: u32) 
     limiter.decide_blocking(con, key, n).unwrap().is_allowed()
 }
 
-/// A script as the crate sends it: the clock prelude, then the script's own body.
+/// A script as the crate sends it: the clock prelude, the shared parts it uses (the log's
+/// rule for the log), then the script's own body.
 macro_rules! script {
-    ($name:literal) => {
+    ($($part:literal),+) => {
         concat!(
             include_str!("../src/lua/now.lua"),
-            include_str!(concat!("../src/lua/", $name, ".lua"))
+            $(include_str!(concat!("../src/lua/", $part, ".lua"))),+
         )
     };
 }
@@ -152,7 +153,12 @@ fn race_gcra_admits_exactly_the_burst() {
 #[test]
 fn race_sliding_log_admits_exactly_the_limit() {
     let limiter = RedisLimiter::sliding_log(Rate::per_hour(90).unwrap(), OnError::FailClosed);
-    race_on_server(limiter, 90, script!("sliding_log"), "90 3600000000");
+    race_on_server(
+        limiter,
+        90,
+        script!("log_window", "sliding_log"),
+        "90 3600000000",
+    );
 }
 
 /// The TAT written is the server's `TIME` plus the cost: the client's clock is never read, so a

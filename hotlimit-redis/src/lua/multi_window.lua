@@ -69,24 +69,7 @@ for i = 1, k do
   local free, ahead
   if width == 0 then
     -- The exact log (as sliding_log.lua).
-    local len = redis.call('LLEN', key)
-    local edge = now - period
-    local newest = nil
-    if len > 0 then
-      newest = tonumber(redis.call('LINDEX', key, 0))
-    end
-    local lo, hi = 0, len
-    if newest ~= nil and newest <= edge then
-      hi = 0
-    end
-    while lo < hi do
-      local mid = math.floor((lo + hi) / 2)
-      if tonumber(redis.call('LINDEX', key, mid)) > edge then
-        lo = mid + 1
-      else
-        hi = mid
-      end
-    end
+    local len, newest, lo = log_window(key, now, period)
     free = limit - lo
     if free < 0 then
       free = 0

@@ -23,27 +23,8 @@ local n = tonumber(ARGV[3])
 -- `now` (µs) and `ttl_extra` (ms) come from now.lua, which the crate puts in front of this script.
 
 local key = KEYS[1]
-local len = redis.call('LLEN', key)
-local edge = now - period
-local newest = nil
-if len > 0 then
-  newest = tonumber(redis.call('LINDEX', key, 0))
-end
-
--- Entries still in the window are a prefix of the list (newest first): find its length.
-local lo, hi = 0, len
-if newest ~= nil and newest <= edge then
-  hi = 0
-end
-while lo < hi do
-  local mid = math.floor((lo + hi) / 2)
-  if tonumber(redis.call('LINDEX', key, mid)) > edge then
-    lo = mid + 1
-  else
-    hi = mid
-  end
-end
-local used = lo
+-- Entries still in the window are a prefix of the list (newest first): its length (log_window.lua).
+local len, newest, used = log_window(key, now, period)
 local free = limit - used
 if free < 0 then
   free = 0
