@@ -34,6 +34,14 @@ impl Args {
         Args { values, len }
     }
 
+    /// These arguments with ARGV[6], the waiting marker's lifetime in ms (GCRA's: see
+    /// `lua/gcra.lua`), ARGV[4] and ARGV[5] filled in (0: no test hook, not fenced) if absent.
+    pub(crate) fn with_waiting(mut self, ttl_ms: u64) -> Args {
+        self.values[5] = ttl_ms;
+        self.len = 6;
+        self
+    }
+
     /// Several windows' ARGV: `k` windows, 0, n, the test hook's `now` (0: none), no fence,
     /// then `windows` (at most 24 values: what does not fit is left out, and `multi_window.rs`
     /// never passes more).

@@ -68,6 +68,7 @@ mod sliding_log;
 mod stats;
 mod sync;
 mod transport;
+mod waiting;
 
 pub use connection::{cluster_connection, connection_manager, SyncConnection};
 pub use decide::{DecideFuture, RedisDecide};

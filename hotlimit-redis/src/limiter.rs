@@ -22,6 +22,7 @@ use crate::fence::Fence;
 use crate::policy::OnError;
 use crate::stats::{Counters, Stats};
 use crate::transport::{is_connection_fault, Call, Lua, Replies};
+use crate::waiting;
 
 mod builder;
 
@@ -130,12 +131,24 @@ pub(crate) struct Ask {
     pub(crate) sent: u64,
     /// The fence's marker (fenced mode), or empty.
     pub(crate) marker: Vec<u8>,
+    /// The waiting marker (GCRA: see `waiting.rs`), or empty (none: a log, or a key with no
+    /// name in its slot for one).
+    pub(crate) waiting: Vec<u8>,
 }
 
 impl Ask {
-    /// The fence's marker in fenced mode.
-    pub(crate) fn marker(&self) -> Option<&[u8]> {
-        (!self.marker.is_empty()).then_some(self.marker.as_slice())
+    /// The markers the script takes after the key: the fence's in fenced mode, then the
+    /// waiting marker if any.
+    fn markers(&self) -> ([&[u8]; 2], usize) {
+        let mut markers: [&[u8]; 2] = [&[], &[]];
+        let mut len = 0;
+        for marker in [&self.marker, &self.waiting] {
+            if !marker.is_empty() {
+                markers[len] = marker.as_slice();
+                len += 1;
+            }
+        }
+        (markers, len)
     }
 }
 
@@ -309,12 +322,18 @@ impl RedisLimiter {
             Some(_) => Fence::marker(&s.prefix, &full),
             None => Vec::new(),
         };
+        // A per-decision GCRA caller refused by leases' queue on its key marks it waiting.
+        let waiting = match s.algorithm {
+            Algorithm::Gcra(_) => waiting::marker(&full).unwrap_or_default(),
+            _ => Vec::new(),
+        };
         Ask {
             user: key.into(),
             key: full,
             n,
             sent: now,
             marker,
+            waiting,
         }
     }
 
@@ -328,12 +347,19 @@ impl RedisLimiter {
         self.shared.algorithm.script()
     }
 
-    /// The script's arguments for `ask`.
+    /// The script's arguments for `ask` (with the waiting marker's lifetime when it has one).
     pub(crate) fn args(&self, ask: &Ask) -> Args {
         let s = &self.shared;
         let fence = s.fence.map_or(0, |f| f.horizon);
-        s.algorithm
-            .args(ask.n, s.test_clock.as_ref().map(TestClock::micros), fence)
+        let args = s
+            .algorithm
+            .args(ask.n, s.test_clock.as_ref().map(TestClock::micros), fence);
+        match s.algorithm {
+            Algorithm::Gcra(g) if !ask.waiting.is_empty() => {
+                args.with_waiting(waiting::ttl_ms(g.tolerance()))
+            }
+            _ => args,
+        }
     }
 
     /// Adds `ask`'s script to `call`: on its key (and the fence's marker), or on its windows'
@@ -345,7 +371,8 @@ impl RedisLimiter {
                 call.push_keys(&self.shared.algorithm.keys(&ask.key), args.as_slice());
             }
             Algorithm::Gcra(_) | Algorithm::Log(_) => {
-                call.push(&ask.key, ask.marker(), args.as_slice());
+                let (markers, len) = ask.markers();
+                call.push(&ask.key, &markers[..len], args.as_slice());
             }
         }
     }

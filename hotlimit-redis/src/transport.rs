@@ -66,14 +66,14 @@ impl Call {
         }
     }
 
-    /// Adds the script on `key` (and the fence's `marker` in fenced mode) with `args`.
-    pub(crate) fn push(&mut self, key: &[u8], marker: Option<&[u8]>, args: &[u64]) {
+    /// Adds the script on `key` and its `markers` (the fence's in fenced mode, then the
+    /// waiting marker if any: the script knows which from its arguments) with `args`.
+    pub(crate) fn push(&mut self, key: &[u8], markers: &[&[u8]], args: &[u64]) {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.script.hash());
-        match marker {
-            Some(marker) => cmd.arg(2).arg(key).arg(marker),
-            None => cmd.arg(1).arg(key),
-        };
+        cmd.arg(self.script.hash()).arg(1 + markers.len()).arg(key);
+        for marker in markers {
+            cmd.arg(*marker);
+        }
         cmd.arg(args);
         self.calls.push(cmd);
     }

@@ -121,11 +121,11 @@ fn four_processes_of_two_threads_at_50000_per_second_share_every_second() {
 }
 
 /// Leased and per-decision callers on one over-limit key (2 processes of each, 2,000/s, 3 s):
-/// they do not share in proportion to demand, and the README says how: the leases take the
-/// queue (τ + Q) first, and per-decision callers get what is left when it drains below τ
-/// (measured: 3,770–3,882 per leased process against 70–232 per decision). Asserted: the key's
-/// bound holds for all together, and no per-decision process is starved (the issue saw 4 and
-/// 1 permits in 5 s).
+/// a per-decision caller refused by the leases' queue marks the key waiting, and while the
+/// mark lives leases stop at the bucket (τ), so both kinds meet at its edge (`waiting.rs`).
+/// Measured: 1,590–2,106 per leased process, 2,055–2,350 per decision (before the mark: 3–232
+/// per decision against 3,400–4,600 leased). Asserted: the key's bound holds for all together,
+/// and every process, of either kind, gets at least 1/10 of the grants (a fair share is 1/4).
 #[test]
 fn leased_and_per_decision_callers_share_as_documented() {
     let server = RedisServer::start();
@@ -177,6 +177,6 @@ fn leased_and_per_decision_callers_share_as_documented() {
     );
     // b + 3 s of the rate (+ the run's end, read by 4 threads at slightly different times).
     assert!(total <= rate + 3 * rate + 8, "{total} grants");
-    // Not starved: at least 1/400 of the grants each (measured 70–232 of about 8,000).
-    assert!(counts[2..].iter().all(|&c| c * 400 >= total), "{counts:?}");
+    // Neither kind starved: at least 1/10 of the grants each.
+    assert!(counts.iter().all(|&c| c * 10 >= total), "{counts:?}");
 }

@@ -19,6 +19,7 @@ use crate::limiter::{nanos, only};
 use crate::reply::ints;
 use crate::sync::Ordering;
 use crate::transport::{is_connection_fault, Call, Lua, Replies};
+use crate::waiting;
 
 /// The lease script: the shared prelude, then `lua/lease.lua`.
 static LEASE: LazyLock<Lua> = LazyLock::new(|| {
@@ -49,6 +50,14 @@ pub(super) enum Refilled {
     Wait(u64),
 }
 
+/// The ns until the key's last refused lease said room opens, if that is after `now`: no
+/// round trip before it.
+fn queue_full(state: &KeyState, now: u64) -> Option<u64> {
+    // Relaxed: a hint (see `finish`).
+    let until = state.full_until.load(Ordering::Relaxed);
+    (now < until).then(|| until - now)
+}
+
 /// What a lease reply carries: a lease, or (the key's queue full) the ns until one fits.
 enum Leased {
     Lease(Lease),
@@ -75,6 +84,9 @@ impl<C: Clock> LeasedGcra<C> {
         n: u32,
         now: u64,
     ) -> Refilled {
+        if let Some(wait) = queue_full(state, now) {
+            return Refilled::Wait(wait);
+        }
         let Some(pending) = self.begin(state, key, n, now) else {
             return self.busy_or_down(now);
         };
@@ -99,6 +111,9 @@ impl<C: Clock> LeasedGcra<C> {
         n: u32,
         now: u64,
     ) -> Refilled {
+        if let Some(wait) = queue_full(state, now) {
+            return Refilled::Wait(wait);
+        }
         let Some(pending) = self.begin(state, key, n, now) else {
             return self.busy_or_down(now);
         };
@@ -149,10 +164,13 @@ impl<C: Clock> LeasedGcra<C> {
         let g = &s.gcra;
         let marker = s.fence.map(|_| Fence::marker(&s.prefix, &pending.key));
         let fence = s.fence.map_or(0, |f| f.horizon);
+        // Per-decision callers refused by the queue on this key mark it (see `waiting.rs`).
+        let waiting = waiting::marker(&pending.key);
+        let markers: Vec<&[u8]> = marker.iter().chain(&waiting).map(Vec::as_slice).collect();
         let mut call = Call::new(&LEASE).durable(s.durable);
         call.push(
             &pending.key,
-            marker.as_deref(),
+            &markers,
             &[
                 g.interval(),
                 g.tolerance(),
@@ -162,6 +180,7 @@ impl<C: Clock> LeasedGcra<C> {
                 s.queue,
                 pending.fewest,
                 if s.planted_early { 0 } else { s.queue },
+                u64::from(waiting.is_some()),
             ],
         );
         call
@@ -221,6 +240,13 @@ impl<C: Clock> LeasedGcra<C> {
             Ok(Leased::Full(wait)) => {
                 // Relaxed: an estimate, as below.
                 s.rtt.store(received - pending.sent, Ordering::Relaxed);
+                // The room opens `wait` after the server's `now`, read after `sent`: from
+                // `sent + wait` on at the earliest, when the next refill may ask again.
+                // Relaxed: a hint; a stale read costs one refused round trip, or one denial
+                // whose retry-after is the refusal's.
+                state
+                    .full_until
+                    .store(pending.sent.saturating_add(wait), Ordering::Relaxed);
                 drop(pending);
                 Refilled::Wait(wait)
             }
@@ -244,7 +270,7 @@ impl<C: Clock> LeasedGcra<C> {
         }
     }
 
-    /// The lease a reply `{S, I, τ, now, k}` carries, on the local clock: sent at local
+    /// The lease a reply `{S, I, τ, now, k, cap}` carries, on the local clock: sent at local
     /// `sent`, received at `received`, mapped with the limiter's bound on the clocks' offset
     /// narrowed by this round trip (see [`LeasedGcra`]'s docs and `lease/offset.rs`); or, for
     /// k = 0 (the key's queue is full), how long until the fewest permits asked for fit.
@@ -255,7 +281,7 @@ impl<C: Clock> LeasedGcra<C> {
     /// with different rates on one prefix).
     fn lease_of(&self, value: &Value, sent: u64, received: u64) -> Result<Leased, Error> {
         let s = &self.shared;
-        let [start, interval, tolerance, now, permits] = ints::<5>(value)?;
+        let [start, interval, tolerance, now, permits, cap] = ints::<6>(value)?;
         if interval != s.gcra.interval() || tolerance != s.gcra.tolerance() {
             return Err(Error::BadReply(format!(
                 "lease of I = {interval} µs, τ = {tolerance} µs for a limiter of I = {} µs, τ = {} µs",
@@ -264,9 +290,10 @@ impl<C: Clock> LeasedGcra<C> {
             )));
         }
         if permits == 0 {
-            // Room for the fewest permits opens when now + τ + Q reaches S + fewest·I; one I
-            // at least (the request's own permits are what it waits for).
-            let opens = (start + interval).saturating_sub(now + tolerance + s.queue);
+            // Room for the fewest permits opens when now + cap (τ + Q, or τ while
+            // per-decision callers wait) reaches S + fewest·I; one I at least (the request's
+            // own permits are what it waits for).
+            let opens = (start + interval).saturating_sub(now + cap);
             return Ok(Leased::Full(opens.max(interval).saturating_mul(1000)));
         }
         let mut kept = s.offset.lock().unwrap_or_else(|e| e.into_inner());
@@ -398,7 +425,7 @@ impl<C: Clock> LeasedGcra<C> {
         let mut call = Call::new(&RETURN);
         for (key, lease, spent) in closed {
             let end = lease.start + lease.permits * i;
-            call.push(key, None, &[end, lease.start + spent * i, 0]);
+            call.push(key, &[], &[end, lease.start + spent * i, 0]);
         }
         s.counters.round_trip();
         let deadline = Deadline::new(s.deadline);

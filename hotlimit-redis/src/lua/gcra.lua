@@ -7,13 +7,18 @@
 -- ARGV[3]  n, the permits asked for (0 <= n <= burst; 0 only reads)
 -- ARGV[4]  optional: `now` in microseconds (the crate's test hook; 0: none)
 -- ARGV[5]  optional: the fence F, microseconds (fenced mode; KEYS[2] is then the marker, see now.lua)
+-- ARGV[6]  optional: the waiting marker's lifetime W, milliseconds (0 or absent: none; else the
+--          last of KEYS is the marker): a refusal that found the TAT past now + tau (only
+--          leases put it there, queueing past the bucket) sets the marker for W, and while it
+--          lives leases stop at the bucket, now + tau (lease.lua), as per-decision grants do
 --
 -- Returns {granted 0/1, remaining, retry_after_us, reset_us}, all integers.
 --
 -- Every number stays an integer below 2^53 (Lua numbers are doubles): microseconds since the
 -- epoch are ~2^51. Numbers go to redis.call as numbers (never tostring, which prints 14 digits).
 -- The key is written only on a grant, with an expiry at the TAT (rounded up to the next
--- millisecond): then the key is full again and its state has no effect. A denial writes nothing.
+-- millisecond): then the key is full again and its state has no effect. A denial writes nothing
+-- to the key (one refused by leases' queue sets the waiting marker, ARGV[6]: see waiting.rs).
 
 local interval = tonumber(ARGV[1])
 local tolerance = tonumber(ARGV[2])
@@ -45,6 +50,10 @@ if n == 0 then
 end
 local slack = tolerance - n * interval
 if ahead > slack then
+  local waiting = tonumber(ARGV[6] or '0') or 0
+  if waiting > 0 and ahead > tolerance then
+    redis.call('SET', KEYS[#KEYS], 1, 'PX', waiting)
+  end
   return {0, left, ahead - slack, ahead}
 end
 

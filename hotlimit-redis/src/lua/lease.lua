@@ -23,9 +23,14 @@
 -- ARGV[7]  the fewest permits worth leasing (>= 1, <= k)
 -- ARGV[8]  where a missing key starts, past now, microseconds: Q (the crate's planted twin
 --          alone passes 0)
+-- ARGV[9]  optional: 1 when the last of KEYS is the key's waiting marker (gcra.lua sets it when
+--          a per-decision caller was refused by the queue): while it exists the queue is 0, so
+--          leases stop at the bucket (now + tau), where per-decision grants stop too, and the
+--          two kinds meet at its edge instead of the leases taking the queue first
 --
--- Returns {S, I, tau, now, k'}, integers (microseconds; k' the permits leased, 0: none fit, and
--- then S is where the next lease would start).
+-- Returns {S, I, tau, now, k', cap}, integers (microseconds; k' the permits leased, 0: none
+-- fit, and then S is where the next lease would start; cap = tau + the queue used: no lease
+-- takes the TAT past now + cap).
 
 local interval = tonumber(ARGV[1])
 local tolerance = tonumber(ARGV[2])
@@ -33,6 +38,9 @@ local k = tonumber(ARGV[3])
 -- `now` (µs) and `ttl_extra` (ms) come from now.lua, which the crate puts in front of this script.
 
 local queue = tonumber(ARGV[6])
+if tonumber(ARGV[9] or '0') == 1 and redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+  queue = 0
+end
 local fewest = tonumber(ARGV[7])
 local lost_start = tonumber(ARGV[8])
 local tat = tonumber(redis.call('GET', KEYS[1])) or fenced_tat or (now + lost_start)
@@ -51,7 +59,7 @@ if fit < k then
   k = fit
 end
 if k < fewest then
-  return {start, interval, tolerance, now, 0}
+  return {start, interval, tolerance, now, 0, tolerance + queue}
 end
 local next_tat = start + k * interval
 local ahead = next_tat - now
@@ -62,4 +70,4 @@ if ahead % 1000 > 0 then
 end
 ttl = ttl + ttl_extra
 redis.call('SET', KEYS[1], next_tat, 'PX', ttl)
-return {start, interval, tolerance, now, k}
+return {start, interval, tolerance, now, k, tolerance + queue}
