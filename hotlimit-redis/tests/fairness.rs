@@ -124,8 +124,11 @@ fn four_processes_of_two_threads_at_50000_per_second_share_every_second() {
 /// a per-decision caller refused by the leases' queue marks the key waiting, and while the
 /// mark lives leases stop at the bucket (τ), so both kinds meet at its edge (`waiting.rs`).
 /// Measured: 1,590–2,106 per leased process, 2,055–2,350 per decision (before the mark: 3–232
-/// per decision against 3,400–4,600 leased). Asserted: the key's bound holds for all together,
-/// and every process, of either kind, gets at least 1/10 of the grants (a fair share is 1/4).
+/// per decision against 3,400–4,600 leased; under issue 43's stress load, down to 750 of
+/// 7,964 for one per-decision process: its every attempt is a round trip, a leased one's a
+/// CAS). Asserted: the key's bound holds for all together, and every process, of either kind,
+/// gets at least 1/40 of the grants (a fair share is 1/4; before the mark, under load, a
+/// per-decision process got under 1/300).
 #[test]
 fn leased_and_per_decision_callers_share_as_documented() {
     let server = RedisServer::start();
@@ -177,6 +180,6 @@ fn leased_and_per_decision_callers_share_as_documented() {
     );
     // b + 3 s of the rate (+ the run's end, read by 4 threads at slightly different times).
     assert!(total <= rate + 3 * rate + 8, "{total} grants");
-    // Neither kind starved: at least 1/10 of the grants each.
-    assert!(counts.iter().all(|&c| c * 10 >= total), "{counts:?}");
+    // Neither kind starved: at least 1/40 of the grants each.
+    assert!(counts.iter().all(|&c| c * 40 >= total), "{counts:?}");
 }
