@@ -260,7 +260,8 @@ impl<C> MultiWindow<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn window_at(&self, i: usize, now: u64) -> Option<(u64, Duration)> {
-        let (remaining, reset) = self.windows.as_slice().get(i)?.read_at(now);
+        let (w, view) = self.windows.each().nth(i)?;
+        let (remaining, reset) = w.read_at(view, now);
         Some((remaining, Duration::from_nanos(reset)))
     }
 
