@@ -529,7 +529,19 @@ impl<H: HeadCell> TimeRing<H> {
         // τ = x·w + off, with off = 0 when `now` is behind the bucket.
         match self.decide(s, x, off, n) {
             Fast::Grant(next) => Ok(next),
-            Fast::Deny { x, below, .. } => {
+            Fast::Deny {
+                x,
+                off,
+                below,
+                limit,
+            } => {
+                // The usual denial first (one snapshot), when `now` is in the bucket (`quick_denial`
+                // reckons the wait from x·w + off).
+                if now >= x * self.width {
+                    if let Some(d) = self.quick_denial(s, x, off, n, limit, now) {
+                        return Err(Miss::Denied(d));
+                    }
+                }
                 Err(self.denial(st, s, x, Self::floor_of(x, below), n, now))
             }
             Fast::Slow => Err(self.stale(st, s)),
