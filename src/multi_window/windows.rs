@@ -185,7 +185,8 @@ impl Windows {
         let mut denied = denied;
         let mut i = next(at);
         while i != first {
-            if let Some(d) = self.windows[i].wait_for(self.view(i), n, now) {
+            // `None`: no pair gives back, so no window here has a view.
+            if let Some(d) = self.windows[i].wait_for(None, n, now) {
                 denied = denied.later(d);
             }
             i = next(i);

@@ -55,6 +55,7 @@ impl StateCell for AtomicU64 {
 
     #[inline(always)]
     fn load(&self, order: Ordering) -> u64 {
+        // The caller's ordering, on the ring's own word.
         AtomicU64::load(self, order)
     }
 
@@ -66,6 +67,7 @@ impl StateCell for AtomicU64 {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64> {
+        // The caller's orderings, on the ring's own word.
         AtomicU64::compare_exchange(self, current, new, success, failure)
     }
 
@@ -77,6 +79,7 @@ impl StateCell for AtomicU64 {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64> {
+        // The caller's orderings, on the ring's own word.
         AtomicU64::compare_exchange_weak(self, current, new, success, failure)
     }
 }
@@ -134,7 +137,7 @@ impl StateCell for View<'_> {
 
     #[inline(always)]
     fn load(&self, order: Ordering) -> u64 {
-        // (The caller's ordering: a load of the view is a load of the pair's word.)
+        // The caller's ordering: a load of the view is a load of the pair's word.
         self.of(self.word.load(order))
     }
 

@@ -263,10 +263,10 @@ impl TimeRing<Plain> {
         if off >= self.width {
             return false;
         }
-        // f − 1 = x − q − 1 − [off < r]: the first cached snapshot, or the second.
         // Relaxed: ordered after the Acquire load of `s`, and checked by its tag: a value
         // tagged x was written by the roll that opened bucket x (whose thaw `s` follows) or
-        // by its helpers, with the same value.
+        // by its helpers, with the same value. The first cached snapshot, or the second:
+        // f − 1 = x − q − 1 − [off < r].
         let c = cache[usize::from(off < self.lag_rest)].load(Ordering::Relaxed);
         slot_epoch(c) == x as u32
             && u64::from(granted(s).wrapping_sub(slot_prefix(c))) + n <= self.limit()
