@@ -173,20 +173,26 @@ fn planted_give_back_to_any_bucket_undercounts_the_new_bucket() {
     give_back_racing_a_roll(true);
 }
 
-/// A pair's grant racing a roll: a ring of 2 per 2 ns (buckets of 1 ns) and a ring of 1 per
-/// 8 ns (buckets of 4 ns), granted by one CAS of their shared word. A call at t = 0 races one
-/// at t = `later` (1: it rolls the first ring; 4: it rolls both), through the planted
-/// `StaleFreeze` if `planted`. The second ring grants exactly one of them, holds it at
-/// `later` and refuses a third call then; at t = 1 the first ring counts that one grant
-/// (whichever bucket it landed in); by t = 20 both rings are free again.
-fn grant_racing_a_roll(later: u64, planted: bool) {
+/// A pair's grant racing a roll: a fast ring of 2 per 2 ns (buckets of 1 ns) and a slow ring
+/// of 1 per 8 ns (buckets of 4 ns), granted by one CAS of their shared word; the fast ring is
+/// the pair's first unless `swapped`. A call at t = 0 races one at t = `later` (1: it rolls
+/// the fast ring; 4: it rolls both), through the planted `StaleFreeze` if `planted`. The
+/// slow ring grants exactly one of them, holds it at `later` and refuses a third call then;
+/// at t = 1 the fast ring counts that one grant (whichever bucket it landed in); by t = 20
+/// both rings are free again.
+fn grant_racing_a_roll(later: u64, swapped: bool, planted: bool) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(2);
     builder.check(move || {
+        let (fast, slow) = if swapped { (1, 0) } else { (0, 1) };
+        let mut rings = [(rate(2, 2), 2), (rate(1, 8), 2)];
+        if swapped {
+            rings.swap(0, 1);
+        }
         let limiter = Arc::new(StaleFreeze(
             MultiWindow::builder()
-                .window_with_buckets(rate(2, 2), 2)
-                .window_with_buckets(rate(1, 8), 2)
+                .window_with_buckets(rings[0].0, rings[0].1)
+                .window_with_buckets(rings[1].0, rings[1].1)
                 .clock(ManualClock::new())
                 .build()
                 .unwrap(),
@@ -205,20 +211,20 @@ fn grant_racing_a_roll(later: u64, planted: bool) {
         let limiter = &limiter.0;
         assert!(early ^ late, "exactly one grant: {early} {late}");
         assert_eq!(
-            limiter.window_at(1, later).unwrap().0,
+            limiter.window_at(slow, later).unwrap().0,
             0,
             "the grant counts once"
         );
         if later == 1 {
             assert_eq!(
-                limiter.window_at(0, 1).unwrap().0,
+                limiter.window_at(fast, 1).unwrap().0,
                 1,
                 "the grant counts once"
             );
         }
         assert!(
             limiter.try_acquire_at(later).is_err(),
-            "the second ring is full"
+            "the slow ring is full"
         );
         assert_eq!(limiter.remaining_at(20), 1);
         assert!(limiter.try_acquire_at(20).is_ok());
@@ -227,16 +233,27 @@ fn grant_racing_a_roll(later: u64, planted: bool) {
 
 #[test]
 fn a_pair_grant_racing_a_roll_of_the_first_ring_counts_once() {
-    grant_racing_a_roll(1, false);
+    grant_racing_a_roll(1, false, false);
+}
+
+#[test]
+fn a_pair_grant_racing_a_roll_of_the_second_ring_counts_once() {
+    grant_racing_a_roll(1, true, false);
 }
 
 #[test]
 fn a_pair_grant_racing_a_roll_of_both_rings_counts_once() {
-    grant_racing_a_roll(4, false);
+    grant_racing_a_roll(4, false, false);
 }
 
 #[test]
 #[should_panic(expected = "exactly one grant")]
 fn planted_stale_freeze_loses_a_grant() {
-    grant_racing_a_roll(1, true);
+    grant_racing_a_roll(1, false, true);
+}
+
+#[test]
+#[should_panic(expected = "exactly one grant")]
+fn planted_stale_freeze_of_the_second_ring_loses_a_grant() {
+    grant_racing_a_roll(1, true, true);
 }
