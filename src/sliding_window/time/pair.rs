@@ -104,9 +104,9 @@ impl PairWord {
             {
                 break 'slow None;
             }
-            // The grant, in both rings. Release: whoever acquires the new word sees the epochs
-            // and snapshots both decisions saw (as a ring's grant). Acquire on failure: the
-            // word returned is the next view.
+            // Release: whoever acquires the new word sees the epochs and snapshots both
+            // decisions saw (as a ring's grant). Acquire on failure: the word returned is the
+            // next view. The grant, in both rings.
             match self.word.compare_exchange_weak(
                 s,
                 s.wrapping_add(n << HIGH),
@@ -164,8 +164,8 @@ impl PairWord {
                 (Err(Miss::Denied(d)), Ok(_)) | (Ok(_), Err(Miss::Denied(d))) => return Err(d),
                 (Err(Miss::Denied(d0)), Err(Miss::Denied(d1))) => return Err(d0.later(d1)),
             }
-            // Both rings grant on `p`: G + n in both. Release / Acquire on failure: as in
-            // `acquire`.
+            // Release / Acquire on failure: as in `acquire`. Both rings grant on `p`: G + n in
+            // both.
             match self.word.compare_exchange_weak(
                 p,
                 p.wrapping_add(n << HIGH),
@@ -220,7 +220,7 @@ impl PairWord {
             if s & FROZEN != 0 || x & PAIR_EPOCH_MASK != state_epoch(s) || bucket <= x {
                 continue;
             }
-            // The target as the real roll picks it. AcqRel / Acquire: as in `roll`.
+            // AcqRel / Acquire: as in `roll` (the target as the real roll picks it).
             let t = match ring.head.target().compare_exchange(
                 x,
                 bucket,
@@ -235,8 +235,9 @@ impl PairWord {
             }
             let frozen = state_word(granted(s), t & PAIR_EPOCH_MASK, true);
             // Deliberately broken: the word as read is written over whatever it holds now (a
-            // CAS from the current value, so a store). AcqRel / Acquire: the real freeze's.
+            // CAS from the current value, so a store).
             let stale = v.with(p, frozen);
+            // Acquire (the load and the CAS's failure) / AcqRel: the real freeze's.
             let mut current = self.word.load(Ordering::Acquire);
             while let Err(seen) =
                 self.word
