@@ -30,6 +30,14 @@
 //!   meanwhile, they are reached again only on the cursor's next lap (the log's own rollbacks
 //!   behave so).
 //!
+//! # Two rings: one word
+//!
+//! A set of exactly two counted rings needs none of this: every grant counts in both and
+//! nothing else changes a ring's count, so one word holds both rings' decision words (the
+//! count once, each ring's epoch bits and flag), and a grant is one CAS of it, all or
+//! nothing, with no give-back (`sliding_window/time/pair.rs`). Each ring rolls, helps and
+//! reads back by its own protocol on its view of the word.
+//!
 //! The proof of each window's bound is in the [`guide`](crate::guide::multi_window).
 //!
 //! Files: this one holds the limiter and its admission; `multi_window/window.rs` one window
@@ -84,22 +92,23 @@ pub(crate) const MAX_WINDOWS: usize = 8;
 /// - **all or nothing**: a granted request counts in every window; a refused one is given
 ///   back in every window it was charged in. Called sequentially the decisions and
 ///   `retry_after` are exactly those of the windows checked together (every window has room
-///   ⟺ granted; the wait is the latest window's, and waiting it succeeds). Under
-///   concurrency a refused call may refuse others while its charges are in flight, and a
-///   ring's give-back that races a roll to a new bucket leaves its permits counted until that
-///   bucket leaves the window: false denials, bounded in the
-///   [`guide`](crate::guide::multi_window), never a grant.
+///   ⟺ granted; the wait is the latest window's, and waiting it succeeds). Two rings are
+///   charged by one CAS, so nothing more. Other sets, under concurrency: a refused call may
+///   refuse others while its charges are in flight, and a ring's give-back that races a roll
+///   to a new bucket leaves its permits counted until that bucket leaves the window: false
+///   denials, bounded in the [`guide`](crate::guide::multi_window), never a grant.
 /// - A request for more than some window's limit is denied with `retry_after() == None`.
 ///
 /// Time that goes backwards never frees permits (each window judges as its own limiter).
 ///
-/// Cost: a grant is each window's grant (a ring: three loads and a CAS; a log: a look, a CAS
-/// of the cursor and one of each slot) plus a loop over the windows; one or two rings are
-/// charged inline with no loop (two: about 1.9× one `SlidingWindow`'s instructions). A denial by the window
-/// that refused last (the first one tried) writes nothing; one by a later window gives back
-/// the charges before it. Memory: per ring window 120 bytes (x86-64) plus 8 bytes per ring slot
-/// (the power of two above `buckets` + 1: 128 bytes for the default 10 buckets); per log window
-/// 120 bytes plus 8 bytes per permit of its limit.
+/// Cost: two rings grant by one load, one CAS and a cached snapshot per ring (about 1.35× one
+/// `SlidingWindow`'s instructions), one ring as its own limiter; other sets by each window's
+/// grant (a ring: three loads and a CAS; a log: a look, a CAS of the cursor and one of each
+/// slot) plus a loop over the windows. A denial writes nothing, except in a set other than
+/// one or two rings when a window after the first one tried refuses: it gives back the
+/// charges before it. Memory: 64 bytes for the set; per ring window 120 bytes (x86-64) plus
+/// 8 bytes per ring slot (the power of two above `buckets` + 1: 128 bytes for the default 10
+/// buckets); per log window 120 bytes plus 8 bytes per permit of its limit.
 ///
 /// # Examples
 ///
@@ -260,7 +269,8 @@ impl<C> MultiWindow<C> {
     /// # Ok::<(), hotlimit::ConfigError>(())
     /// ```
     pub fn window_at(&self, i: usize, now: u64) -> Option<(u64, Duration)> {
-        let (remaining, reset) = self.windows.as_slice().get(i)?.read_at(now);
+        let (w, view) = self.windows.each().nth(i)?;
+        let (remaining, reset) = w.read_at(view, now);
         Some((remaining, Duration::from_nanos(reset)))
     }
 

@@ -57,7 +57,9 @@ mod time;
 pub use builder::SlidingWindowBuilder;
 
 use closed::CountClosed;
+pub(crate) use time::pair::PairWord;
 use time::TimeRing;
+pub(crate) use time::View;
 
 /// The largest `limit`: a window's count (at most 2·limit while the oldest bucket is counted
 /// whole) must fit the 32-bit count fields.
@@ -582,7 +584,18 @@ impl KeyWindow {
 
 impl fmt::Debug for KeyWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (granted, epoch) = self.ring.debug_words();
+        self.fmt_words(self.ring.debug_words(), f)
+    }
+}
+
+impl KeyWindow {
+    /// `Debug` with the decision word's count and bucket given (a paired ring's are in its
+    /// pair's word).
+    pub(crate) fn fmt_words(
+        &self,
+        (granted, epoch): (u64, u64),
+        f: &mut fmt::Formatter<'_>,
+    ) -> fmt::Result {
         f.debug_struct("KeyWindow")
             .field("buckets", &self.buckets)
             .field("width_ns", &self.width)

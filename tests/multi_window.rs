@@ -223,26 +223,39 @@ fn time_going_back_frees_nothing() {
     }
 }
 
+fn ring() -> impl Strategy<Value = Spec> {
+    (1u64..6, 1u64..40, 1u64..5).prop_map(|(limit, period, buckets)| Spec::Ring {
+        limit,
+        period: period.max(buckets),
+        buckets,
+    })
+}
+
 fn spec() -> impl Strategy<Value = Spec> {
     prop_oneof![
-        (1u64..6, 1u64..40, 1u64..5).prop_map(|(limit, period, buckets)| Spec::Ring {
-            limit,
-            period: period.max(buckets),
-            buckets,
-        }),
+        ring(),
         (1u64..6, 1u64..40).prop_map(|(limit, period)| Spec::Log { limit, period }),
+    ]
+}
+
+/// One to four windows of both kinds, and (a quarter of the cases) exactly two rings: a pair,
+/// granted by one CAS of its shared word.
+fn specs() -> impl Strategy<Value = Vec<Spec>> {
+    prop_oneof![
+        3 => prop::collection::vec(spec(), 1..=4),
+        1 => (ring(), ring()).prop_map(|(a, b)| vec![a, b]),
     ]
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3_000))]
 
-    /// Random windows (1 to 4, both kinds) and random traces (times that never decrease,
-    /// requests of 0 to 4 permits): every decision, every wait and every read-back is the
-    /// sequential model's.
+    /// Random windows (1 to 4, both kinds; a quarter of the cases two rings) and random
+    /// traces (times that never decrease, requests of 0 to 4 permits): every decision, every
+    /// wait and every read-back is the sequential model's.
     #[test]
     fn decisions_and_waits_match_the_model(
-        specs in prop::collection::vec(spec(), 1..=4),
+        specs in specs(),
         trace in prop::collection::vec((0u64..12, 0u32..5), 1..120),
     ) {
         let clock = ManualClock::new();
@@ -363,6 +376,87 @@ fn sixteen_racing_threads_never_overfill_a_window() {
             "log window held {worst_log} > {}",
             log.0
         );
+    }
+}
+
+/// Sixteen threads race on a pair of rings (one decision word, one CAS a grant) while they
+/// advance a shared ManualClock, so both rings roll under contention, each at its own bucket
+/// width. Each ring is audited by the permits that certainly share one of its windows (as
+/// above), and both rings count every grant.
+#[test]
+fn sixteen_racing_threads_never_overfill_a_pair_of_rings() {
+    const THREADS: usize = 16;
+    let calls = if cfg!(miri) { 50 } else { 3_000 };
+    for rings in [
+        [(5u64, 64u64, 4usize), (3, 10, 2)],
+        [(9, 40, 3), (2, 6, 3)],
+        [(3, 8, 4), (7, 100, 5)],
+        [(2, 4, 2), (3, 6, 2)],
+    ] {
+        let clock = ManualClock::new();
+        let mut builder = MultiWindow::builder();
+        for (limit, period, buckets) in rings {
+            builder = builder.window_with_buckets(
+                Rate::new(limit, Duration::from_nanos(period)).unwrap(),
+                buckets,
+            );
+        }
+        let limiter = builder.clock(clock.clone()).build().unwrap();
+        let grants = Mutex::new(Vec::new());
+        let ticks = AtomicU64::new(0);
+        let barrier = Barrier::new(THREADS);
+        thread::scope(|s| {
+            for t in 0..THREADS {
+                let (limiter, clock, grants, ticks, barrier) =
+                    (&limiter, &clock, &grants, &ticks, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut mine = Vec::new();
+                    for i in 0..calls {
+                        // Relaxed: a counter; every 4th call moves the clock by 1 ns.
+                        if ticks.fetch_add(1, Ordering::Relaxed) % 4 == 0 {
+                            clock.advance(Duration::from_nanos(1));
+                        }
+                        let n = if (t + i) % 5 == 0 { 2 } else { 1 };
+                        let now = clock.now();
+                        if limiter.try_acquire_n_at(n, now).is_ok() {
+                            mine.push((now, clock.now(), u64::from(n)));
+                        }
+                    }
+                    grants.lock().unwrap().extend(mine);
+                });
+            }
+        });
+        let mut grants = grants.into_inner().unwrap();
+        grants.sort_unstable();
+        assert!(
+            grants.len() > 10,
+            "too few grants to audit: {}",
+            grants.len()
+        );
+        for (limit, period, _) in rings {
+            let mut worst = 0;
+            for i in 0..grants.len() {
+                let start = grants[i].0;
+                // Grants whose whole interval [now, after] lies in [start, start + period).
+                let certain: u64 = grants[i..]
+                    .iter()
+                    .take_while(|g| g.0 < start + period)
+                    .filter(|g| g.1 < start + period)
+                    .map(|g| g.2)
+                    .sum();
+                worst = worst.max(certain);
+            }
+            assert!(
+                worst <= limit,
+                "ring {limit}/{period} ns held {worst} > {limit}"
+            );
+        }
+        // Every grant counts in both rings: once the last grant has left both windows,
+        // both are full again, and nothing else was counted.
+        let end = clock.now() + 200;
+        assert_eq!(limiter.window_at(0, end).unwrap().0, rings[0].0);
+        assert_eq!(limiter.window_at(1, end).unwrap().0, rings[1].0);
     }
 }
 

@@ -228,13 +228,12 @@ impl<K: Hash + Eq + Clone + 'static, C> Keyed<K, MultiWindow, C> {
                 let behind = judged - now;
                 return state
                     .windows
-                    .as_slice()
-                    .iter()
-                    .map(|w| {
-                        let (r, t) = w.read_at(judged);
+                    .each()
+                    .map(|(w, h)| {
+                        let (r, t) = w.read_at(h, judged);
                         let r = if now < floor { 0 } else { r };
                         let wait = (n > 0)
-                            .then(|| w.wait_for(n, judged))
+                            .then(|| w.wait_for(h, n, judged))
                             .flatten()
                             .map(|d| later_by(d, behind))
                             .or_else(|| (behind > 0).then(|| Denied::after_nanos(behind)));

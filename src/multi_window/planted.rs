@@ -11,12 +11,22 @@ pub struct ChargeAsYouGo<C>(pub MultiWindow<C>);
 
 impl<C> ChargeAsYouGo<C> {
     /// The broken acquire of one permit at `now`: every window in order, stopping at the first
-    /// refusal.
+    /// refusal (two rings: each ring's own grant on its view of the pair's word).
     pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
-        for w in self.0.windows.as_slice() {
-            w.charge(1, now)?;
-        }
-        Ok(())
+        self.0.windows.charge_as_you_go(1, now)
+    }
+}
+
+/// [`MultiWindow`] of two rings whose roll freezes a ring by a store of the pair's word as it
+/// read it, instead of a CAS: a grant made between the read and the store is lost from both
+/// rings, which then admit more than their limits.
+#[derive(Debug)]
+pub struct StaleFreeze<C>(pub MultiWindow<C>);
+
+impl<C> StaleFreeze<C> {
+    /// The broken acquire of one permit at `now`.
+    pub fn try_acquire_at(&self, now: u64) -> Result<(), Denied> {
+        self.0.windows.acquire_stale_freeze(1, now)
     }
 }
 

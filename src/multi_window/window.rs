@@ -11,7 +11,7 @@ use crate::error::{ConfigError, Denied, Value};
 use crate::key_pool::Unclocked;
 use crate::rate::Rate;
 use crate::sliding_log::{new_slots, Head, SlidingLog};
-use crate::sliding_window::{KeyWindow, SlidingWindow};
+use crate::sliding_window::{KeyWindow, SlidingWindow, View};
 
 /// A log's cursor and newest stamp, unpadded: the windows of one limiter are written by the
 /// same grants, so their heads may share cache lines.
@@ -112,15 +112,17 @@ impl Window {
     }
 
     /// The time from which the window counts none of its permits (0: none counted now). Exact
-    /// when no call is in flight (a `Keyed` gate closed and drained).
+    /// when no call is in flight (a `Keyed` gate closed and drained). `view`: where a ring's
+    /// decision word is, if not in the ring (a pair's, [`Windows`](super::windows::Windows)).
     #[cfg(feature = "std")]
-    pub(crate) fn idle_at(&self) -> u64 {
+    pub(crate) fn idle_at(&self, view: Option<View<'_>>) -> u64 {
+        let idle = |(t, _): (u64, u64)| t;
         match self {
-            Window::Ring { ring, rate } => ring
-                .counted()
-                .map(|(t, _)| t.saturating_add(rate.period_nanos()))
-                .max()
-                .unwrap_or(0),
+            Window::Ring { ring, rate } => match view {
+                Some(h) => ring.counted_in(h).map(idle).max(),
+                None => ring.counted().map(idle).max(),
+            }
+            .map_or(0, |t| t.saturating_add(rate.period_nanos())),
             Window::Log(log) => {
                 let period = log.rate().period_nanos();
                 log.stamps()
@@ -167,17 +169,25 @@ impl Window {
     }
 
     /// The denial a request for `n` ≥ 1 at `now` would get (`None`: granted). Reads only.
-    pub(crate) fn wait_for(&self, n: u64, now: u64) -> Option<Denied> {
+    /// `view`: as in [`idle_at`](Window::idle_at).
+    pub(crate) fn wait_for(&self, view: Option<View<'_>>, n: u64, now: u64) -> Option<Denied> {
         match self {
-            Window::Ring { ring, .. } => ring.wait_for(n, now),
+            Window::Ring { ring, .. } => match view {
+                Some(h) => ring.wait_for_in(h, n, now),
+                None => ring.wait_for(n, now),
+            },
             Window::Log(log) => log.wait_for(n, now),
         }
     }
 
     /// `(remaining, reset ns)` at `now`: as `SlidingWindow`'s and `SlidingLog`'s read-backs.
-    pub(crate) fn read_at(&self, now: u64) -> (u64, u64) {
+    /// `view`: as in [`idle_at`](Window::idle_at).
+    pub(crate) fn read_at(&self, view: Option<View<'_>>, now: u64) -> (u64, u64) {
         match self {
-            Window::Ring { ring, .. } => ring.read_at(now),
+            Window::Ring { ring, .. } => match view {
+                Some(h) => ring.read_at_in(h, now),
+                None => ring.read_at(now),
+            },
             Window::Log(log) => {
                 let reset = log.reset_at(now).as_nanos();
                 (
@@ -235,11 +245,28 @@ impl Window {
 
 impl fmt::Debug for Window {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_in(None, f)
+    }
+}
+
+impl Window {
+    /// `Debug`, `view`: as in [`idle_at`](Window::idle_at).
+    pub(crate) fn fmt_in(&self, view: Option<View<'_>>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        /// A ring's `Debug` with its words read from `view`.
+        struct Words<'a>(&'a KeyWindow, Option<View<'a>>);
+        impl fmt::Debug for Words<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.1 {
+                    Some(h) => self.0.fmt_words(self.0.debug_words_in(h), f),
+                    None => fmt::Debug::fmt(self.0, f),
+                }
+            }
+        }
         match self {
             Window::Ring { ring, rate } => f
                 .debug_struct("Ring")
                 .field("rate", rate)
-                .field("window", ring)
+                .field("window", &Words(ring, view))
                 .finish(),
             Window::Log(log) => f.debug_tuple("Log").field(log).finish(),
         }

@@ -1,6 +1,7 @@
 //! The all-or-nothing step over a [`MultiWindow`](super::MultiWindow)'s windows: charge each
 //! window in turn; on a refusal, give back every charge made and deny with the latest wait.
-//! Shared by the limiter and its per-key state.
+//! A set of exactly two counted rings instead keeps both rings' decision words in one word
+//! and grants by one CAS of it ([`PairWord`]). Shared by the limiter and its per-key state.
 
 use alloc::boxed::Box;
 use core::fmt;
@@ -8,15 +9,19 @@ use core::fmt;
 use super::window::{Token, Window};
 use super::MAX_WINDOWS;
 use crate::error::Denied;
-use crate::sliding_window::KeyWindow;
+use crate::sliding_window::{PairWord, View};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The windows, and a hint of which to charge first.
 pub(crate) struct Windows {
+    /// The decision word of a set of exactly two counted rings (their shared count, each
+    /// ring's epoch bits and flag) and their cached snapshots, in place of the rings' own
+    /// words, which such a set never uses. Unused otherwise.
+    pair: PairWord,
     windows: Box<[Window]>,
     /// The window that refused last (an index into `windows`): the first one charged, so that
     /// under overload the refusing window is usually met first and a denial writes nothing.
-    /// Only a hint: any order gives the same decisions.
+    /// Only a hint: any order gives the same decisions. Unused by a pair.
     first: AtomicU64,
 }
 
@@ -25,6 +30,7 @@ impl Windows {
     pub(crate) fn new(windows: Box<[Window]>) -> Windows {
         debug_assert!((1..=MAX_WINDOWS).contains(&windows.len()));
         Windows {
+            pair: PairWord::new(),
             windows,
             first: AtomicU64::new(0),
         }
@@ -35,21 +41,43 @@ impl Windows {
         &self.windows
     }
 
+    /// Whether the set is exactly two counted rings, whose decision words are in `pair`.
+    #[inline(always)]
+    fn paired(&self) -> bool {
+        matches!(*self.windows, [Window::Ring { .. }, Window::Ring { .. }])
+    }
+
+    /// Where window `i`'s decision word is, if not in the window itself: its view of `pair`.
+    /// Every step that reads or writes a ring's word goes through this.
+    pub(crate) fn view(&self, i: usize) -> Option<View<'_>> {
+        self.paired().then(|| self.pair.view(i))
+    }
+
+    /// Each window with [`view`](Windows::view) of it, in the order they were added.
+    pub(crate) fn each(&self) -> impl Iterator<Item = (&Window, Option<View<'_>>)> {
+        self.windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w, self.view(i)))
+    }
+
     /// Takes `n` ≥ 1 permits at `now` in every window, or in none.
     ///
-    /// Each window is charged by its own CAS, from the hinted one on, wrapping around. The
-    /// first refusal gives back every charge made, in the same order (see `refused`). So a
-    /// grant was checked against every window with every other grant's charge counted, and a
-    /// refusal leaves nothing counted but what a give-back that raced a ring's roll strands.
+    /// Two counted rings: one CAS of the pair's word counts in both ([`PairWord::acquire`]).
+    /// Otherwise each window is charged by its own CAS, from the hinted one on, wrapping
+    /// around. The first refusal gives back every charge made, in the same order (see
+    /// `refused`). So a grant was checked against every window with every other grant's charge
+    /// counted, and a refusal leaves nothing counted but what a give-back that raced a ring's
+    /// roll strands.
     #[inline(always)]
     pub(crate) fn acquire(&self, n: u64, now: u64) -> Result<(), Denied> {
         self.acquire_with(n, now, Window::give_back)
     }
 
     /// [`acquire`](Windows::acquire) with the give-back step `give_back` (the real one, or a
-    /// loom model's planted twin). One or two counted rings have a path of their own
-    /// ([`acquire_two_rings`](Windows::acquire_two_rings)); otherwise one or two windows are
-    /// charged inline, with no array of tokens, and a third and later ones in
+    /// loom model's planted twin). One counted ring is charged as its own limiter, two by
+    /// their pair's CAS (no give-back); otherwise one or two windows are charged inline, with
+    /// no array of tokens, and a third and later ones in
     /// [`acquire_more`](Windows::acquire_more).
     #[inline(always)]
     pub(crate) fn acquire_with(
@@ -59,12 +87,12 @@ impl Windows {
         give_back: impl Fn(&Window, u64, Token, u64) -> bool,
     ) -> Result<(), Denied> {
         let windows = &*self.windows;
-        // The common sets, one or two counted rings: each ring's own inline charge, no
-        // dispatch on the window's kind per charge and no index arithmetic.
+        // The common sets, one or two counted rings: one CAS, inline, no dispatch on the
+        // window's kind and no index arithmetic.
         match windows {
             [Window::Ring { ring, .. }] => return ring.charge(n, now).map(drop),
             [Window::Ring { ring: a, .. }, Window::Ring { ring: b, .. }] => {
-                return self.acquire_two_rings(a, b, n, now, give_back)
+                return self.pair.acquire(a, b, n, now);
             }
             _ => {}
         }
@@ -90,34 +118,6 @@ impl Windows {
             }
             Ok(t1) => self.acquire_more(n, now, first, &[t0, t1], give_back),
             Err(d) => Err(self.refused(n, now, first, &[t0], second, d, give_back)),
-        }
-    }
-
-    /// [`acquire_with`](Windows::acquire_with) for a set of two counted rings `a` (window 0)
-    /// and `b` (window 1): the hinted one charged first, then the other; the same steps as the
-    /// general path, with each ring's charge inline.
-    #[inline(always)]
-    fn acquire_two_rings(
-        &self,
-        a: &KeyWindow,
-        b: &KeyWindow,
-        n: u64,
-        now: u64,
-        give_back: impl Fn(&Window, u64, Token, u64) -> bool,
-    ) -> Result<(), Denied> {
-        // Relaxed: a hint (see `first`); only 0 and 1 are ever stored for two windows.
-        let first = usize::from(self.first.load(Ordering::Relaxed) != 0);
-        let (r0, r1) = if first == 0 { (a, b) } else { (b, a) };
-        let charged = match r0.charge(n, now) {
-            Ok(word) => word,
-            Err(d) => return Err(self.refused(n, now, first, &[], first, d, give_back)),
-        };
-        match r1.charge(n, now) {
-            Ok(_) => Ok(()),
-            Err(d) => {
-                let taken = [Token::ring(charged)];
-                Err(self.refused(n, now, first, &taken, 1 - first, d, give_back))
-            }
         }
     }
 
@@ -185,7 +185,8 @@ impl Windows {
         let mut denied = denied;
         let mut i = next(at);
         while i != first {
-            if let Some(d) = self.windows[i].wait_for(n, now) {
+            // `None`: no pair gives back, so no window here has a view.
+            if let Some(d) = self.windows[i].wait_for(None, n, now) {
                 denied = denied.later(d);
             }
             i = next(i);
@@ -193,18 +194,40 @@ impl Windows {
         denied
     }
 
+    /// The planted `ChargeAsYouGo` (loom models only): each window charged in turn, nothing
+    /// given back; two rings each by its own grant on its view of the pair's word.
+    #[cfg(hotlimit_loom)]
+    pub(crate) fn charge_as_you_go(&self, n: u64, now: u64) -> Result<(), Denied> {
+        if let [Window::Ring { ring: a, .. }, Window::Ring { ring: b, .. }] = &*self.windows {
+            return self.pair.charge_one_ring_at_a_time(a, b, n, now);
+        }
+        for w in self.windows.iter() {
+            w.charge(n, now)?;
+        }
+        Ok(())
+    }
+
+    /// The planted `StaleFreeze` (loom models only): two rings' step with a roll that stores
+    /// the pair's word as read; any other set as [`acquire`](Windows::acquire).
+    #[cfg(hotlimit_loom)]
+    pub(crate) fn acquire_stale_freeze(&self, n: u64, now: u64) -> Result<(), Denied> {
+        if let [Window::Ring { ring: a, .. }, Window::Ring { ring: b, .. }] = &*self.windows {
+            return self.pair.acquire_stale_freeze(a, b, n, now);
+        }
+        self.acquire(n, now)
+    }
+
     /// The time from which no window counts a permit (0: none counted now).
     #[cfg(feature = "std")]
     pub(crate) fn idle_at(&self) -> u64 {
-        self.windows.iter().map(Window::idle_at).max().unwrap_or(0)
+        self.each().map(|(w, h)| w.idle_at(h)).max().unwrap_or(0)
     }
 
     /// The denial a request for `n` ≥ 1 at `now` would get from the windows (`None`: every
     /// window has room). Reads only.
     pub(crate) fn wait_for(&self, n: u64, now: u64) -> Option<Denied> {
-        self.windows
-            .iter()
-            .filter_map(|w| w.wait_for(n, now))
+        self.each()
+            .filter_map(|(w, h)| w.wait_for(h, n, now))
             .reduce(Denied::later)
     }
 
@@ -212,9 +235,8 @@ impl Windows {
     /// n is granted iff n ≤ this, called sequentially), and the latest time any window counts
     /// a permit until (every window full again).
     pub(crate) fn read_at(&self, now: u64) -> (u64, u64) {
-        self.windows
-            .iter()
-            .map(|w| w.read_at(now))
+        self.each()
+            .map(|(w, h)| w.read_at(h, now))
             .fold((u64::MAX, 0), |(r, t), (wr, wt)| (r.min(wr), t.max(wt)))
     }
 
@@ -222,8 +244,8 @@ impl Windows {
     /// and its `(remaining, reset ns)`: the window that binds.
     pub(crate) fn binding_at(&self, now: u64) -> (usize, u64, u64) {
         let mut best = (0, u64::MAX, 0);
-        for (i, w) in self.windows.iter().enumerate() {
-            let (r, t) = w.read_at(now);
+        for (i, (w, h)) in self.each().enumerate() {
+            let (r, t) = w.read_at(h, now);
             if r < best.1 {
                 best = (i, r, t);
             }
@@ -234,6 +256,15 @@ impl Windows {
 
 impl fmt::Debug for Windows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.windows.iter()).finish()
+        /// A window with its decision word's place.
+        struct Shown<'a>(&'a Window, Option<View<'a>>);
+        impl fmt::Debug for Shown<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt_in(self.1, f)
+            }
+        }
+        f.debug_list()
+            .entries(self.each().map(|(w, h)| Shown(w, h)))
+            .finish()
     }
 }

@@ -49,8 +49,12 @@
 //! widths.
 //!
 //! Files: this one holds the words, the ring, the admission and the roll (one algorithm, kept
-//! whole); `time/read.rs` the read-back (the buckets a request counts, `(remaining, reset)`,
-//! the words for `Debug`); `time/planted.rs` the loom models' planted bugs.
+//! whole); `time/cell.rs` where the decision word lives (the ring's own `state`, or a view of
+//! a pair's shared word: the roll, the slow path and the read-backs go through it);
+//! `time/pair.rs` two rings with one decision word (a `MultiWindow` of two rings);
+//! `time/give_back.rs` the charge and give-back of a `MultiWindow` of other sets;
+//! `time/read.rs` the read-back (the buckets a request counts, `(remaining, reset)`, the words
+//! for `Debug`); `time/planted.rs` the loom models' planted bugs.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -60,11 +64,16 @@ use crate::contention::Contention;
 use crate::error::Denied;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
+mod cell;
 /// Planted bugs for the loom models (see `super::planted`).
 mod give_back;
+pub(crate) mod pair;
 #[cfg(hotlimit_loom)]
 mod planted;
 mod read;
+
+use cell::StateCell;
+pub(crate) use cell::View;
 
 /// `state`'s flag: bucket `epoch` is closed and the roll to `target` is under way.
 const FROZEN: u64 = 1;
@@ -326,14 +335,14 @@ impl<H: HeadCell> TimeRing<H> {
                         break 'denied d;
                     }
                     let f = Self::floor_of(x, below);
-                    if let Miss::Denied(d) = self.denial(s, x, f, n, now) {
+                    if let Miss::Denied(d) = self.denial(self.head.state(), s, x, f, n, now) {
                         break 'denied d;
                     }
                     None
                 }
                 Fast::Slow => None,
             };
-            match self.acquire_slow(n, now, seen) {
+            match self.acquire_slow(self.head.state(), n, now, seen) {
                 Ok(_) => return Ok(()),
                 Err(d) => d,
             }
@@ -455,7 +464,13 @@ impl<H: HeadCell> TimeRing<H> {
     /// the word its CAS installed (the charge's token for a give-back, `give_back.rs`).
     #[cold]
     #[inline(never)]
-    fn acquire_slow(&self, n: u64, now: u64, seen: Option<u64>) -> Result<u64, Denied> {
+    fn acquire_slow<S: StateCell>(
+        &self,
+        st: &S,
+        n: u64,
+        now: u64,
+        seen: Option<u64>,
+    ) -> Result<u64, Denied> {
         if n > self.limit() {
             // Never, and without moving the window.
             return Err(Denied::never());
@@ -465,19 +480,17 @@ impl<H: HeadCell> TimeRing<H> {
         // Gcra's loop: under contention a fresh load would only miss the cache line again.
         let mut s = match seen {
             // Acquire (a reload after a pause): as the load below.
-            Some(current) => {
-                contention.lost(current, now, || self.head.state().load(Ordering::Acquire))
-            }
-            None => self.head.state().load(Ordering::Acquire),
+            Some(current) => contention.lost(current, now, || st.load(Ordering::Acquire)),
+            None => st.load(Ordering::Acquire),
         };
         loop {
-            let next = match self.attempt(s, n, now) {
+            let next = match self.attempt(st, s, n, now) {
                 Ok(next) => next,
                 Err(Miss::Retry) => {
                     // Another call moved `state` (or we helped it): a pause, then look again.
                     contention.wait();
                     // Acquire: as in `acquire`.
-                    s = self.head.state().load(Ordering::Acquire);
+                    s = st.load(Ordering::Acquire);
                     continue;
                 }
                 Err(Miss::Denied(d)) => return Err(d),
@@ -487,16 +500,11 @@ impl<H: HeadCell> TimeRing<H> {
             // changes `state`). Release: whoever acquires the new word also sees the epoch and
             // snapshots this call saw, without relying on release sequences through RMWs.
             // Acquire on failure: the word it returns is our next view.
-            match self.head.state().compare_exchange_weak(
-                s,
-                next,
-                Ordering::Release,
-                Ordering::Acquire,
-            ) {
+            match st.compare_exchange_weak(s, next, Ordering::Release, Ordering::Acquire) {
                 Ok(_) => return Ok(next),
                 Err(current) => {
                     // Acquire (a reload after a pause): as in `acquire`.
-                    s = contention.lost(current, now, || self.head.state().load(Ordering::Acquire));
+                    s = contention.lost(current, now, || st.load(Ordering::Acquire));
                 }
             }
         }
@@ -505,33 +513,47 @@ impl<H: HeadCell> TimeRing<H> {
     /// Decides a request for `n` at `now` under the word `s`: `Ok` means "grant by CAS on
     /// `s`". Writes nothing unless it rolls or helps a roll.
     #[inline(always)]
-    fn attempt(&self, s: u64, n: u64, now: u64) -> Result<u64, Miss> {
+    fn attempt<S: StateCell>(&self, st: &S, s: u64, n: u64, now: u64) -> Result<u64, Miss> {
         // Relaxed: ordered after the Acquire load of `s`, and checked against it.
         let x = self.head.epoch().load(Ordering::Relaxed);
-        if s & FROZEN != 0 || x & EPOCH_MASK != state_epoch(s) {
-            self.help(s);
+        if s & FROZEN != 0 || x & S::EPOCH_MASK != state_epoch(s) {
+            self.help(st, s);
             return Err(Miss::Retry);
         }
         // x = ⌊t / w⌋ for a time t some call brought: no overflow.
         let off = now.saturating_sub(x * self.width);
         if off >= self.width {
-            self.roll(s, x, now / self.width);
+            self.roll(st, s, x, now / self.width);
             return Err(Miss::Retry);
         }
         // τ = x·w + off, with off = 0 when `now` is behind the bucket.
         match self.decide(s, x, off, n) {
             Fast::Grant(next) => Ok(next),
-            Fast::Deny { x, below, .. } => Err(self.denial(s, x, Self::floor_of(x, below), n, now)),
-            Fast::Slow => Err(self.stale(s)),
+            Fast::Deny {
+                x,
+                off,
+                below,
+                limit,
+            } => {
+                // The usual denial first (one snapshot), when `now` is in the bucket (`quick_denial`
+                // reckons the wait from x·w + off).
+                if now >= x * self.width {
+                    if let Some(d) = self.quick_denial(s, x, off, n, limit, now) {
+                        return Err(Miss::Denied(d));
+                    }
+                }
+                Err(self.denial(st, s, x, Self::floor_of(x, below), n, now))
+            }
+            Fast::Slow => Err(self.stale(st, s)),
         }
     }
 
     /// A snapshot slot did not hold its bucket: `state` has moved on since `s` (retry), or
     /// invariant J is broken (a bug: deny for one bucket width rather than spin or panic).
     #[cold]
-    fn stale(&self, s: u64) -> Miss {
+    fn stale<S: StateCell>(&self, st: &S, s: u64) -> Miss {
         // Acquire: as in `acquire`.
-        if self.head.state().load(Ordering::Acquire) != s {
+        if st.load(Ordering::Acquire) != s {
             return Miss::Retry;
         }
         debug_assert!(false, "sliding window: a live snapshot is missing");
@@ -546,7 +568,7 @@ impl<H: HeadCell> TimeRing<H> {
     /// denial is always decided on one snapshot.
     #[cold]
     #[inline(never)]
-    fn denial(&self, s: u64, x: u64, f: u64, n: u64, now: u64) -> Miss {
+    fn denial<S: StateCell>(&self, st: &S, s: u64, x: u64, f: u64, n: u64, now: u64) -> Miss {
         // One reading for the whole search (the search is over one snapshot too).
         let limit = self.limit();
         if n > limit {
@@ -567,7 +589,7 @@ impl<H: HeadCell> TimeRing<H> {
         if hi - lo > 1 {
             // The newest snapshot first: if the current bucket alone is too full, f' = x + 1.
             match fits(x) {
-                None => return self.stale(s),
+                None => return self.stale(st, s),
                 Some(true) => hi = x,
                 Some(false) => lo = x,
             }
@@ -575,13 +597,13 @@ impl<H: HeadCell> TimeRing<H> {
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
             match fits(mid) {
-                None => return self.stale(s),
+                None => return self.stale(st, s),
                 Some(true) => hi = mid,
                 Some(false) => lo = mid,
             }
         }
         // Acquire: the slots above were read while `state` was `s` if it still is.
-        if self.head.state().load(Ordering::Acquire) != s {
+        if st.load(Ordering::Acquire) != s {
             return Miss::Retry;
         }
         Miss::Denied(match self.floor_start(hi) {
@@ -594,7 +616,7 @@ impl<H: HeadCell> TimeRing<H> {
     /// Moves the window from bucket x (under the unfrozen word `s`) towards bucket b > x:
     /// picks or reuses the target, freezes x, then finishes the roll (`help`).
     #[cold]
-    fn roll(&self, s: u64, x: u64, b: u64) {
+    fn roll<S: StateCell>(&self, st: &S, s: u64, x: u64, b: u64) {
         // Acquire: a target chosen by another roller (nothing else is read through it).
         let mut t = self.head.target().load(Ordering::Acquire);
         if t == x {
@@ -613,23 +635,21 @@ impl<H: HeadCell> TimeRing<H> {
             // Our view of the epoch is stale.
             return;
         }
-        let frozen = state_word(granted(s), t, true);
+        let frozen = state_word(granted(s), t & S::EPOCH_MASK, true);
         // AcqRel: closes bucket x at G (no grant can follow on `s`) and releases the target
         // to the helpers that acquire the frozen word.
-        if self
-            .head
-            .state()
+        if st
             .compare_exchange(s, frozen, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            self.help(frozen);
+            self.help(st, frozen);
         }
     }
 
     /// Finishes the roll that the frozen word `s` announces: writes the snapshots, advances
     /// `epoch`, thaws. Does nothing if `s` is not frozen or that roll is already over.
     #[cold]
-    fn help(&self, s: u64) {
+    fn help<S: StateCell>(&self, st: &S, s: u64) {
         if s & FROZEN == 0 {
             // An unfrozen word whose epoch did not match: a roll moved on between the loads.
             return;
@@ -638,12 +658,12 @@ impl<H: HeadCell> TimeRing<H> {
         // the snapshots are written, then the target.
         let x = self.head.epoch().load(Ordering::Acquire);
         let b = self.head.target().load(Ordering::Acquire);
-        if b & EPOCH_MASK != state_epoch(s) || x > b {
+        if b & S::EPOCH_MASK != state_epoch(s) || x > b {
             // A newer roll has chosen its target: the one we saw is over.
             return;
         }
         if x != b {
-            if !self.write_snapshots(s, x, b) {
+            if !self.write_snapshots(st, s, x, b) || !st.rolled(self, s, b) {
                 return;
             }
             // AcqRel: after the snapshots (program order), before the thaw; a helper that
@@ -655,15 +675,12 @@ impl<H: HeadCell> TimeRing<H> {
         }
         // AcqRel: the thaw: releases the snapshots and the epoch to every call that acquires
         // the unfrozen word. Fails harmlessly if another helper thawed first.
-        let _ =
-            self.head
-                .state()
-                .compare_exchange(s, s & !FROZEN, Ordering::AcqRel, Ordering::Relaxed);
+        let _ = st.compare_exchange(s, s & !FROZEN, Ordering::AcqRel, Ordering::Relaxed);
     }
 
     /// Step (3) of a roll from x to b under the frozen word `s`: slot y gets `{ y, G }` for
     /// y in [max(x, b − M), b). False if `s` is no longer current (the roll is over).
-    fn write_snapshots(&self, s: u64, x: u64, b: u64) -> bool {
+    fn write_snapshots<S: StateCell>(&self, st: &S, s: u64, x: u64, b: u64) -> bool {
         let g = granted(s);
         let lo = x.max(b.saturating_sub(self.mask + 1));
         for y in lo..b {
@@ -677,7 +694,7 @@ impl<H: HeadCell> TimeRing<H> {
                 }
                 // Acquire: `v` was loaded while the roll lasts only if `state` is still the
                 // frozen `s` now; then our CAS can only replace a value of this roll's time.
-                if self.head.state().load(Ordering::Acquire) != s {
+                if st.load(Ordering::Acquire) != s {
                     return false;
                 }
                 // AcqRel: publishes the snapshot to readers that acquire the slot (and orders

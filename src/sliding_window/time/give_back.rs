@@ -52,14 +52,15 @@ impl<H: HeadCell> TimeRing<H> {
                 if let Some(d) = self.quick_denial(s, x, off, n, limit, now) {
                     return Err(d);
                 }
-                if let Miss::Denied(d) = self.denial(s, x, Self::floor_of(x, below), n, now) {
+                let f = Self::floor_of(x, below);
+                if let Miss::Denied(d) = self.denial(self.head.state(), s, x, f, n, now) {
                     return Err(d);
                 }
                 None
             }
             Fast::Slow => None,
         };
-        self.acquire_slow(n, now, seen)
+        self.acquire_slow(self.head.state(), n, now, seen)
     }
 
     /// Gives back the `n` permits of the charge that installed `charged`, if its bucket is
@@ -121,17 +122,27 @@ impl<H: HeadCell> TimeRing<H> {
     /// granted. Reads only (beyond finishing a roll another call froze), as
     /// [`read_at`](Self::read_at).
     pub(in crate::sliding_window) fn wait_for(&self, n: u64, now: u64) -> Option<Denied> {
+        self.wait_for_in(self.head.state(), n, now)
+    }
+
+    /// [`wait_for`](Self::wait_for) with the decision word in `st`.
+    pub(in crate::sliding_window) fn wait_for_in<S: StateCell>(
+        &self,
+        st: &S,
+        n: u64,
+        now: u64,
+    ) -> Option<Denied> {
         let backoff = Backoff::new();
         loop {
             if n > self.limit() {
                 return Some(Denied::never());
             }
             // Acquire: as in `acquire`.
-            let s = self.head.state().load(Ordering::Acquire);
+            let s = st.load(Ordering::Acquire);
             // Relaxed: checked against `s`.
             let x = self.head.epoch().load(Ordering::Relaxed);
-            if s & FROZEN != 0 || x & EPOCH_MASK != state_epoch(s) {
-                self.help(s);
+            if s & FROZEN != 0 || x & S::EPOCH_MASK != state_epoch(s) {
+                self.help(st, s);
                 backoff.spin();
                 continue;
             }
@@ -157,13 +168,13 @@ impl<H: HeadCell> TimeRing<H> {
             };
             if u64::from(granted(s).wrapping_sub(p)) + n <= self.limit() {
                 // Acquire: the slot above was read while `state` was `s` if it still is.
-                if self.head.state().load(Ordering::Acquire) != s {
+                if st.load(Ordering::Acquire) != s {
                     backoff.spin();
                     continue;
                 }
                 return None;
             }
-            match self.denial(s, x, f, n, now) {
+            match self.denial(st, s, x, f, n, now) {
                 Miss::Denied(d) => return Some(d),
                 Miss::Retry => backoff.spin(),
             }

@@ -9,7 +9,7 @@ impl<H: HeadCell> TimeRing<H> {
         loop {
             // Acquire: as in `acquire`.
             let s = self.head.state().load(Ordering::Acquire);
-            match self.attempt(s, 1, now) {
+            match self.attempt(self.head.state(), s, 1, now) {
                 Ok(_) => {
                     // Relaxed: deliberately broken: the add does not check `s` is current.
                     self.head.state().fetch_add(1 << HIGH, Ordering::Relaxed);
@@ -61,7 +61,7 @@ impl<H: HeadCell> TimeRing<H> {
                 }
                 continue;
             }
-            match self.attempt(s, n, now) {
+            match self.attempt(self.head.state(), s, n, now) {
                 Ok(next) => {
                     // Relaxed: as in `acquire`.
                     if self

@@ -18,17 +18,26 @@ impl<H: HeadCell> TimeRing<H> {
     pub(in crate::sliding_window) fn counted_buckets(
         &self,
     ) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counted_buckets_in(self.head.state())
+    }
+
+    /// [`counted_buckets`](Self::counted_buckets) with the decision word in `st`.
+    #[cfg(any(feature = "std", hotlimit_loom))]
+    pub(in crate::sliding_window) fn counted_buckets_in<S: StateCell>(
+        &self,
+        st: &S,
+    ) -> alloc::vec::IntoIter<(u64, u64)> {
         let backoff = Backoff::new();
         'read: loop {
             let (s, x) = loop {
                 // Acquire: as in `acquire`.
-                let s = self.head.state().load(Ordering::Acquire);
+                let s = st.load(Ordering::Acquire);
                 // Relaxed: checked against `s`.
                 let x = self.head.epoch().load(Ordering::Relaxed);
-                if s & FROZEN == 0 && x & EPOCH_MASK == state_epoch(s) {
+                if s & FROZEN == 0 && x & S::EPOCH_MASK == state_epoch(s) {
                     break (s, x);
                 }
-                self.help(s);
+                self.help(st, s);
             };
             // f(x·w) = x − q − [r > 0]: no request judged at or after x·w counts anything below.
             let lo = x.saturating_sub(self.lag_buckets + u64::from(self.lag_rest > 0));
@@ -43,7 +52,7 @@ impl<H: HeadCell> TimeRing<H> {
                     let v = self.slot(y).load(Ordering::Acquire);
                     if slot_epoch(v) != y as u32 {
                         // Acquire: as above. A roll froze the word before reusing the slot.
-                        let now_s = self.head.state().load(Ordering::Acquire);
+                        let now_s = st.load(Ordering::Acquire);
                         debug_assert_ne!(now_s, s, "a live snapshot is missing");
                         backoff.spin();
                         continue 'read;
@@ -69,14 +78,23 @@ impl<H: HeadCell> TimeRing<H> {
     /// `now` would make changes neither: snapshots at bucket ends past the current one equal
     /// the count.
     pub(in crate::sliding_window) fn read_at(&self, now: u64) -> (u64, u64) {
+        self.read_at_in(self.head.state(), now)
+    }
+
+    /// [`read_at`](Self::read_at) with the decision word in `st`.
+    pub(in crate::sliding_window) fn read_at_in<S: StateCell>(
+        &self,
+        st: &S,
+        now: u64,
+    ) -> (u64, u64) {
         let backoff = Backoff::new();
         'read: loop {
             // Acquire: as in `acquire`.
-            let s = self.head.state().load(Ordering::Acquire);
+            let s = st.load(Ordering::Acquire);
             // Relaxed: checked against `s`.
             let x = self.head.epoch().load(Ordering::Relaxed);
-            if s & FROZEN != 0 || x & EPOCH_MASK != state_epoch(s) {
-                self.help(s);
+            if s & FROZEN != 0 || x & S::EPOCH_MASK != state_epoch(s) {
+                self.help(st, s);
                 backoff.spin();
                 continue;
             }
@@ -126,7 +144,7 @@ impl<H: HeadCell> TimeRing<H> {
                     .map_or(u64::MAX, |t| t.saturating_sub(now));
             }
             // Acquire: the slots above were read while `state` was `s` if it still is.
-            if self.head.state().load(Ordering::Acquire) != s {
+            if st.load(Ordering::Acquire) != s {
                 backoff.spin();
                 continue;
             }
@@ -136,8 +154,13 @@ impl<H: HeadCell> TimeRing<H> {
 
     /// The raw decision word and epoch, for `Debug`.
     pub(in crate::sliding_window) fn debug_words(&self) -> (u64, u64) {
+        self.debug_words_in(self.head.state())
+    }
+
+    /// [`debug_words`](Self::debug_words) with the decision word in `st`.
+    pub(in crate::sliding_window) fn debug_words_in<S: StateCell>(&self, st: &S) -> (u64, u64) {
         // Relaxed (both): a snapshot for display.
-        let s = self.head.state().load(Ordering::Relaxed);
+        let s = st.load(Ordering::Relaxed);
         (
             u64::from(granted(s)),
             self.head.epoch().load(Ordering::Relaxed),
