@@ -101,7 +101,7 @@ pub(crate) const MAX_WINDOWS: usize = 8;
 ///
 /// Time that goes backwards never frees permits (each window judges as its own limiter).
 ///
-/// Cost: two rings grant by one load, one CAS and a cached snapshot per ring (about 1.35× one
+/// Cost: two rings grant by one load, one CAS and a cached snapshot per ring (about 1.4× one
 /// `SlidingWindow`'s instructions), one ring as its own limiter; other sets by each window's
 /// grant (a ring: three loads and a CAS; a log: a look, a CAS of the cursor and one of each
 /// slot) plus a loop over the windows. A denial writes nothing, except in a set other than
