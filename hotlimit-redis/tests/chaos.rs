@@ -274,10 +274,10 @@ fn failover_to_a_lagging_replica() {
 
 /// Eviction under `maxmemory` (`volatile-ttl`: the limiter's key, with the shortest expiry, goes
 /// first): `check_eviction` refuses the policy; each eviction of the key costs at most b. The
-/// fault fills memory until the key is gone; on a loaded machine the leases can re-create the
-/// key and the junk evict it again before the fill sees it missing, so the evictions are
-/// counted from the server's own `evicted` events (keyspace notifications) and the audit
-/// allows b for each (issue 43's stress run saw 134 and 138 over one b: two evictions).
+/// fault fills memory until the server reports the key evicted; on a loaded machine the leases
+/// can re-create the key and the junk evict it again, so the evictions are counted from the
+/// server's own `evicted` events (keyspace notifications) and the audit allows b for each
+/// (issue 43's stress run saw 134 and 138 over one b: two evictions).
 #[test]
 fn eviction_under_maxmemory() {
     let server = RedisServer::start();
@@ -311,9 +311,13 @@ fn eviction_under_maxmemory() {
         .query(&mut con)
         .unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The key's evictions reported so far, for the fault to stop at the first: a key found
+    // missing may only have expired (no lease refreshed it while a loaded machine kept every
+    // thread off a core), which is no eviction (issue 43's stress run: 1 of 200).
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let (subscribed_tx, subscribed) = std::sync::mpsc::channel();
     let counter = {
-        let (stop, mut sub) = (stop.clone(), server.con());
+        let (stop, seen, mut sub) = (stop.clone(), seen.clone(), server.con());
         std::thread::spawn(move || {
             let mut sub = sub.as_pubsub();
             sub.subscribe("__keyevent@0__:evicted").unwrap();
@@ -326,6 +330,8 @@ fn eviction_under_maxmemory() {
                 if let Ok(msg) = sub.get_message() {
                     let key: String = msg.get_payload().unwrap_or_default();
                     evictions += u64::from(key == "hotlimit:hot");
+                    // Relaxed: a count the fault polls; nothing else is published with it.
+                    seen.store(evictions, std::sync::atomic::Ordering::Relaxed);
                 }
             }
             // Events sent before the stop but not yet read.
@@ -351,14 +357,18 @@ fn eviction_under_maxmemory() {
                 .arg("EX")
                 .arg(600)
                 .query(&mut con);
-            let exists: i64 = redis::cmd("EXISTS")
-                .arg("hotlimit:hot")
-                .query(&mut con)
-                .unwrap();
-            if exists == 0 && i > 0 {
+            // Relaxed: as above.
+            if seen.load(std::sync::atomic::Ordering::Relaxed) > 0 {
                 evicted = true;
                 break;
             }
+        }
+        // The last SETs' notifications may still be on their way: up to 1 s for them.
+        let waited = std::time::Instant::now();
+        // Relaxed: as above.
+        while !evicted && waited.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(10));
+            evicted = seen.load(std::sync::atomic::Ordering::Relaxed) > 0;
         }
         assert!(evicted, "the limiter's key was not evicted");
         // Room again: the junk goes, so that the key is not evicted any more.
