@@ -139,9 +139,10 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
         by_script * 40 >= total,
         "{by_script} of {total} per decision"
     );
+    // The rounds stop at 300 (exactly 300 is a pass: a debug stress run once stopped there).
     assert!(
-        leased_times.len() > 300,
-        "{} leased grants",
+        leased_times.len() >= 300,
+        "{} leased grants in 10 s",
         leased_times.len()
     );
 }
