@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -51,8 +51,10 @@ impl Grants {
 
 /// Runs `processes` (each a closure that tries one grant and returns its time, or how long to
 /// wait), one thread each, for `millis`; calls `fault` on this thread `fault_at` ms in (it may
-/// block: its return is the fault's end). Each thread sleeps a denial's retry-after (at most
-/// 2 ms).
+/// block: its return is the fault's end). The run lasts at least `millis − fault_at` after the
+/// fault's end, so that a fault that a loaded machine slows (a restart, a fill) still leaves
+/// the run its time to serve again (issue 43's stress: a restart that ended near the run's
+/// end left no grant after it). Each thread sleeps a denial's retry-after (at most 2 ms).
 pub fn hammer(
     processes: Vec<Box<dyn FnMut() -> Result<u64, Duration> + Send>>,
     millis: u64,
@@ -60,13 +62,16 @@ pub fn hammer(
     fault: impl FnOnce(),
 ) -> Grants {
     let start = RealTime.now();
-    let end = start + millis * 1_000_000;
+    let end = Arc::new(AtomicU64::new(start + millis * 1_000_000));
     let threads: Vec<_> = processes
         .into_iter()
         .map(|mut p| {
+            let end = end.clone();
             std::thread::spawn(move || {
                 let mut mine = Vec::new();
-                while RealTime.now() < end {
+                // Relaxed: the run's end, only ever moved later; a stale read ends a thread's
+                // run no earlier than the first end.
+                while RealTime.now() < end.load(Ordering::Relaxed) {
                     match p() {
                         Ok(at) => mine.push(at),
                         Err(wait) => std::thread::sleep(wait.min(Duration::from_millis(2))),
@@ -79,6 +84,9 @@ pub fn hammer(
     std::thread::sleep(Duration::from_millis(fault_at));
     let fault_time = RealTime.now();
     fault();
+    let served = RealTime.now() + millis.saturating_sub(fault_at) * 1_000_000;
+    // Relaxed: as the threads' loads.
+    end.fetch_max(served, Ordering::Relaxed);
     let mut times: Vec<u64> = threads
         .into_iter()
         .flat_map(|t| t.join().expect("a process"))
