@@ -43,30 +43,31 @@ fn limit_changes(
 
 /// The bound over every interval [t, e] between grant times that contains at most one change
 /// s (t ≤ s ≤ e): N·I·I' ≤ b·I·I' + (s − t)·I' + (e − s)·I, exactly in u128. `grants` are
-/// (time, permits), `epochs` (time, I, b) of every change, the first at 0. Returns the first
-/// interval over the bound as (N, t, e, s).
+/// (time, permits) in call order, `epochs` (time, I, b, grants before it) of every change, the
+/// first at 0 with none before it. An interval is cut by call order, not by time: at one
+/// instant, a grant made before a change belongs to the interval that ends at that change.
+/// Returns the first interval over the bound as (N, t, e, s).
 fn first_excess_across_a_change(
-    epochs: &[(u64, u128, u64)],
+    epochs: &[(u64, u128, u64, usize)],
     grants: &[(u64, u64)],
 ) -> Option<(u128, u64, u64, u64)> {
     for k in 0..epochs.len() {
-        let (s, i2, _) = epochs[k];
+        let (s, i2, _, _) = epochs[k];
         let (i1, b1) = if k == 0 {
             (i2, epochs[0].2)
         } else {
             (epochs[k - 1].1, epochs[k - 1].2)
         };
-        let start = if k == 0 { 0 } else { epochs[k - 1].0 };
-        let end = epochs.get(k + 1).map_or(u64::MAX, |e| e.0);
-        for (a, &(t, _)) in grants.iter().enumerate() {
-            if t < start || t > s {
-                continue;
+        // The grants after the previous change and before the next one.
+        let first = if k == 0 { 0 } else { epochs[k - 1].3 };
+        let last = epochs.get(k + 1).map_or(grants.len(), |e| e.3);
+        let between = &grants[first..last];
+        for (a, &(t, _)) in between.iter().enumerate() {
+            if t > s {
+                break;
             }
             let mut n = 0u128;
-            for &(e, m) in &grants[a..] {
-                if e >= end {
-                    break;
-                }
+            for &(e, m) in &between[a..] {
                 n += u128::from(m);
                 if e < s {
                     continue;
@@ -327,9 +328,10 @@ proptest! {
         let g = gcra(l, p, b);
         let mut model = GcraModel::new(l, p, b);
         let mut now = 0u64;
-        // (time, permits) of every grant; (time, I, b) of every change, the first at 0.
+        // (time, permits) of every grant; (time, I, b, grants before it) of every change, the
+        // first at 0.
         let mut grants: Vec<(u64, u64)> = Vec::new();
-        let mut epochs: Vec<(u64, u128, u64)> = vec![(0, model.params().0, b)];
+        let mut epochs: Vec<(u64, u128, u64, usize)> = vec![(0, model.params().0, b, 0)];
         for (i, &(gap, n, change)) in steps.iter().enumerate() {
             now += gap;
             match change {
@@ -349,7 +351,7 @@ proptest! {
                     let after = g.remaining_at(now);
                     prop_assert!(after <= before.min(b), "freed: {} -> {} (b' {})", before, after, b);
                     prop_assert_eq!(u128::from(after), model.remaining(now));
-                    epochs.push((now, model.params().0, b));
+                    epochs.push((now, model.params().0, b, grants.len()));
                 }
             }
         }
@@ -483,7 +485,7 @@ mod sharded {
             let interval = |l: u64, p: u64| u128::from(p.div_ceil(l));
             let mut now = 0u64;
             let mut grants: Vec<(u64, u64)> = Vec::new();
-            let mut epochs: Vec<(u64, u128, u64)> = vec![(0, interval(l, p), b)];
+            let mut epochs: Vec<(u64, u128, u64, usize)> = vec![(0, interval(l, p), b, 0)];
             for &(gap, n, home, change) in &steps {
                 now += gap;
                 match change {
@@ -498,7 +500,7 @@ mod sharded {
                         g.set_rate_at(rate(l, p), Some(b), now).unwrap();
                         let after = g.remaining_at(now);
                         prop_assert!(after <= before.min(b), "freed: {} -> {} (b' {})", before, after, b);
-                        epochs.push((now, interval(l, p), b));
+                        epochs.push((now, interval(l, p), b, grants.len()));
                     }
                 }
             }
