@@ -19,8 +19,8 @@ use crate::gcra::Gcra;
 use crate::sync::{Arc, AtomicU64, Ordering};
 
 /// The hash map under [`Keyed`] for sliding logs and windows (and for the keys with a rate
-/// override where states sit inline): `papaya` with `foldhash`, seeded at random per map (about
-/// twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
+/// override where states sit inline): `papaya` with [`MapHasher`], seeded at random per map
+/// (about twice as fast as SipHash here; a flood of chosen keys is bounded by the capacity).
 ///
 /// The state words are CASed in place inside the map's values, which is sound only because
 /// a value never moves or gets copied while a reader can reach it: papaya boxes every entry
@@ -29,7 +29,20 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 /// map that clones values on resize (scc's `HashIndex`) would let a grant land in the old
 /// copy after the new one was taken: over-admission. Such a map would need the state
 /// behind an `Arc`.
-pub(super) type Map<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
+pub(super) type Map<K, V> = papaya::HashMap<K, V, MapHasher>;
+
+/// The hasher of [`Map`]: foldhash's quality variant, a second folded multiply after the fast
+/// one, with a random seed per map and the process's random shared seed.
+///
+/// Not foldhash's fast variant: papaya places a key by the hash's low bits, and the fast
+/// variant hashes a `u64` with one folded multiply whose low bits, for consecutive keys, follow
+/// the shared seed's multiplier; about one process in 250 drew a multiplier that put keys
+/// `0 .. 2,000` on a few slots (317 on one). papaya then resizes a table that is under half
+/// full into one of the same size, where the same keys collide again, without end: a
+/// `set_rate` on such a key spun allocating tables until the process ran out of memory
+/// (24 GB in `tests/stress.rs`). The quality variant spreads those keys as random ones under
+/// every seed tried (`consecutive_keys_spread_under_every_shared_seed`).
+pub(super) type MapHasher = foldhash::quality::SeedableRandomState;
 
 /// The inline table of a `Keyed<K, L>` (for `Gcra` and `GcraPair`).
 pub(super) type KeyTable<K, L> = Table<K, L, super::seed::TableHasher>;
@@ -580,5 +593,55 @@ impl<K, L: KeyedState, C> fmt::Debug for Keyed<K, L, C> {
             .field("len", &self.len.load(Ordering::Relaxed))
             .field("when_full", &self.when_full)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(hotlimit_loom)))]
+mod tests {
+    use core::hash::BuildHasher;
+
+    use foldhash::SharedSeed;
+
+    use super::MapHasher;
+
+    /// The most keys `0 .. n` that share one slot of a table of `slots` (a power of two), placed
+    /// as papaya places them: by the hash's low bits.
+    fn fullest_slot(hasher: &impl BuildHasher, n: u64, slots: u64) -> u32 {
+        let mut count = std::vec![0u32; slots as usize];
+        for key in 0..n {
+            count[(hasher.hash_one(key) & (slots - 1)) as usize] += 1;
+        }
+        count.into_iter().max().unwrap_or(0)
+    }
+
+    /// Keys `0 .. 2,000` in 4,096 slots, under 5,000 random shared seeds: with the map's hasher
+    /// no slot holds more than 12 (random keys: about 6); with foldhash's fast variant, the
+    /// hasher this map had, some seeds put hundreds on one slot (about one seed in 250; papaya
+    /// then resized without end). The twin shows the check would catch that hasher.
+    #[test]
+    fn consecutive_keys_spread_under_every_shared_seed() {
+        let random = std::hash::RandomState::new();
+        let (mut worst, mut worst_fast) = (0, 0);
+        for i in 0..5_000u64 {
+            let shared: &'static SharedSeed = std::boxed::Box::leak(std::boxed::Box::new(
+                SharedSeed::from_u64(random.hash_one(i)),
+            ));
+            let per_map = random.hash_one(!i);
+            worst = worst.max(fullest_slot(
+                &MapHasher::with_seed(per_map, shared),
+                2_000,
+                4_096,
+            ));
+            worst_fast = worst_fast.max(fullest_slot(
+                &foldhash::fast::SeedableRandomState::with_seed(per_map, shared),
+                2_000,
+                4_096,
+            ));
+        }
+        assert!(worst <= 12, "{worst} consecutive keys on one slot");
+        assert!(
+            worst_fast > 12,
+            "the fast variant spread every seed ({worst_fast}): the check cannot tell"
+        );
     }
 }
