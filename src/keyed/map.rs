@@ -37,11 +37,11 @@ pub(super) type Map<K, V> = papaya::HashMap<K, V, MapHasher>;
 /// Not foldhash's fast variant: papaya places a key by the hash's low bits, and the fast
 /// variant hashes a `u64` with one folded multiply whose low bits, for consecutive keys, follow
 /// the shared seed's multiplier; about one process in 250 drew a multiplier that put keys
-/// `0 .. 2,000` on a few slots (317 on one). papaya then resizes a table that is under half
-/// full into one of the same size, where the same keys collide again, without end: a
-/// `set_rate` on such a key spun allocating tables until the process ran out of memory
-/// (24 GB in `tests/stress.rs`). The quality variant spreads those keys as random ones under
-/// every seed tried (`consecutive_keys_spread_under_every_shared_seed`).
+/// `0 .. 2,000` on a few slots (317 on one). papaya (with blocking resizes) then rebuilds a
+/// table under half full into one of the same size, where the same keys collide again,
+/// without end: a `set_rate` on such a key spun allocating tables until the process ran out
+/// of memory (24 GB in `tests/stress.rs`). The quality variant spreads those keys as random
+/// ones under every seed tried (`consecutive_keys_spread_under_every_shared_seed`).
 pub(super) type MapHasher = foldhash::quality::SeedableRandomState;
 
 /// The inline table of a `Keyed<K, L>` (for `Gcra` and `GcraPair`).
