@@ -80,9 +80,13 @@ fn leased_and_per_decision_grants_keep_the_bound_together() {
         .burst(20)
         .build(server.client())
         .unwrap();
+    // A deadline of seconds, not the default 100 ms: this test is about the bound and the
+    // share, and at load 30 (a stress run beside a build) a round trip once took longer, so
+    // `decide_or_error_blocking` returned `Timeout` and the unwrap below panicked.
     let per_decision = RedisLimiter::gcra(rate, OnError::FailClosed)
         .burst(20)
         .local_cache(0)
+        .deadline(Duration::from_secs(5))
         .build()
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
