@@ -7,7 +7,10 @@
 //! batch, async, `decide_or_error_async`, an async batch. The cluster path is in `cluster.rs`.
 //!
 //! Bound asserted: elapsed ≤ deadline + [`MARGIN`] (50 ms: scheduling on a loaded 2-core
-//! machine; the bug this replaces took 2 × the deadline, 207–211 ms for 100 ms).
+//! machine; the bug this replaces took 2 × the deadline, 207–211 ms for 100 ms) on every path,
+//! in one of [`RUNS`] whole runs. A machine under heavy load stalls a process now and then far
+//! past any margin (at load 17 here a plain 100 ms sleep once took 1.9 s, and this test failed
+//! 4 runs in 5); a path that really waits twice fails every run.
 
 mod common;
 
@@ -20,22 +23,41 @@ use common::RedisServer;
 
 const DEADLINE: Duration = Duration::from_millis(100);
 const MARGIN: Duration = Duration::from_millis(50);
+/// Whole runs of the stopped-server test, each on its own server: one must keep every bound.
+const RUNS: usize = 3;
 
-/// Runs `f`, asserts it took at most the deadline plus the margin, and returns its result.
-fn within<T>(what: &str, f: impl FnOnce() -> T) -> T {
+/// Runs `f`, notes in `late` when it took more than the deadline plus the margin, and returns
+/// its result.
+fn within<T>(late: &mut Vec<String>, what: &str, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();
     let out = f();
     let took = t.elapsed();
     eprintln!("{what}: {took:?}");
-    assert!(
-        took <= DEADLINE + MARGIN,
-        "{what}: {took:?}, over the {DEADLINE:?} deadline + {MARGIN:?}"
-    );
+    if took > DEADLINE + MARGIN {
+        late.push(format!(
+            "{what}: {took:?}, over the {DEADLINE:?} deadline + {MARGIN:?}"
+        ));
+    }
     out
 }
 
 #[test]
 fn a_stopped_server_costs_one_deadline_on_every_path() {
+    let mut runs = Vec::new();
+    for _ in 0..RUNS {
+        let late = stopped_server_run();
+        if late.is_empty() {
+            return;
+        }
+        runs.push(late);
+    }
+    panic!("a path over its deadline in each of {RUNS} runs: {runs:#?}");
+}
+
+/// One run against a server it starts and stops: every other check asserts; the paths that
+/// took longer than the deadline plus the margin are returned.
+fn stopped_server_run() -> Vec<String> {
+    let mut late = Vec::new();
     let server = RedisServer::start();
     // Fail closed, no cache, and Redis asked again at once after a failure (no reprobe
     // interval), so that every call below waits on the stopped server.
@@ -64,42 +86,46 @@ fn a_stopped_server_costs_one_deadline_on_every_path() {
         .is_allowed());
 
     server.stop();
-    let d = within("blocking, open connection", || {
+    let d = within(&mut late, "blocking, open connection", || {
         limiter.decide_blocking(&mut open, "k", 1).unwrap()
     });
     assert!(!d.is_allowed(), "fail closed");
     // The failure dropped the connection: this one reconnects (queued by the kernel, then the
     // handshake waits) and must still end within one deadline.
     assert!(!open.is_connected());
-    let d = within("blocking, reconnect", || {
+    let d = within(&mut late, "blocking, reconnect", || {
         limiter.decide_blocking(&mut open, "k", 1).unwrap()
     });
     assert!(!d.is_allowed());
     let mut fresh = SyncConnection::new(server.client());
-    let e = within("decide_or_error_blocking, new connection", || {
-        limiter
-            .decide_or_error_blocking(&mut fresh, "k", 1)
-            .unwrap_err()
-    });
+    let e = within(
+        &mut late,
+        "decide_or_error_blocking, new connection",
+        || {
+            limiter
+                .decide_or_error_blocking(&mut fresh, "k", 1)
+                .unwrap_err()
+        },
+    );
     assert!(matches!(e, Error::Timeout(d) if d == DEADLINE), "{e}");
-    let batch = within("blocking batch", || {
+    let batch = within(&mut late, "blocking batch", || {
         limiter
             .decide_batch_blocking(&mut open, &[("a", 1), ("b", 2)])
             .unwrap()
     });
     assert!(batch.iter().all(|d| !d.is_allowed()));
 
-    let d = within("async", || {
+    let d = within(&mut late, "async", || {
         rt.block_on(limiter.decide_async(&mut acon, "k", 1))
             .unwrap()
     });
     assert!(!d.is_allowed());
-    let e = within("decide_or_error_async", || {
+    let e = within(&mut late, "decide_or_error_async", || {
         rt.block_on(limiter.decide_or_error_async(&mut acon, "k", 1))
             .unwrap_err()
     });
     assert!(matches!(e, Error::Timeout(_)), "{e}");
-    let batch = within("async batch", || {
+    let batch = within(&mut late, "async batch", || {
         rt.block_on(limiter.decide_batch_async(&mut acon, &[("a", 1), ("b", 2)]))
             .unwrap()
     });
@@ -120,6 +146,7 @@ fn a_stopped_server_costs_one_deadline_on_every_path() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(back, (true, true), "blocking, async back");
+    late
 }
 
 /// The local denial cache answers without Redis: with the server killed, a key whose denial is
