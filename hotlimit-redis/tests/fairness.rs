@@ -139,7 +139,14 @@ fn leased_and_per_decision_callers_share_as_documented() {
             let client = server.client();
             std::thread::spawn(move || {
                 let mut n = 0u64;
-                let wait = |d: Option<Duration>| {
+                // Denials by kind, for a failure's message: (no retry-after, with one).
+                let mut denied = (0u64, 0u64);
+                let wait = |denied: &mut (u64, u64), d: Option<Duration>| {
+                    if d.is_some() {
+                        denied.1 += 1;
+                    } else {
+                        denied.0 += 1;
+                    }
                     std::thread::sleep(d.unwrap_or(Duration::MAX).min(Duration::from_millis(2)))
                 };
                 if p < 2 {
@@ -150,9 +157,10 @@ fn leased_and_per_decision_callers_share_as_documented() {
                     while RealTime.now() < end {
                         match l.try_acquire_n("mixed", 1) {
                             Ok(()) => n += 1,
-                            Err(d) => wait(d.retry_after()),
+                            Err(d) => wait(&mut denied, d.retry_after()),
                         }
                     }
+                    (n, format!("denials {denied:?}, {:?}", l.stats()))
                 } else {
                     let l =
                         RedisLimiter::gcra(Rate::per_second(rate).unwrap(), OnError::FailClosed)
@@ -163,23 +171,29 @@ fn leased_and_per_decision_callers_share_as_documented() {
                         let d = l.decide_blocking(&mut con, "mixed", 1).unwrap();
                         match d.denial() {
                             None => n += 1,
-                            Some(denied) => wait(denied.retry_after()),
+                            Some(d) => wait(&mut denied, d.retry_after()),
                         }
                     }
+                    (n, format!("denials {denied:?}, {:?}", l.stats()))
                 }
-                n
             })
         })
         .collect();
-    let counts: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let (counts, stats): (Vec<u64>, Vec<String>) =
+        handles.into_iter().map(|h| h.join().unwrap()).unzip();
     let total: u64 = counts.iter().sum();
     println!(
         "fairness: mixed key: leased {:?}, per decision {:?}",
         &counts[..2],
         &counts[2..]
     );
+    // Each process's denials (without and with a retry-after) and counters, for a failure.
+    let stats = stats.join("\n  ");
     // b + 3 s of the rate (+ the run's end, read by 4 threads at slightly different times).
-    assert!(total <= rate + 3 * rate + 8, "{total} grants");
+    assert!(total <= rate + 3 * rate + 8, "{total} grants\n  {stats}");
     // Neither kind starved: at least 1/40 of the grants each.
-    assert!(counts.iter().all(|&c| c * 40 >= total), "{counts:?}");
+    assert!(
+        counts.iter().all(|&c| c * 40 >= total),
+        "{counts:?}\n  {stats}"
+    );
 }
