@@ -8,9 +8,11 @@
 //!
 //! Bound asserted: elapsed ≤ deadline + [`MARGIN`] (50 ms: scheduling on a loaded 2-core
 //! machine; the bug this replaces took 2 × the deadline, 207–211 ms for 100 ms) on every path,
-//! in one of [`RUNS`] whole runs. A machine under heavy load stalls a process now and then far
-//! past any margin (at load 17 here a plain 100 ms sleep once took 1.9 s, and this test failed
-//! 4 runs in 5); a path that really waits twice fails every run.
+//! each path judged by its fastest call in up to [`RUNS`] whole runs (each its own server). A
+//! machine under heavy load stalls a process now and then far past any margin (at load 17 here
+//! a plain 100 ms sleep once took 1.9 s); a path that really waits twice is late in every run.
+//! The connections are opened and warmed up with a long deadline, so that only the calls
+//! against the stopped server are timed.
 
 mod common;
 
@@ -23,41 +25,68 @@ use common::RedisServer;
 
 const DEADLINE: Duration = Duration::from_millis(100);
 const MARGIN: Duration = Duration::from_millis(50);
+/// How far the cache's clock and `Instant` may part over a second (see
+/// `cached_denials_answer_while_redis_is_down`).
+const CLOCKS: Duration = Duration::from_millis(5);
 /// Whole runs of the stopped-server test, each on its own server: one must keep every bound.
 const RUNS: usize = 3;
 
-/// Runs `f`, notes in `late` when it took more than the deadline plus the margin, and returns
-/// its result.
-fn within<T>(late: &mut Vec<String>, what: &str, f: impl FnOnce() -> T) -> T {
+/// Runs `f`, notes how long it took in `took` under `what`, and returns its result.
+fn within<T>(
+    took: &mut Vec<(&'static str, Duration)>,
+    what: &'static str,
+    f: impl FnOnce() -> T,
+) -> T {
     let t = Instant::now();
     let out = f();
-    let took = t.elapsed();
-    eprintln!("{what}: {took:?}");
-    if took > DEADLINE + MARGIN {
-        late.push(format!(
-            "{what}: {took:?}, over the {DEADLINE:?} deadline + {MARGIN:?}"
-        ));
-    }
+    let elapsed = t.elapsed();
+    eprintln!("{what}: {elapsed:?}");
+    took.push((what, elapsed));
     out
 }
 
 #[test]
 fn a_stopped_server_costs_one_deadline_on_every_path() {
-    let mut runs = Vec::new();
+    // Each path's fastest call so far, in the order the run makes them.
+    let mut fastest: Vec<(&'static str, Duration)> = Vec::new();
     for _ in 0..RUNS {
-        let late = stopped_server_run();
-        if late.is_empty() {
+        for (what, took) in stopped_server_run() {
+            match fastest.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, best)) => *best = (*best).min(took),
+                None => fastest.push((what, took)),
+            }
+        }
+        if fastest.iter().all(|&(_, t)| t <= DEADLINE + MARGIN) {
             return;
         }
-        runs.push(late);
     }
-    panic!("a path over its deadline in each of {RUNS} runs: {runs:#?}");
+    let late: Vec<_> = fastest
+        .iter()
+        .filter(|&&(_, t)| t > DEADLINE + MARGIN)
+        .collect();
+    panic!(
+        "paths over the {DEADLINE:?} deadline + {MARGIN:?} in every one of {RUNS} runs \
+         (fastest call each): {late:?}"
+    );
 }
 
-/// One run against a server it starts and stops: every other check asserts; the paths that
-/// took longer than the deadline plus the margin are returned.
-fn stopped_server_run() -> Vec<String> {
-    let mut late = Vec::new();
+/// `f`'s value, trying again for up to 10 s while it fails (setup: the first connect of a
+/// process on a loaded machine can take longer than [`DEADLINE`]).
+fn patiently<T, E: std::fmt::Debug>(mut f: impl FnMut() -> Result<T, E>) -> T {
+    let start = Instant::now();
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(e) if start.elapsed() > Duration::from_secs(10) => panic!("setup: {e:?}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// One run against a server it starts and stops: every other check asserts; returns how long
+/// each path's call took.
+fn stopped_server_run() -> Vec<(&'static str, Duration)> {
+    let mut took = Vec::new();
     let server = RedisServer::start();
     // Fail closed, no cache, and Redis asked again at once after a failure (no reprobe
     // interval), so that every call below waits on the stopped server.
@@ -72,34 +101,33 @@ fn stopped_server_run() -> Vec<String> {
         .enable_all()
         .build()
         .unwrap();
-    let mut open = SyncConnection::new(server.client());
-    let mut acon = rt
-        .block_on(connection_manager(server.client(), DEADLINE))
+    // The warm-up: connected and answered once, on a limiter with a long deadline (the same
+    // key and rate: its decisions count as the timed limiter's would).
+    let warm = RedisLimiter::gcra(Rate::per_hour(1000).unwrap(), OnError::FailClosed)
+        .deadline(Duration::from_secs(5))
+        .local_cache(0)
+        .build()
         .unwrap();
-    assert!(limiter
-        .decide_blocking(&mut open, "k", 1)
-        .unwrap()
-        .is_allowed());
-    assert!(rt
-        .block_on(limiter.decide_async(&mut acon, "k", 1))
-        .unwrap()
-        .is_allowed());
+    let mut open = SyncConnection::new(server.client());
+    let mut acon = patiently(|| rt.block_on(connection_manager(server.client(), DEADLINE)));
+    patiently(|| warm.decide_or_error_blocking(&mut open, "k", 1));
+    patiently(|| rt.block_on(warm.decide_or_error_async(&mut acon, "k", 1)));
 
     server.stop();
-    let d = within(&mut late, "blocking, open connection", || {
+    let d = within(&mut took, "blocking, open connection", || {
         limiter.decide_blocking(&mut open, "k", 1).unwrap()
     });
     assert!(!d.is_allowed(), "fail closed");
     // The failure dropped the connection: this one reconnects (queued by the kernel, then the
     // handshake waits) and must still end within one deadline.
     assert!(!open.is_connected());
-    let d = within(&mut late, "blocking, reconnect", || {
+    let d = within(&mut took, "blocking, reconnect", || {
         limiter.decide_blocking(&mut open, "k", 1).unwrap()
     });
     assert!(!d.is_allowed());
     let mut fresh = SyncConnection::new(server.client());
     let e = within(
-        &mut late,
+        &mut took,
         "decide_or_error_blocking, new connection",
         || {
             limiter
@@ -108,24 +136,24 @@ fn stopped_server_run() -> Vec<String> {
         },
     );
     assert!(matches!(e, Error::Timeout(d) if d == DEADLINE), "{e}");
-    let batch = within(&mut late, "blocking batch", || {
+    let batch = within(&mut took, "blocking batch", || {
         limiter
             .decide_batch_blocking(&mut open, &[("a", 1), ("b", 2)])
             .unwrap()
     });
     assert!(batch.iter().all(|d| !d.is_allowed()));
 
-    let d = within(&mut late, "async", || {
+    let d = within(&mut took, "async", || {
         rt.block_on(limiter.decide_async(&mut acon, "k", 1))
             .unwrap()
     });
     assert!(!d.is_allowed());
-    let e = within(&mut late, "decide_or_error_async", || {
+    let e = within(&mut took, "decide_or_error_async", || {
         rt.block_on(limiter.decide_or_error_async(&mut acon, "k", 1))
             .unwrap_err()
     });
     assert!(matches!(e, Error::Timeout(_)), "{e}");
-    let batch = within(&mut late, "async batch", || {
+    let batch = within(&mut took, "async batch", || {
         rt.block_on(limiter.decide_batch_async(&mut acon, &[("a", 1), ("b", 2)]))
             .unwrap()
     });
@@ -146,44 +174,74 @@ fn stopped_server_run() -> Vec<String> {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(back, (true, true), "blocking, async back");
-    late
+    took
 }
 
 /// The local denial cache answers without Redis: with the server killed, a key whose denial is
 /// cached is still denied locally (no error, no policy decision) until its retry-after; only
 /// then does the outage show, and the policy decides.
+///
+/// The cache keeps a denial from the instant its request was sent, so a call that *returns*
+/// before `retry` after an instant taken before the send was decided inside the window; a call
+/// that returns later (a stall on a loaded machine) proves nothing and ends the loop. "Before"
+/// by [`CLOCKS`]: the cache reads the TSC (quanta, calibrated against the monotonic clock at
+/// start), this test `Instant`; over this second they differed by up to 0.18 ms here (the TSC
+/// faster: the cache lets its entry go early, toward Redis, never late).
 #[test]
 fn cached_denials_answer_while_redis_is_down() {
     let mut server = RedisServer::start();
-    let limiter = RedisLimiter::gcra(Rate::per_second(5).unwrap(), OnError::FailOpen)
+    // 1 per second, burst 1: a denial's retry-after is up to a second.
+    let limiter = RedisLimiter::gcra(Rate::per_second(1).unwrap(), OnError::FailOpen)
         .burst(1)
         .deadline(DEADLINE)
         .build()
         .unwrap();
     let mut con = SyncConnection::new(server.client());
-    assert!(limiter
-        .decide_blocking(&mut con, "k", 1)
-        .unwrap()
-        .is_allowed());
-    let denied = limiter.decide_blocking(&mut con, "k", 1).unwrap();
-    let retry = denied.denial().unwrap().retry_after().unwrap();
-    let start = Instant::now();
+    // A denial from Redis itself, asked until one comes (a missed deadline on a loaded machine
+    // is an error here, not a policy's decision), and the instant before its request left.
+    let (start, retry) = patiently(|| {
+        let start = Instant::now();
+        match limiter.decide_or_error_blocking(&mut con, "k", 1) {
+            Ok(d) => match d.denial() {
+                Some(denied) => Ok((start, denied.retry_after().unwrap())),
+                None => Err("granted".to_string()),
+            },
+            Err(e) => Err(e.to_string()),
+        }
+    });
+    let before = limiter.stats();
     server.kill();
-    while start.elapsed() + Duration::from_millis(20) < retry {
+    let mut local = 0;
+    loop {
+        let d = limiter.decide_blocking(&mut con, "k", 1).unwrap();
+        if start.elapsed() + CLOCKS >= retry {
+            break;
+        }
         // Fail open would admit: the cache, not the policy, answers.
-        assert!(!limiter
-            .decide_blocking(&mut con, "k", 1)
-            .unwrap()
-            .is_allowed());
+        assert!(
+            !d.is_allowed(),
+            "admitted {:?} into a cached {retry:?} denial",
+            start.elapsed()
+        );
+        local += 1;
     }
     let s = limiter.stats();
-    assert_eq!((s.errors, s.fallbacks), (0, 0), "{s:?}");
-    assert!(s.local_denials > 0);
-    std::thread::sleep(retry.saturating_sub(start.elapsed()) + Duration::from_millis(5));
-    // Expired: Redis is asked, fails, and the policy (fail open) admits.
+    assert!(local > 0, "no call inside the {retry:?} window");
+    assert!(s.local_denials - before.local_denials >= local, "{s:?}");
+    // Only the call that ended the loop may have asked Redis (the entry expired under it).
+    assert!(s.errors - before.errors <= 1, "{s:?}");
+    assert_eq!(
+        s.errors - before.errors,
+        s.fallbacks - before.fallbacks,
+        "{s:?}"
+    );
+    std::thread::sleep(retry.saturating_sub(start.elapsed()) + CLOCKS);
+    // Expired: the cache no longer answers, the outage shows, and the policy (fail open)
+    // admits (asking Redis, or at once when the loop's last call already found it down).
+    let fallbacks = limiter.stats().fallbacks;
     assert!(limiter
         .decide_blocking(&mut con, "k", 1)
         .unwrap()
         .is_allowed());
-    assert_eq!(limiter.stats().errors, 1);
+    assert_eq!(limiter.stats().fallbacks, fallbacks + 1);
 }
