@@ -80,7 +80,10 @@ pub(crate) struct DenialCache {
     id: u64,
     shards: Box<[Shard]>,
     /// The keys' hash: its top bits pick the shard, and the whole is the shard's map key.
-    hasher: foldhash::fast::FixedState,
+    /// Seeded at random per cache: keys come from clients, and with a seed known in advance
+    /// (foldhash's fixed one) keys whose hashes share their low bits, which pick the bucket,
+    /// can be ground offline, turning a shard's lookups into a scan under its lock.
+    hasher: foldhash::fast::RandomState,
     /// Entries in all shards.
     len: AtomicU64,
     capacity: usize,
@@ -101,7 +104,7 @@ impl std::fmt::Debug for DenialCache {
 
 impl DenialCache {
     pub(crate) fn new(capacity: usize) -> Self {
-        let hasher = foldhash::fast::FixedState::default();
+        let hasher = foldhash::fast::RandomState::default();
         DenialCache {
             // Relaxed: a unique number, nothing is published with it.
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -224,6 +227,51 @@ impl DenialCache {
             // Relaxed: as in `len`.
             self.len
                 .fetch_sub((before - map.len()) as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys ground so that their hashes under `fixed` agree in the low `bits` bits (what an
+    /// attacker who knows the seed does offline).
+    fn ground(fixed: &impl BuildHasher, count: usize, bits: u32) -> Vec<String> {
+        let mask = (1u64 << bits) - 1;
+        let target = fixed.hash_one("key-0") & mask;
+        (0u64..)
+            .map(|i| format!("key-{i}"))
+            .filter(|k| fixed.hash_one(k.as_str()) & mask == target)
+            .take(count)
+            .collect()
+    }
+
+    /// The low bits of `keys`' hashes under `hasher`: how many differ.
+    fn distinct_low_bits(hasher: &impl BuildHasher, keys: &[String], bits: u32) -> usize {
+        let mask = (1u64 << bits) - 1;
+        let mut low: Vec<u64> = keys
+            .iter()
+            .map(|k| hasher.hash_one(k.as_str()) & mask)
+            .collect();
+        low.sort_unstable();
+        low.dedup();
+        low.len()
+    }
+
+    /// 64 keys ground against foldhash's fixed seed to one bucket of 4,096 spread under each
+    /// cache's own seed (64 random values in 4,096 bucket numbers: about 63.5 distinct; a
+    /// value under 48 has a chance far below 1e-12). The planted twin, the fixed seed, puts
+    /// all 64 on one value.
+    #[test]
+    fn keys_ground_against_a_known_seed_spread_in_every_cache() {
+        let fixed = foldhash::fast::FixedState::default();
+        let keys = ground(&fixed, 64, 12);
+        assert_eq!(distinct_low_bits(&fixed, &keys, 12), 1, "the planted twin");
+        for _ in 0..20 {
+            let cache = DenialCache::new(16);
+            let spread = distinct_low_bits(&cache.hasher, &keys, 12);
+            assert!(spread >= 48, "{spread} distinct bucket numbers of 64 keys");
         }
     }
 }

@@ -192,7 +192,7 @@ pub(crate) struct Shared<C> {
     deadline: Duration,
     reprobe_after: Duration,
     on_error: OnError,
-    keys: papaya::HashMap<Box<str>, Arc<KeyState>, foldhash::fast::FixedState>,
+    keys: papaya::HashMap<Box<str>, Arc<KeyState>, foldhash::fast::RandomState>,
     capacity: usize,
     max_lease: u64,
     /// ns of recent demand a refill is sized for.

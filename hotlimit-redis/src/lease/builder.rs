@@ -413,8 +413,9 @@ impl<C> LeasedGcraBuilder<C> {
                 deadline: self.deadline,
                 reprobe_after: self.reprobe_after,
                 on_error: self.on_error,
+                // Seeded at random, as the denial cache (`cache.rs`): keys come from clients.
                 keys: papaya::HashMap::builder()
-                    .hasher(foldhash::fast::FixedState::default())
+                    .hasher(foldhash::fast::RandomState::default())
                     .build(),
                 capacity: self.capacity,
                 max_lease,
