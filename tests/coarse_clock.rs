@@ -37,14 +37,25 @@ fn follows_real_time_within_a_tick_plus_scheduling_slack() {
     let t0 = Instant::now();
     let c0 = clock.now();
     std::thread::sleep(Duration::from_millis(200));
-    let c1 = clock.now();
-    let real = t0.elapsed();
-    let moved = Duration::from_nanos(c1 - c0);
     // Each reading lags real time by a tick plus however long the upkeep thread waited for a
-    // core; 100 ms is a generous allowance for a busy CI machine, not a speed goal.
+    // core; 100 ms is a generous allowance for a busy CI machine, not a speed goal. A reading
+    // is never ahead by more; one may lag by more while the upkeep thread waits (at load 45,
+    // issue 43's stress run: 169 ms moved in 271 ms, once in 200), and then the next readings
+    // catch up: within a second they must. A clock that stands still or runs slow never does.
     let slack = Duration::from_millis(100);
-    assert!(moved <= real + slack, "{moved:?} vs {real:?}");
-    assert!(moved + slack >= real, "{moved:?} vs {real:?}");
+    loop {
+        let moved = Duration::from_nanos(clock.now() - c0);
+        let real = t0.elapsed();
+        assert!(moved <= real + slack, "{moved:?} vs {real:?}");
+        if moved + slack >= real {
+            break;
+        }
+        assert!(
+            real < Duration::from_millis(1200),
+            "{moved:?} vs {real:?}: still behind after a second"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 #[test]
