@@ -20,7 +20,7 @@ use hotlimit_redis::{
     check_eviction, Durable, Error, LeasedGcra, OnError, RedisLimiter, SyncConnection,
 };
 
-use common::chaos::{excess, hammer, planted, Proxy, RealTime};
+use common::chaos::{excess, hammer, hammer_for, planted, Proxy, RealTime, RECOVERY};
 use common::RedisServer;
 
 /// 2,000 per second (I = 500 µs), burst 100 (τ = 50 ms; the lease queue Q = τ/2 = 50 permits).
@@ -251,7 +251,9 @@ fn failover_to_a_lagging_replica() {
             .map(|_| leased(proxy.client(), false, wait))
             .collect();
         let mut primary = primary;
-        let g = hammer(processes, MILLIS, FAULT_AT, || {
+        // Durable grants cannot come back (the promoted replica has no replica): no wait.
+        let recovery = if durable { Duration::ZERO } else { RECOVERY };
+        let g = hammer_for(processes, MILLIS, FAULT_AT, recovery, || {
             replica.stop();
             std::thread::sleep(Duration::from_millis(100));
             primary.kill();

@@ -6,9 +6,11 @@
 //! connect's handshake and the read share the deadline), `decide_or_error_blocking`, a blocking
 //! batch, async, `decide_or_error_async`, an async batch. The cluster path is in `cluster.rs`.
 //!
-//! Bound asserted: elapsed ≤ deadline + [`MARGIN`] (50 ms: scheduling on a loaded 2-core
-//! machine; the bug this replaces took 2 × the deadline, 207–211 ms for 100 ms) on every path,
-//! each path judged by its fastest call in up to [`RUNS`] whole runs (each its own server). A
+//! Bound asserted: elapsed ≤ deadline + [`MARGIN`] (80 ms: scheduling on a loaded 2-core
+//! machine, under the deadline itself; the bug this replaces took 2 × the deadline, 207–211 ms
+//! for 100 ms) on every path, each path judged by its fastest call in up to [`RUNS`] whole runs
+//! (each its own server; at load 15-19, with a 50 ms margin, the async path's fastest of 3 was
+//! once 152 ms). A
 //! machine under heavy load stalls a process now and then far past any margin (at load 17 here
 //! a plain 100 ms sleep once took 1.9 s); a path that really waits twice is late in every run.
 //! The connections are opened and warmed up with a long deadline, so that only the calls
@@ -24,12 +26,14 @@ use hotlimit_redis::{connection_manager, Error, OnError, RedisLimiter, SyncConne
 use common::RedisServer;
 
 const DEADLINE: Duration = Duration::from_millis(100);
-const MARGIN: Duration = Duration::from_millis(50);
+/// Scheduling allowed past the deadline: under the deadline itself, so that a path that waits
+/// twice (at least 200 ms) is always over.
+const MARGIN: Duration = Duration::from_millis(80);
 /// How far the cache's clock and `Instant` may part over a second (see
 /// `cached_denials_answer_while_redis_is_down`).
 const CLOCKS: Duration = Duration::from_millis(5);
 /// Whole runs of the stopped-server test, each on its own server: one must keep every bound.
-const RUNS: usize = 3;
+const RUNS: usize = 5;
 
 /// Runs `f`, notes how long it took in `took` under `what`, and returns its result.
 fn within<T>(
