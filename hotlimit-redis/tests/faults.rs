@@ -10,9 +10,9 @@
 //! machine, under the deadline itself; the bug this replaces took 2 × the deadline, 207–211 ms
 //! for 100 ms) on every path, each path judged by its fastest call in up to [`RUNS`] whole runs
 //! (each its own server; at load 15-19, with a 50 ms margin, the async path's fastest of 3 was
-//! once 152 ms). A
-//! machine under heavy load stalls a process now and then far past any margin (at load 17 here
-//! a plain 100 ms sleep once took 1.9 s); a path that really waits twice is late in every run.
+//! once 152 ms). A machine under heavy load stalls a process now and then far past any margin
+//! (at load 17 here a plain 100 ms sleep once took 1.9 s); a path that really waits twice is
+//! late in every run.
 //! The connections are opened and warmed up with a long deadline, so that only the calls
 //! against the stopped server are timed.
 
@@ -32,7 +32,8 @@ const MARGIN: Duration = Duration::from_millis(80);
 /// How far the cache's clock and `Instant` may part over a second (see
 /// `cached_denials_answer_while_redis_is_down`).
 const CLOCKS: Duration = Duration::from_millis(5);
-/// Whole runs of the stopped-server test, each on its own server: one must keep every bound.
+/// Whole runs of the stopped-server test, each on its own server: every path's fastest call
+/// must keep the bound.
 const RUNS: usize = 5;
 
 /// Runs `f`, notes how long it took in `took` under `what`, and returns its result.
