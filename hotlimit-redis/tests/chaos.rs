@@ -240,10 +240,9 @@ fn synced(replica: &RedisServer) {
 #[test]
 fn failover_to_a_lagging_replica() {
     for durable in [true, false] {
-        let primary = RedisServer::launch(common::free_port(), &[]);
+        let primary = RedisServer::launch_tcp(&[]);
         let port = primary.port.to_string();
-        let replica =
-            RedisServer::launch(common::free_port(), &["--replicaof", "127.0.0.1", &port]);
+        let replica = RedisServer::launch_tcp(&["--replicaof", "127.0.0.1", &port]);
         synced(&replica);
         let proxy = Proxy::new(primary.socket().to_path_buf());
         let wait = durable.then(|| Durable::new(1, Duration::from_millis(10)));

@@ -10,13 +10,11 @@ use std::time::{Duration, Instant};
 use hotlimit::Rate;
 use hotlimit_redis::{cluster_connection, OnError, RedisLimiter, RedisLimiterBuilder};
 
-use common::{free_port, RedisServer};
+use common::RedisServer;
 
 #[test]
 fn three_primaries() {
-    let nodes: Vec<RedisServer> = (0..3)
-        .map(|_| RedisServer::cluster_node(free_port()))
-        .collect();
+    let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::cluster_node()).collect();
     let addrs: Vec<String> = nodes
         .iter()
         .map(|n| format!("127.0.0.1:{}", n.port))

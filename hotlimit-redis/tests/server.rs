@@ -658,7 +658,7 @@ fn fenced_key_restarts_full_after_a_loss() {
 /// the failure is counted; with one that follows, grants count.
 #[test]
 fn durable_grants_wait_for_a_replica() {
-    let primary = RedisServer::launch(common::free_port(), &[]);
+    let primary = RedisServer::launch_tcp(&[]);
     let limiter = RedisLimiter::gcra(Rate::per_second(100).unwrap(), OnError::FailClosed)
         .durable(Durable::new(1, Duration::from_millis(10)))
         .build()
@@ -670,7 +670,7 @@ fn durable_grants_wait_for_a_replica() {
     );
     assert_eq!(limiter.stats().errors, 1);
     let port = primary.port.to_string();
-    let replica = RedisServer::launch(common::free_port(), &["--replicaof", "127.0.0.1", &port]);
+    let replica = RedisServer::launch_tcp(&["--replicaof", "127.0.0.1", &port]);
     let start = std::time::Instant::now();
     let mut granted = false;
     while !granted && start.elapsed() < Duration::from_secs(10) {
