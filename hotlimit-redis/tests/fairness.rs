@@ -3,10 +3,18 @@
 //! not a permit count. Each "process" is a set of threads with its own `LeasedGcra` and its own
 //! connections (separate OS processes are in `lease_processes.rs`).
 //!
-//! Asserted (bounds on counts, no timing): every process gets at least 3/4 of its fair share
-//! in every whole second after the first (25 % of all grants with 3 processes, 18.75 % with
-//! 4), the key's rate is used to at least 95 % after the first second, and at 50,000/s a round
-//! trip serves at least 100 grants.
+//! Asserted (bounds on counts, no timing): in every whole second after the first, the key's
+//! rate is used to at least 95 % and every process gets at least 3/4 of its fair share (25 %
+//! of all grants with 3 processes, 18.75 % with 4), each of the time its callers were asking;
+//! at 50,000/s a round trip serves at least 100 grants.
+//!
+//! "Asking" is measured, not assumed: a caller refused sleeps for what it asked (the
+//! `retry_after`, at most 2 ms); time past that before its next call (the machine ran
+//! something else: issue 43's stress run, two busy threads on two cores, once left 21 of a
+//! last second's 300 permits unasked) is silence. A second's bar is scaled by the time in it
+//! when not every caller was silent (for the key) or not every thread of the process (for a
+//! share); time inside a call is never silence, so a limiter that blocks or wastes its rate
+//! is still caught. A run with no silence is held to the plain bars.
 
 mod common;
 
@@ -18,17 +26,29 @@ use hotlimit_redis::{LeasedGcra, OnError, RedisLimiter, SyncConnection};
 use common::chaos::RealTime;
 use common::RedisServer;
 
-/// What a run found: grants per process per whole second, and round trips.
+const SECOND: u64 = 1_000_000_000;
+
+/// What a run found: grants per process per whole second, each thread's silences, and round
+/// trips.
 struct Shares {
     per_second: Vec<Vec<u64>>,
+    /// Per process, per thread: the spans `[from, to)` (ns, `RealTime`) it was not asking.
+    silences: Vec<Vec<Vec<(u64, u64)>>>,
+    start: u64,
     round_trips: u64,
     grants: u64,
+}
+
+/// What one caller thread saw: grants per second, and its silences.
+struct Caller {
+    seconds: Vec<u64>,
+    silences: Vec<(u64, u64)>,
 }
 
 fn run(rate: u64, processes: usize, threads: usize, seconds: u64) -> Shares {
     let server = RedisServer::start();
     let start = RealTime.now() + 100_000_000;
-    let end = start + seconds * 1_000_000_000;
+    let end = start + seconds * SECOND;
     let limiters: Vec<_> = (0..processes)
         .map(|_| {
             LeasedGcra::builder(Rate::per_second(rate).unwrap(), OnError::FailClosed)
@@ -43,60 +63,134 @@ fn run(rate: u64, processes: usize, threads: usize, seconds: u64) -> Shares {
         .map(|l| {
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_nanos(start.saturating_sub(RealTime.now())));
-                let mut seconds_seen = vec![0u64; seconds as usize];
+                let mut c = Caller {
+                    seconds: vec![0u64; seconds as usize],
+                    silences: Vec::new(),
+                };
+                // When this thread should have been asking again: its last call's return, plus
+                // the sleep it asked for after a refusal.
+                let mut due = RealTime.now();
                 loop {
                     let now = RealTime.now();
+                    // Past what it asked, by more than a timer's slack (0.5 ms): silence.
+                    if now > due + 500_000 {
+                        c.silences.push((due.max(start), now.min(end)));
+                    }
                     if now >= end {
                         break;
                     }
-                    match l.try_acquire_n_timed("shared", 1) {
+                    let granted = l.try_acquire_n_timed("shared", 1);
+                    let back = RealTime.now();
+                    due = back;
+                    match granted {
                         Ok(at) if at >= start && at < end => {
-                            seconds_seen[((at - start) / 1_000_000_000) as usize] += 1
+                            c.seconds[((at - start) / SECOND) as usize] += 1
                         }
                         Ok(_) => {}
-                        Err(d) => std::thread::sleep(
-                            d.retry_after()
+                        Err(d) => {
+                            let nap = d
+                                .retry_after()
                                 .unwrap_or(Duration::MAX)
-                                .min(Duration::from_millis(2)),
-                        ),
+                                .min(Duration::from_millis(2));
+                            due = back + nap.as_nanos() as u64;
+                            std::thread::sleep(nap);
+                        }
                     }
                 }
-                seconds_seen
+                c.silences.retain(|&(from, to)| from < to);
+                c
             })
         })
         .collect();
-    let per_thread: Vec<Vec<u64>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let callers: Vec<Caller> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     let mut per_second = vec![vec![0u64; processes]; seconds as usize];
-    for (t, counts) in per_thread.iter().enumerate() {
-        for (s, c) in counts.iter().enumerate() {
-            per_second[s][t / threads] += c;
+    let mut silences = vec![Vec::new(); processes];
+    for (t, c) in callers.into_iter().enumerate() {
+        for (s, n) in c.seconds.iter().enumerate() {
+            per_second[s][t / threads] += n;
         }
+        silences[t / threads].push(c.silences);
     }
     let round_trips = limiters.iter().map(|l| l.stats().round_trips).sum();
     let grants = per_second.iter().flatten().sum();
     Shares {
         per_second,
+        silences,
+        start,
         round_trips,
         grants,
     }
 }
 
+/// The time (ns) within `[from, to)` when every thread in `threads` was silent: a sweep over
+/// their spans (each thread's are disjoint, so a point is everyone's silence where the count
+/// of open spans reaches the thread count).
+fn all_silent(threads: &[&Vec<(u64, u64)>], from: u64, to: u64) -> u64 {
+    let mut edges: Vec<(u64, i64)> = Vec::new();
+    for spans in threads {
+        for &(a, b) in spans.iter() {
+            let (a, b) = (a.max(from), b.min(to));
+            if a < b {
+                edges.push((a, 1));
+                edges.push((b, -1));
+            }
+        }
+    }
+    // Ends before starts at one instant: touching spans do not overlap.
+    edges.sort_unstable();
+    let (mut open, mut since, mut silent) = (0i64, 0u64, 0u64);
+    for (at, step) in edges {
+        if open == threads.len() as i64 {
+            silent += at - since;
+        }
+        open += step;
+        since = at;
+    }
+    silent
+}
+
+/// `bar` scaled by the part of a second that was not silence.
+fn scaled(bar: u64, silent: u64) -> u64 {
+    (u128::from(bar) * u128::from(SECOND - silent.min(SECOND)) / u128::from(SECOND)) as u64
+}
+
 fn check(name: &str, s: &Shares, rate: u64, processes: usize) {
+    let silent = |threads: Vec<&Vec<(u64, u64)>>, i: usize| {
+        let from = s.start + i as u64 * SECOND;
+        all_silent(&threads, from, from + SECOND)
+    };
+    let key_silence: Vec<u64> = (0..s.per_second.len())
+        .map(|i| silent(s.silences.iter().flatten().collect(), i))
+        .collect();
     println!(
-        "fairness: {name}: per second per process {:?}, {} grants, {} round trips",
-        s.per_second, s.grants, s.round_trips
+        "fairness: {name}: per second per process {:?}, {} grants, {} round trips, every \
+         caller silent {:?} ms",
+        s.per_second,
+        s.grants,
+        s.round_trips,
+        key_silence
+            .iter()
+            .map(|n| n / 1_000_000)
+            .collect::<Vec<_>>()
     );
     for (i, second) in s.per_second.iter().enumerate().skip(1) {
         let total: u64 = second.iter().sum();
+        // At least 95 % of the rate, of the time someone was asking.
+        let bar = scaled(rate * 95, key_silence[i]);
         assert!(
-            total * 100 >= rate * 95,
-            "{name}: second {i}: {total} grants, under 95 % of {rate}"
+            total * 100 >= bar,
+            "{name}: second {i}: {total} grants, under 95 % of {rate} (every caller silent \
+             {} µs of it)",
+            key_silence[i] / 1_000
         );
         for (p, &c) in second.iter().enumerate() {
-            // At least 3/4 of a fair share: c / total >= 3 / (4 × processes).
+            // At least 3/4 of a fair share, c / total >= 3 / (4 × processes), of the time
+            // this process was asking.
+            let quiet = silent(s.silences[p].iter().collect(), i);
             assert!(
-                c * 4 * processes as u64 >= total * 3,
-                "{name}: second {i}: process {p} got {c} of {total}"
+                c * 4 * processes as u64 >= scaled(total * 3, quiet),
+                "{name}: second {i}: process {p} got {c} of {total} (silent {} µs of it)",
+                quiet / 1_000
             );
         }
     }
