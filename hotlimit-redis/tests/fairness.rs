@@ -68,8 +68,9 @@ fn run(rate: u64, processes: usize, threads: usize, seconds: u64) -> Shares {
                     silences: Vec::new(),
                 };
                 // When this thread should have been asking again: its last call's return, plus
-                // the sleep it asked for after a refusal.
-                let mut due = RealTime.now();
+                // the sleep it asked for after a refusal (at first, the run's start: a thread
+                // that starts late was silent).
+                let mut due = start;
                 loop {
                     let now = RealTime.now();
                     // Past what it asked, by more than a timer's slack (0.5 ms): silence.
